@@ -1,0 +1,18 @@
+// Package cgo is llamaloop's raw binding to llama.cpp: the only package that
+// imports "C". It holds one small Go function per C call and no policy: no
+// validation, no lifetimes, no errors beyond the C return values. Misuse of
+// many of these functions aborts the whole process (see llama-cpp-api.md in
+// the project's reference notes); use package llamacpp, which validates every
+// argument before it reaches C.
+//
+// llama.cpp and ggml's CPU backend are compiled by plain cgo from the Go
+// module github.com/ollama/ollama (pinned in go.mod); the include paths come
+// from CGO_CPPFLAGS, which the project's Makefile sets (`make env` prints them
+// for builds outside the Makefile).
+package cgo
+
+import (
+	// Compiles and links llama.cpp (libllama) and ggml with its CPU backend.
+	_ "github.com/ollama/ollama/llama/llama.cpp/src"
+	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
+)

@@ -1,0 +1,62 @@
+#include "shim.h"
+#include "_cgo_export.h"
+
+static volatile int llamaloop_log_min = GGML_LOG_LEVEL_NONE + 100; // nothing until Go asks
+static __thread int llamaloop_log_last = GGML_LOG_LEVEL_INFO;
+
+static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
+	(void) user_data;
+	int lvl = (int) level;
+	if (lvl == GGML_LOG_LEVEL_CONT) {
+		lvl = llamaloop_log_last;
+	} else {
+		llamaloop_log_last = lvl;
+	}
+	if (lvl < llamaloop_log_min || text == NULL) {
+		return;
+	}
+	llamaloopGoLog(lvl, (char *) text);
+}
+
+void llamaloop_log_install(void) { llama_log_set(llamaloop_log_cb, NULL); }
+
+void llamaloop_log_set_min(int level) { llamaloop_log_min = level; }
+
+static bool llamaloop_progress_cb(float progress, void * user_data) {
+	return llamaloopGoProgress(progress, (uintptr_t) user_data);
+}
+
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle) {
+	if (handle != 0) {
+		params.progress_callback = llamaloop_progress_cb;
+		params.progress_callback_user_data = (void *) handle;
+	} else {
+		// llama.cpp's default callback prints dots to the log; stay quiet.
+		params.progress_callback = NULL;
+	}
+	return llama_model_load_from_file(path, params);
+}
+
+static bool llamaloop_abort_cb(void * data) {
+	return __atomic_load_n((int32_t *) data, __ATOMIC_RELAXED) != 0;
+}
+
+void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag) {
+	llama_set_abort_callback(ctx, flag ? llamaloop_abort_cb : NULL, flag);
+}
+
+llama_token llamaloop_sampler_sample_row(struct llama_sampler * smpl, const float * logits, int32_t n, llama_token_data * scratch) {
+	for (int32_t i = 0; i < n; i++) {
+		scratch[i].id = i;
+		scratch[i].logit = logits[i];
+		scratch[i].p = 0.0f;
+	}
+	llama_token_data_array cur = { scratch, (size_t) n, -1, false };
+	llama_sampler_apply(smpl, &cur);
+	if (cur.selected < 0 || cur.selected >= (int64_t) cur.size) {
+		return -1;
+	}
+	llama_token tok = cur.data[cur.selected].id;
+	llama_sampler_accept(smpl, tok);
+	return tok;
+}

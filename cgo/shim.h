@@ -1,0 +1,26 @@
+// Small C helpers for what cgo cannot express directly: callbacks into Go,
+// an abort flag read without crossing into Go, and candidate arrays for
+// llama.cpp's own samplers (used by benchmarks).
+#ifndef LLAMALOOP_SHIM_H
+#define LLAMALOOP_SHIM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "llama.h"
+#include "ggml-backend.h"
+
+// Log forwarding: messages below the minimum level never cross into Go.
+void llamaloop_log_install(void);
+void llamaloop_log_set_min(int level);
+
+// Model loading with an optional progress callback into Go (handle != 0).
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle);
+
+// The abort callback reads *flag atomically; Go sets it.
+void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag);
+
+// Builds the candidate array from a logits row, as llama_sampler_sample does,
+// applies the sampler and returns the selected token.
+llama_token llamaloop_sampler_sample_row(struct llama_sampler * smpl, const float * logits, int32_t n, llama_token_data * scratch);
+
+#endif

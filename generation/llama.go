@@ -1,0 +1,213 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+)
+
+// LlamaBackend is the llama.cpp Backend: slot i is sequence i of one
+// llamacpp.Context, and every Eval packs the tokens of all its feeds into as
+// few llama_decode calls as n_batch allows. Logits are views of llama.cpp's
+// buffer, except for feeds whose last token was decoded before the final
+// decode of a multi-decode Eval: those rows are copied once.
+//
+// A context with a unified KV cache (ContextParams.UnifiedKV) makes Copy
+// share cells instead of duplicating a whole stream; that is what beam
+// search wants. Room is per sequence (SequenceSize minus the sequence's
+// length); with a unified cache the sequences also share the total, and an
+// Eval that finds the cache full returns an error wrapping
+// llamacpp.ErrContextFull.
+type LlamaBackend struct {
+	ctx    *llamacpp.Context
+	batch  *llamacpp.Batch
+	lens   []int
+	views  [][]float32
+	copies [][]float32
+	last   []int // per feed: batch index of its last token in the decode that holds it
+}
+
+// NewLlamaBackend makes a Backend of ctx, which it owns from then on for
+// decoding: do not decode through ctx directly while the backend is in use.
+// It starts by clearing the context's cache.
+func NewLlamaBackend(ctx *llamacpp.Context) (*LlamaBackend, error) {
+	if err := ctx.ClearCache(); err != nil {
+		return nil, err
+	}
+	batch, err := llamacpp.NewBatch(ctx.BatchSize(), 1)
+	if err != nil {
+		return nil, err
+	}
+	return &LlamaBackend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
+}
+
+// Close frees the backend's batch (the context stays open).
+func (b *LlamaBackend) Close() error { return b.batch.Close() }
+
+// Context is the llama.cpp context the backend decodes with.
+func (b *LlamaBackend) Context() *llamacpp.Context { return b.ctx }
+
+// VocabSize implements Backend.
+func (b *LlamaBackend) VocabSize() int { return b.ctx.VocabSize() }
+
+// Slots implements Backend: the context's Sequences.
+func (b *LlamaBackend) Slots() int { return len(b.lens) }
+
+// Room implements Backend.
+func (b *LlamaBackend) Room(slot int) int {
+	if slot < 0 || slot >= len(b.lens) {
+		return 0
+	}
+	return b.ctx.SequenceSize() - b.lens[slot]
+}
+
+// Len is the number of tokens slot holds.
+func (b *LlamaBackend) Len(slot int) int { return b.lens[slot] }
+
+func (b *LlamaBackend) checkSlot(slot int) error {
+	if slot < 0 || slot >= len(b.lens) {
+		return fmt.Errorf("%w: slot %d outside [0, %d)", llamacpp.ErrInvalidArgument, slot, len(b.lens))
+	}
+	return nil
+}
+
+// Eval implements Backend.
+func (b *LlamaBackend) Eval(ctx context.Context, feeds []Feed) error {
+	nv := int32(b.VocabSize())
+	total := 0
+	for i, f := range feeds {
+		if err := b.checkSlot(f.Slot); err != nil {
+			return err
+		}
+		if len(f.Tokens) == 0 {
+			return fmt.Errorf("%w: feed %d is empty", llamacpp.ErrInvalidArgument, i)
+		}
+		for _, t := range f.Tokens {
+			if t < 0 || t >= nv {
+				return fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", ErrTokenOutOfRange, t, nv)
+			}
+		}
+		total += len(f.Tokens)
+	}
+	if cap(b.views) < len(feeds) {
+		b.views = make([][]float32, len(feeds))
+		b.last = make([]int, len(feeds))
+		b.copies = append(b.copies, make([][]float32, len(feeds)-len(b.copies))...)
+	}
+	b.views, b.last = b.views[:len(feeds)], b.last[:len(feeds)]
+	b.batch.Clear()
+	done := 0
+	first := 0 // first feed whose output is still pending
+	for i, f := range feeds {
+		pos := int32(b.lens[f.Slot])
+		for j, t := range f.Tokens {
+			if b.batch.Len() == b.batch.Cap() {
+				if err := b.decode(ctx, feeds, first, i, total-done > 0); err != nil {
+					return err
+				}
+				first = i
+			}
+			isLast := j == len(f.Tokens)-1
+			k, _ := b.batch.Add(t, pos+int32(j), int32(f.Slot), isLast)
+			if isLast {
+				b.last[i] = k
+			}
+			done++
+		}
+		b.lens[f.Slot] += len(f.Tokens)
+	}
+	return b.decode(ctx, feeds, first, len(feeds), false)
+}
+
+// decode runs the batch and collects the outputs of feeds[from:to] whose
+// last token it held; more says whether another decode follows, in which
+// case the rows are copied out of llama.cpp's buffer.
+func (b *LlamaBackend) decode(ctx context.Context, feeds []Feed, from, to int, more bool) error {
+	if err := b.ctx.Decode(ctx, b.batch); err != nil {
+		b.resync(feeds)
+		return err
+	}
+	inBatch := b.batch.Len()
+	for i := from; i < to && i < len(feeds); i++ {
+		if b.last[i] < 0 || b.last[i] >= inBatch {
+			continue
+		}
+		row, err := b.ctx.Logits(b.last[i])
+		if err != nil {
+			continue // this feed's last token is in a later decode
+		}
+		if more {
+			b.copies[i] = append(b.copies[i][:0], row...)
+			row = b.copies[i]
+		}
+		b.views[i] = row
+		b.last[i] = -1
+	}
+	b.batch.Clear()
+	return nil
+}
+
+// resync re-reads the true lengths after a failed decode.
+func (b *LlamaBackend) resync(feeds []Feed) {
+	for _, f := range feeds {
+		p, err := b.ctx.SeqPosMax(int32(f.Slot))
+		if err == nil {
+			b.lens[f.Slot] = int(p) + 1
+		}
+	}
+}
+
+// Logits implements Backend.
+func (b *LlamaBackend) Logits(i int) []float32 { return b.views[i] }
+
+// Copy implements Backend: dst is emptied, then gets src's cells (shared in a
+// unified cache, a whole-stream copy otherwise).
+func (b *LlamaBackend) Copy(dst, src int) error {
+	if err := b.checkSlot(dst); err != nil {
+		return err
+	}
+	if err := b.checkSlot(src); err != nil {
+		return err
+	}
+	if dst == src {
+		return nil
+	}
+	if err := b.ctx.SeqRemove(int32(dst), -1, -1); err != nil {
+		return err
+	}
+	if err := b.ctx.SeqCopy(int32(src), int32(dst), -1, -1); err != nil {
+		return err
+	}
+	b.lens[dst] = b.lens[src]
+	return nil
+}
+
+// Clear implements Backend.
+func (b *LlamaBackend) Clear(slot int) error {
+	if err := b.checkSlot(slot); err != nil {
+		return err
+	}
+	if err := b.ctx.SeqRemove(int32(slot), -1, -1); err != nil {
+		return err
+	}
+	b.lens[slot] = 0
+	return nil
+}
+
+// LlamaTokenizer adapts a llama.cpp vocabulary to Tokenizer and
+// ChatTemplater; Template, when set, replaces the model's chat template.
+type LlamaTokenizer struct {
+	*llamacpp.Vocab
+	Template string
+}
+
+// ApplyChatTemplate implements ChatTemplater with llama.cpp's template
+// engine.
+func (t LlamaTokenizer) ApplyChatTemplate(messages []Message, addAssistant bool) (string, error) {
+	msgs := make([]llamacpp.ChatMessage, len(messages))
+	for i, m := range messages {
+		msgs[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	return t.Vocab.ApplyChatTemplate(t.Template, msgs, addAssistant)
+}

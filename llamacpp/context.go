@@ -1,0 +1,404 @@
+package llamacpp
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/llamaloop/llamaloop/cgo"
+)
+
+// FlashAttention selects llama.cpp's flash-attention mode.
+type FlashAttention int
+
+// Flash-attention modes; the zero value lets llama.cpp decide per device.
+const (
+	FlashAttentionAuto FlashAttention = iota
+	FlashAttentionOff
+	FlashAttentionOn
+)
+
+// KVType is the element type of the KV cache.
+type KVType string
+
+// KV cache element types. A quantized V cache requires flash attention.
+const (
+	KVDefault KVType = ""
+	KVF32     KVType = "f32"
+	KVF16     KVType = "f16"
+	KVQ8_0    KVType = "q8_0"
+	KVQ4_0    KVType = "q4_0"
+)
+
+func (t KVType) ggml() (int32, error) {
+	switch t {
+	case KVDefault:
+		return -1, nil
+	case KVF32:
+		return 0, nil
+	case KVF16:
+		return 1, nil
+	case KVQ4_0:
+		return 2, nil
+	case KVQ8_0:
+		return 8, nil
+	}
+	return 0, invalid("KV cache type %q (want f32, f16, q8_0 or q4_0)", string(t))
+}
+
+// ContextParams configure NewContext. Zero fields take the defaults noted.
+type ContextParams struct {
+	// ContextSize is the number of KV cells (default 512; llama.cpp rounds it
+	// up to a multiple of 256). Read the effective value with Context.Size.
+	ContextSize int
+	// BatchSize is the most tokens one Decode may carry (default 512).
+	BatchSize int
+	// MicroBatchSize is the physical batch (default: BatchSize).
+	MicroBatchSize int
+	// Sequences is n_seq_max, the number of sequence ids 0..Sequences-1
+	// (default 1, at most MaxSequences()).
+	Sequences int
+	// Threads decode single tokens and BatchThreads multi-token batches
+	// (default: the number of CPUs, BatchThreads defaults to Threads).
+	Threads, BatchThreads int
+	// FlashAttention selects flash attention (default auto).
+	FlashAttention FlashAttention
+	// TypeK and TypeV are the KV cache element types (default f16).
+	TypeK, TypeV KVType
+	// UnifiedKV makes every sequence share one buffer of ContextSize cells:
+	// SeqCopy then shares cells instead of copying them and works on
+	// partial ranges, and a token may belong to several sequences. Without
+	// it each sequence owns ContextSize/Sequences cells (at least 256).
+	UnifiedKV bool
+	// Perf enables llama.cpp's timing counters (Context.Perf).
+	Perf bool
+}
+
+// Context is an evaluation context over a model: its KV cache holds up to
+// Sequences() sequences. A Context is not safe for concurrent use.
+type Context struct {
+	model   *Model
+	c       cgo.Context
+	abort   *int32 // C memory read by llama.cpp's abort callback
+	nVocab  int
+	nCtx    int
+	nCtxSeq int
+	nBatch  int
+	nSeq    int
+	unified bool
+
+	// the Go context whose cancellation currently sets abort; abortMu keeps
+	// a late cancellation from writing the flag after Close freed it
+	armed     context.Context
+	stopArmed func() bool
+	abortMu   sync.Mutex
+
+	// outputs of the last successful Decode: batch index -> logits row
+	lastOutputs []int8
+	lastN       int
+}
+
+// NewContext creates a context. Invalid parameters give ErrInvalidArgument;
+// llama.cpp's own refusals (e.g. out of memory) give an error with its
+// explanation.
+func (m *Model) NewContext(p ContextParams) (*Context, error) {
+	cp := cgo.DefaultContextParams()
+	set := func(dst *uint32, v int, name string, lo, hi int) error {
+		if v == 0 {
+			return nil
+		}
+		if v < lo || v > hi {
+			return invalid("%s %d out of range [%d, %d]", name, v, lo, hi)
+		}
+		*dst = uint32(v)
+		return nil
+	}
+	if err := set(&cp.NCtx, p.ContextSize, "ContextSize", 1, 1<<24); err != nil {
+		return nil, err
+	}
+	if p.ContextSize == 0 {
+		cp.NCtx = 512
+	}
+	cp.NBatch = 512
+	if err := set(&cp.NBatch, p.BatchSize, "BatchSize", 1, 1<<20); err != nil {
+		return nil, err
+	}
+	cp.NUbatch = cp.NBatch
+	if err := set(&cp.NUbatch, p.MicroBatchSize, "MicroBatchSize", 1, int(cp.NBatch)); err != nil {
+		return nil, err
+	}
+	if err := set(&cp.NSeqMax, p.Sequences, "Sequences", 1, MaxSequences()); err != nil {
+		return nil, err
+	}
+	threads := p.Threads
+	if threads < 0 || p.BatchThreads < 0 {
+		return nil, invalid("negative thread count")
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	cp.NThreads = int32(threads)
+	cp.NThreadsBatch = int32(threads)
+	if p.BatchThreads > 0 {
+		cp.NThreadsBatch = int32(p.BatchThreads)
+	}
+	switch p.FlashAttention {
+	case FlashAttentionAuto:
+		cp.FlashAttn = -1
+	case FlashAttentionOff:
+		cp.FlashAttn = 0
+	case FlashAttentionOn:
+		cp.FlashAttn = 1
+	default:
+		return nil, invalid("FlashAttention %d", p.FlashAttention)
+	}
+	var err error
+	if cp.TypeK, err = p.TypeK.ggml(); err != nil {
+		return nil, err
+	}
+	if cp.TypeV, err = p.TypeV.ggml(); err != nil {
+		return nil, err
+	}
+	cp.KVUnified = p.UnifiedKV
+	cp.NoPerf = !p.Perf
+
+	if err := m.attach(); err != nil {
+		return nil, err
+	}
+	takeLastError()
+	c := cgo.InitFromModel(m.c, cp)
+	if c.Nil() {
+		m.detach()
+		detail := takeLastError()
+		if detail == "" {
+			detail = "llama.cpp refused the parameters"
+		}
+		return nil, fmt.Errorf("llamacpp: cannot create context: %s", detail)
+	}
+	ctx := &Context{model: m, c: c, nVocab: m.vocab.n, unified: p.UnifiedKV,
+		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax()}
+	ctx.abort = (*int32)(cgo.CMalloc(4))
+	*ctx.abort = 0
+	c.SetAbortFlag(ctx.abort)
+	ctx.lastOutputs = make([]int8, ctx.nBatch)
+	runtime.SetFinalizer(ctx, func(c *Context) { c.Close() })
+	return ctx, nil
+}
+
+// Close frees the context; it is idempotent.
+func (ctx *Context) Close() error {
+	if ctx.c.Nil() {
+		return nil
+	}
+	if ctx.stopArmed != nil {
+		ctx.stopArmed()
+		ctx.stopArmed = nil
+	}
+	ctx.c.Free()
+	ctx.c = cgo.Context{}
+	ctx.abortMu.Lock()
+	cgo.CFree(unsafe.Pointer(ctx.abort))
+	ctx.abort = nil
+	ctx.abortMu.Unlock()
+	runtime.SetFinalizer(ctx, nil)
+	ctx.model.detach()
+	return nil
+}
+
+func (ctx *Context) check() error {
+	if ctx == nil || ctx.c.Nil() {
+		return fmt.Errorf("context: %w", ErrClosed)
+	}
+	return nil
+}
+
+// Model is the model the context evaluates.
+func (ctx *Context) Model() *Model { return ctx.model }
+
+// Size is the effective number of KV cells (n_ctx).
+func (ctx *Context) Size() int { return ctx.nCtx }
+
+// SequenceSize is the number of cells one sequence may use (n_ctx_seq): Size
+// with a unified cache, Size/Sequences otherwise.
+func (ctx *Context) SequenceSize() int { return ctx.nCtxSeq }
+
+// BatchSize is the most tokens one Decode may carry (n_batch).
+func (ctx *Context) BatchSize() int { return ctx.nBatch }
+
+// Sequences is n_seq_max: valid sequence ids are 0..Sequences()-1.
+func (ctx *Context) Sequences() int { return ctx.nSeq }
+
+// UnifiedKV reports whether sequences share one KV buffer.
+func (ctx *Context) UnifiedKV() bool { return ctx.unified }
+
+// VocabSize is the width of a logits row.
+func (ctx *Context) VocabSize() int { return ctx.nVocab }
+
+// SetThreads sets the threads for single-token and multi-token decodes.
+func (ctx *Context) SetThreads(threads, batchThreads int) error {
+	if err := ctx.check(); err != nil {
+		return err
+	}
+	if threads < 1 || batchThreads < 1 {
+		return invalid("threads %d, %d", threads, batchThreads)
+	}
+	ctx.c.SetNThreads(threads, batchThreads)
+	return nil
+}
+
+// Threads returns the threads for single-token and multi-token decodes.
+func (ctx *Context) Threads() (threads, batchThreads int) {
+	if ctx.check() != nil {
+		return 0, 0
+	}
+	return ctx.c.NThreads(), ctx.c.NThreadsBatch()
+}
+
+// arm makes the cancellation of gctx abort llama.cpp's computation. The same
+// Go context stays armed across calls, so steady-state decodes allocate
+// nothing.
+func (ctx *Context) arm(gctx context.Context) {
+	if gctx == ctx.armed {
+		return
+	}
+	if ctx.stopArmed != nil {
+		ctx.stopArmed()
+		ctx.stopArmed = nil
+	}
+	ctx.armed = gctx
+	atomic.StoreInt32(ctx.abort, 0)
+	if gctx.Done() != nil {
+		ctx.stopArmed = context.AfterFunc(gctx, func() {
+			ctx.abortMu.Lock()
+			if ctx.abort != nil {
+				atomic.StoreInt32(ctx.abort, 1)
+			}
+			ctx.abortMu.Unlock()
+		})
+	}
+}
+
+// Decode evaluates the batch. Its cancellation reaches llama.cpp through the
+// abort callback (the CPU backend checks it between graph nodes). Errors:
+// ErrInvalidArgument for a batch that fails validation (nothing evaluated),
+// ErrContextFull, ErrAborted, ErrInvalidBatch and ErrDecodeFailed as
+// DecodeError (see their docs for the cache state after each).
+func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
+	if err := ctx.check(); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	if err := ctx.validate(b); err != nil {
+		return err
+	}
+	if err := gctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	ctx.arm(gctx)
+	ctx.lastN = 0
+	b.c.SetNTokens(b.n)
+	rc := ctx.c.Decode(b.c)
+	if rc != 0 {
+		detail := ""
+		if rc != 2 {
+			detail = takeLastError()
+		}
+		if rc == 2 && gctx.Err() != nil {
+			return fmt.Errorf("%w: %w", &DecodeError{Code: rc}, gctx.Err())
+		}
+		return &DecodeError{Code: rc, Detail: detail}
+	}
+	copy(ctx.lastOutputs, b.outputs[:b.n])
+	ctx.lastN = b.n
+	return nil
+}
+
+func (ctx *Context) validate(b *Batch) error {
+	if b.n == 0 {
+		return invalid("empty batch")
+	}
+	if b.n > ctx.nBatch {
+		return invalid("batch of %d tokens exceeds the context's batch size %d", b.n, ctx.nBatch)
+	}
+	for i := range b.n {
+		if t := b.tokens[i]; t < 0 || int(t) >= ctx.nVocab {
+			return invalid("token %d at batch index %d outside the vocabulary [0, %d)", t, i, ctx.nVocab)
+		}
+		if b.pos[i] < 0 {
+			return invalid("negative position %d at batch index %d", b.pos[i], i)
+		}
+		ns := int(b.nSeqID[i])
+		if ns > 1 && !ctx.unified {
+			return invalid("token at batch index %d belongs to %d sequences; that needs a unified KV cache", i, ns)
+		}
+		for _, s := range b.seqsOf(i) {
+			if s < 0 || int(s) >= ctx.nSeq {
+				return invalid("sequence id %d at batch index %d outside [0, %d)", s, i, ctx.nSeq)
+			}
+		}
+	}
+	return nil
+}
+
+// Logits returns the logits row of batch index i of the last successful
+// Decode (the token must have been added with output set). The slice is a
+// view of llama.cpp's buffer: it is valid until the next Decode or Close and
+// must not be retained; modifying it in place is allowed.
+func (ctx *Context) Logits(i int) ([]float32, error) {
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= ctx.lastN || ctx.lastOutputs[i] == 0 {
+		return nil, invalid("batch index %d has no logits (last decode: %d tokens)", i, ctx.lastN)
+	}
+	p := ctx.c.LogitsIth(i)
+	if p == nil {
+		return nil, invalid("llama.cpp has no logits for batch index %d", i)
+	}
+	return unsafe.Slice(p, ctx.nVocab), nil
+}
+
+// CopyLogits copies the logits row of batch index i into dst (grown as
+// needed) and returns it.
+func (ctx *Context) CopyLogits(dst []float32, i int) ([]float32, error) {
+	row, err := ctx.Logits(i)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst[:0], row...), nil
+}
+
+// Perf holds llama.cpp's performance counters (timings need
+// ContextParams.Perf). llama.cpp counts a decode of exactly one token as
+// "eval" and any larger decode as "prompt eval".
+type Perf struct {
+	PromptEval       time.Duration
+	Eval             time.Duration
+	PromptEvalTokens int
+	EvalTokens       int
+	GraphReuses      int
+}
+
+// Perf returns the performance counters since creation or ResetPerf.
+func (ctx *Context) Perf() Perf {
+	if ctx.check() != nil {
+		return Perf{}
+	}
+	d := ctx.c.Perf()
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	return Perf{PromptEval: ms(d.PromptEvalMs), Eval: ms(d.EvalMs), PromptEvalTokens: int(d.NPromptEval),
+		EvalTokens: int(d.NEval), GraphReuses: int(d.NReused)}
+}
+
+// ResetPerf zeroes the performance counters.
+func (ctx *Context) ResetPerf() {
+	if ctx.check() == nil {
+		ctx.c.PerfReset()
+	}
+}

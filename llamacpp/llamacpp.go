@@ -1,0 +1,179 @@
+// Package llamacpp is the safe Go API over llama.cpp: models, contexts,
+// batches, KV-cache sequences, logits views, vocabularies and devices.
+//
+// Every argument is checked in Go before it reaches C, because llama.cpp
+// aborts the whole process on many misuses (a batch larger than n_batch, a
+// sequence id beyond n_seq_max in the memory API, a token id outside the
+// vocabulary in the per-token functions). Errors are values; nothing here
+// panics on bad input.
+//
+// Lifetimes: a Model may be shared by many goroutines and many contexts; a
+// Context, a Batch and the logits views a Context returns belong to one
+// goroutine at a time. Close is idempotent on every type. A Model closed
+// while contexts are open is freed when its last context closes. Finalizers
+// free what a program forgot to close, as a safety net only.
+//
+// llama.cpp's and ggml's log output goes to a log/slog logger (SetLogger),
+// quiet by default. GPU backends built as shared libraries (see `make cuda`)
+// are loaded at start-up from the directory named by LLAMALOOP_BACKEND_DIR.
+package llamacpp
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/llamaloop/llamaloop/cgo"
+)
+
+// BackendDirEnv names the environment variable holding a directory of ggml
+// backend libraries (libggml-cuda.so, libggml-vulkan.so, ...) that are loaded
+// when the package first initialises llama.cpp.
+const BackendDirEnv = "LLAMALOOP_BACKEND_DIR"
+
+var (
+	logger    atomic.Pointer[slog.Logger]
+	lastError struct {
+		sync.Mutex
+		text string
+	}
+	initOnce sync.Once
+)
+
+// initialize sets up logging and llama.cpp's backends once per process.
+func initialize() {
+	initOnce.Do(func() {
+		cgo.SetLogHandler(forwardLog)
+		cgo.SetLogMinLevel(cgo.LogError)
+		cgo.LogInstall()
+		cgo.BackendInit()
+		if dir := os.Getenv(BackendDirEnv); dir != "" {
+			loadBackends(dir)
+		}
+	})
+}
+
+func loadBackends(dir string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "libggml-*"))
+	for _, p := range paths {
+		if strings.Contains(filepath.Base(p), "ggml-base") {
+			continue
+		}
+		if !cgo.BackendLoad(p) {
+			slog.Warn("llamacpp: could not load ggml backend", "path", p)
+		}
+	}
+}
+
+// SetLogger sends llama.cpp's log messages at or above level to l; a nil
+// logger restores the default, which keeps only the most recent error for
+// the package's own error messages.
+func SetLogger(l *slog.Logger, level slog.Level) {
+	initialize()
+	logger.Store(l)
+	min := cgo.LogError
+	if l != nil {
+		switch {
+		case level <= slog.LevelDebug:
+			min = cgo.LogDebug
+		case level <= slog.LevelInfo:
+			min = cgo.LogInfo
+		case level <= slog.LevelWarn:
+			min = cgo.LogWarn
+		}
+	}
+	cgo.SetLogMinLevel(min)
+}
+
+func forwardLog(level int, text string) {
+	text = strings.TrimRight(text, "\n")
+	if level >= cgo.LogError {
+		lastError.Lock()
+		lastError.text = text
+		lastError.Unlock()
+	}
+	l := logger.Load()
+	if l == nil || text == "" {
+		return
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case cgo.LogDebug:
+		lvl = slog.LevelDebug
+	case cgo.LogWarn:
+		lvl = slog.LevelWarn
+	case cgo.LogError:
+		lvl = slog.LevelError
+	}
+	l.Log(context.Background(), lvl, text, "source", "llama.cpp")
+}
+
+// takeLastError returns and clears the most recent error llama.cpp logged.
+func takeLastError() string {
+	lastError.Lock()
+	defer lastError.Unlock()
+	s := lastError.text
+	lastError.text = ""
+	return s
+}
+
+// SystemInfo is llama.cpp's description of the CPU features it was built for.
+func SystemInfo() string {
+	initialize()
+	return cgo.SystemInfo()
+}
+
+// MaxSequences is the largest n_seq_max llama.cpp accepts (LLAMA_MAX_SEQ).
+func MaxSequences() int { return cgo.MaxParallelSequences() }
+
+// SupportsGPUOffload reports whether a GPU backend is available.
+func SupportsGPUOffload() bool {
+	initialize()
+	return cgo.SupportsGPUOffload()
+}
+
+// DeviceType says what kind of device ggml sees.
+type DeviceType string
+
+// The device types of ggml_backend_dev_type.
+const (
+	DeviceCPU   DeviceType = "cpu"
+	DeviceGPU   DeviceType = "gpu"
+	DeviceIGPU  DeviceType = "igpu"
+	DeviceAccel DeviceType = "accel"
+)
+
+// Device is one compute device that ggml sees.
+type Device struct {
+	Name        string
+	Description string
+	Type        DeviceType
+	FreeMemory  uint64 // bytes
+	TotalMemory uint64 // bytes
+}
+
+// Devices lists the devices of every registered backend, CPU included.
+func Devices() []Device {
+	initialize()
+	n := cgo.DeviceCount()
+	out := make([]Device, 0, n)
+	for i := range n {
+		d := cgo.DeviceGet(i)
+		free, total := d.Memory()
+		t := DeviceCPU
+		switch d.Type() {
+		case cgo.DeviceGPU:
+			t = DeviceGPU
+		case cgo.DeviceIGPU:
+			t = DeviceIGPU
+		case cgo.DeviceAccel:
+			t = DeviceAccel
+		}
+		out = append(out, Device{Name: d.Name(), Description: d.Description(), Type: t, FreeMemory: free, TotalMemory: total})
+	}
+	return out
+}

@@ -1,0 +1,272 @@
+package llamacpp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	rcgo "runtime/cgo"
+	"strconv"
+	"sync"
+
+	"github.com/llamaloop/llamaloop/cgo"
+)
+
+// ModelParams configure LoadModel. The zero value loads every weight into
+// CPU memory through mmap.
+type ModelParams struct {
+	// GPULayers is the number of layers to offload to a GPU backend; -1
+	// offloads all of them. Without a GPU backend it is ignored.
+	GPULayers int
+	// NoMmap reads the weights into memory instead of mapping the file.
+	NoMmap bool
+	// Mlock keeps the weights resident in RAM.
+	Mlock bool
+	// VocabOnly loads only the vocabulary and metadata; such a model cannot
+	// create contexts.
+	VocabOnly bool
+	// CheckTensors validates tensor data while loading (slow).
+	CheckTensors bool
+	// Progress, when set, receives the loading progress in [0, 1]; returning
+	// false cancels the load.
+	Progress func(progress float32) bool
+}
+
+// Model is a loaded GGUF model. It is safe for concurrent use; contexts
+// created from it are not.
+type Model struct {
+	mu       sync.Mutex
+	c        cgo.Model
+	path     string
+	contexts int
+	closing  bool
+	vocab    *Vocab
+	info     ModelInfo
+}
+
+// ModelInfo describes a loaded model.
+type ModelInfo struct {
+	Path         string
+	Architecture string // general.architecture, e.g. "llama"
+	Description  string // llama.cpp's one-line description, e.g. "llama 1B Q8_0"
+	Size         uint64 // bytes of weights
+	Params       uint64 // number of parameters
+	CtxTrain     int    // n_ctx_train
+	Embd         int    // n_embd
+	Layers       int    // n_layer
+	Heads        int    // n_head
+	HeadsKV      int    // n_head_kv
+	VocabSize    int
+}
+
+func init() {
+	cgo.SetProgressHandler(func(h uintptr, p float32) bool {
+		return rcgo.Handle(h).Value().(func(float32) bool)(p)
+	})
+}
+
+// LoadModel loads a GGUF model file. A missing, unreadable, non-GGUF or
+// truncated file gives an error wrapping ErrLoad that names the problem.
+func LoadModel(path string, p ModelParams) (*Model, error) {
+	initialize()
+	if err := checkGGUF(path); err != nil {
+		return nil, err
+	}
+	mp := cgo.DefaultModelParams()
+	mp.NGPULayers = int32(p.GPULayers)
+	if p.GPULayers < 0 {
+		mp.NGPULayers = 999
+	}
+	mp.UseMmap = !p.NoMmap
+	mp.UseMlock = p.Mlock
+	mp.VocabOnly = p.VocabOnly
+	mp.CheckTensors = p.CheckTensors
+	var handle uintptr
+	if p.Progress != nil {
+		h := rcgo.NewHandle(p.Progress)
+		defer h.Delete()
+		handle = uintptr(h)
+	}
+	takeLastError()
+	c := cgo.ModelLoadFromFile(path, mp, handle)
+	if c.Nil() {
+		detail := takeLastError()
+		if detail == "" {
+			detail = "llama.cpp refused the file"
+		}
+		return nil, fmt.Errorf("%w %s: %s", ErrLoad, path, detail)
+	}
+	m := &Model{c: c, path: path}
+	m.vocab = newVocab(m, c.Vocab())
+	m.info = ModelInfo{Path: path, Description: c.Desc(), Size: c.Size(), Params: c.NParams(),
+		CtxTrain: c.NCtxTrain(), Embd: c.NEmbd(), Layers: c.NLayer(), Heads: c.NHead(), HeadsKV: c.NHeadKV(),
+		VocabSize: m.vocab.n}
+	m.info.Architecture, _ = c.MetaValStr("general.architecture")
+	runtime.SetFinalizer(m, func(m *Model) { m.free() })
+	return m, nil
+}
+
+// checkGGUF gives clear errors for the common mistakes before llama.cpp sees
+// the file.
+func checkGGUF(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%w %s: is a directory", ErrLoad, path)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return fmt.Errorf("%w %s: not a GGUF file (%d bytes)", ErrLoad, path, st.Size())
+	}
+	if !bytes.Equal(head[:4], []byte("GGUF")) {
+		return fmt.Errorf("%w %s: not a GGUF file (magic %q)", ErrLoad, path, head[:4])
+	}
+	return nil
+}
+
+// Info describes the model.
+func (m *Model) Info() ModelInfo { return m.info }
+
+// Vocab is the model's vocabulary; it lives as long as the model.
+func (m *Model) Vocab() *Vocab { return m.vocab }
+
+// Metadata returns every GGUF key/value llama.cpp exposes as a string
+// (arrays are not included).
+func (m *Model) Metadata() (map[string]string, error) {
+	if err := m.acquire(); err != nil {
+		return nil, err
+	}
+	defer m.release()
+	n := m.c.MetaCount()
+	out := make(map[string]string, n)
+	for i := range n {
+		k, ok1 := m.c.MetaKeyByIndex(i)
+		v, ok2 := m.c.MetaValStrByIndex(i)
+		if ok1 && ok2 {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// MetadataValue returns one GGUF value as a string.
+func (m *Model) MetadataValue(key string) (string, bool) {
+	if m.acquire() != nil {
+		return "", false
+	}
+	defer m.release()
+	return m.c.MetaValStr(key)
+}
+
+// MetadataInt returns one integer GGUF value.
+func (m *Model) MetadataInt(key string) (int64, bool) {
+	s, ok := m.MetadataValue(key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
+}
+
+// ChatTemplate returns the model's chat template (tokenizer.chat_template),
+// or the named variant; ok is false when the model has none.
+func (m *Model) ChatTemplate(name string) (string, bool) {
+	if m.acquire() != nil {
+		return "", false
+	}
+	defer m.release()
+	return m.c.ChatTemplate(name)
+}
+
+// Close frees the model once every context created from it is closed. It is
+// idempotent.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	m.closing = true
+	free := m.contexts == 0
+	m.mu.Unlock()
+	if free {
+		m.free()
+	}
+	return nil
+}
+
+func (m *Model) free() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.c.Nil() {
+		m.c.Free()
+		m.c = cgo.Model{}
+		runtime.SetFinalizer(m, nil)
+	}
+}
+
+// acquire guards a C call against a concurrent Close.
+func (m *Model) acquire() error {
+	m.mu.Lock()
+	if m.c.Nil() || m.closing {
+		m.mu.Unlock()
+		return fmt.Errorf("model %s: %w", m.path, ErrClosed)
+	}
+	return nil
+}
+
+func (m *Model) release() { m.mu.Unlock() }
+
+// attach and detach count the contexts that keep the model alive.
+func (m *Model) attach() error {
+	if err := m.acquire(); err != nil {
+		return err
+	}
+	m.contexts++
+	m.release()
+	return nil
+}
+
+func (m *Model) detach() {
+	m.mu.Lock()
+	m.contexts--
+	free := m.contexts == 0 && m.closing
+	m.mu.Unlock()
+	if free {
+		m.free()
+	}
+}
+
+// FileType is a GGUF weight encoding for Quantize.
+type FileType int
+
+// File types accepted by Quantize.
+const (
+	F32  FileType = FileType(cgo.FtypeF32)
+	F16  FileType = FileType(cgo.FtypeF16)
+	Q8_0 FileType = FileType(cgo.FtypeQ8_0)
+	Q4_0 FileType = FileType(cgo.FtypeQ4_0)
+)
+
+// Quantize converts the GGUF model at in to out with llama.cpp's own
+// quantizer (llama_model_quantize), using threads threads (0: all cores).
+func Quantize(in, out string, ft FileType, threads int) error {
+	initialize()
+	if err := checkGGUF(in); err != nil {
+		return err
+	}
+	switch ft {
+	case F32, F16, Q8_0, Q4_0:
+	default:
+		return invalid("file type %d", ft)
+	}
+	takeLastError()
+	if rc := cgo.Quantize(in, out, int(ft), threads); rc != 0 {
+		return fmt.Errorf("llamacpp: quantize %s: %s", in, takeLastError())
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package llamacpp
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/llamaloop/llamaloop/cgo"
+)
+
+// Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use
+// and lives as long as its model.
+type Vocab struct {
+	model *Model
+	c     cgo.Vocab
+	n     int
+
+	eogOnce sync.Once
+	eog     []int32
+	freed   atomic.Bool
+}
+
+func newVocab(m *Model, c cgo.Vocab) *Vocab { return &Vocab{model: m, c: c, n: c.NTokens()} }
+
+// TokenAttr is the bit set of llama_token_attr.
+type TokenAttr uint32
+
+// Token attributes.
+const (
+	AttrUnknown     TokenAttr = 1 << 0
+	AttrUnused      TokenAttr = 1 << 1
+	AttrNormal      TokenAttr = 1 << 2
+	AttrControl     TokenAttr = 1 << 3
+	AttrUserDefined TokenAttr = 1 << 4
+	AttrByte        TokenAttr = 1 << 5
+	AttrNormalized  TokenAttr = 1 << 6
+	AttrLStrip      TokenAttr = 1 << 7
+	AttrRStrip      TokenAttr = 1 << 8
+	AttrSingleWord  TokenAttr = 1 << 9
+)
+
+func (v *Vocab) alive() error {
+	if v.model.c.Nil() {
+		return fmt.Errorf("vocabulary: model %w", ErrClosed)
+	}
+	return nil
+}
+
+func (v *Vocab) checkToken(t int32) error {
+	if err := v.alive(); err != nil {
+		return err
+	}
+	if t < 0 || int(t) >= v.n {
+		return invalid("token %d outside the vocabulary [0, %d)", t, v.n)
+	}
+	return nil
+}
+
+// Size is the number of tokens.
+func (v *Vocab) Size() int { return v.n }
+
+// BOS is the beginning-of-sequence token, or -1.
+func (v *Vocab) BOS() int32 { return v.c.BOS() }
+
+// EOS is the end-of-sequence token, or -1.
+func (v *Vocab) EOS() int32 { return v.c.EOS() }
+
+// EOT is the end-of-turn token, or -1.
+func (v *Vocab) EOT() int32 { return v.c.EOT() }
+
+// PAD is the padding token, or -1.
+func (v *Vocab) PAD() int32 { return v.c.PAD() }
+
+// AddsBOS reports whether Tokenize with addSpecial prepends BOS.
+func (v *Vocab) AddsBOS() bool { return v.c.AddBOS() }
+
+// AddsEOS reports whether Tokenize with addSpecial appends EOS.
+func (v *Vocab) AddsEOS() bool { return v.c.AddEOS() }
+
+// IsEOG reports whether t ends generation (EOS, EOT, and the tokens
+// llama.cpp recognises as ending a turn); false for ids outside the
+// vocabulary.
+func (v *Vocab) IsEOG(t int32) bool {
+	return t >= 0 && int(t) < v.n && v.alive() == nil && v.c.IsEOG(t)
+}
+
+// EOGTokens lists every end-of-generation token in increasing order.
+func (v *Vocab) EOGTokens() []int32 {
+	v.eogOnce.Do(func() {
+		for t := range int32(v.n) {
+			if v.c.IsEOG(t) {
+				v.eog = append(v.eog, t)
+			}
+		}
+	})
+	return v.eog
+}
+
+// Attr returns the attributes of token t.
+func (v *Vocab) Attr(t int32) (TokenAttr, error) {
+	if err := v.checkToken(t); err != nil {
+		return 0, err
+	}
+	return TokenAttr(v.c.Attr(t)), nil
+}
+
+// Text returns the raw piece of t as stored in the model (SPM pieces hold
+// U+2581 for a space).
+func (v *Vocab) Text(t int32) (string, error) {
+	if err := v.checkToken(t); err != nil {
+		return "", err
+	}
+	return v.c.Text(t), nil
+}
+
+// Score returns the tokenizer score of t.
+func (v *Vocab) Score(t int32) (float32, error) {
+	if err := v.checkToken(t); err != nil {
+		return 0, err
+	}
+	return v.c.Score(t), nil
+}
+
+// Tokenize converts text into tokens. addSpecial adds BOS/EOS when the model
+// asks for them; parseSpecial turns special-token text (e.g. "<|im_end|>")
+// into control tokens instead of plain text.
+func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	if err := v.alive(); err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(text)+2)
+	n := v.c.Tokenize(text, out, addSpecial, parseSpecial)
+	if n < 0 {
+		if n == -1<<31 {
+			return nil, invalid("text too long to tokenize (%d bytes)", len(text))
+		}
+		out = make([]int32, -n)
+		n = v.c.Tokenize(text, out, addSpecial, parseSpecial)
+		if n < 0 {
+			return nil, fmt.Errorf("llamacpp: tokenize failed (%d)", n)
+		}
+	}
+	return out[:n], nil
+}
+
+// AppendPiece appends the bytes of token t to dst. A byte-fallback token is a
+// single byte, so a piece may be part of a UTF-8 sequence. special renders
+// control tokens as their text; otherwise they render as nothing.
+func (v *Vocab) AppendPiece(dst []byte, t int32, special bool) ([]byte, error) {
+	if err := v.checkToken(t); err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, 0, 32)...)[:start]
+	for {
+		free := dst[start:cap(dst)]
+		n := v.c.TokenToPiece(t, free, 0, special)
+		if n >= 0 {
+			return dst[:start+int(n)], nil
+		}
+		dst = append(dst[:start], make([]byte, -n)...)[:start]
+	}
+}
+
+// Piece returns the text of token t (see AppendPiece).
+func (v *Vocab) Piece(t int32, special bool) (string, error) {
+	b, err := v.AppendPiece(nil, t, special)
+	return string(b), err
+}
+
+// Detokenize converts tokens back into text. removeSpecial drops a leading
+// BOS and trailing EOS that the model adds; unparseSpecial renders control
+// tokens as text.
+func (v *Vocab) Detokenize(tokens []int32, removeSpecial, unparseSpecial bool) (string, error) {
+	for _, t := range tokens {
+		if err := v.checkToken(t); err != nil {
+			return "", err
+		}
+	}
+	buf := make([]byte, 8*len(tokens)+16)
+	n := v.c.Detokenize(tokens, buf, removeSpecial, unparseSpecial)
+	if n < 0 {
+		buf = make([]byte, -n)
+		n = v.c.Detokenize(tokens, buf, removeSpecial, unparseSpecial)
+		if n < 0 {
+			return "", fmt.Errorf("llamacpp: detokenize failed (%d)", n)
+		}
+	}
+	return string(buf[:n]), nil
+}
+
+// ChatMessage is one turn of a conversation.
+type ChatMessage struct {
+	Role    string // "system", "user", "assistant", ...
+	Content string
+}
+
+// ApplyChatTemplate renders messages with the model's chat template, or with
+// template when it is not empty (a template's text or a built-in name such
+// as "chatml" or "llama3"). addAssistant appends the assistant-turn prefix.
+// llama.cpp does not run Jinja: it recognises known templates and formats
+// them with its own code, so an unrecognised template is an error.
+func (v *Vocab) ApplyChatTemplate(template string, messages []ChatMessage, addAssistant bool) (string, error) {
+	if err := v.alive(); err != nil {
+		return "", err
+	}
+	if template == "" {
+		t, ok := v.model.ChatTemplate("")
+		if !ok {
+			return "", invalid("the model has no chat template")
+		}
+		template = t
+	}
+	roles := make([]string, len(messages))
+	contents := make([]string, len(messages))
+	size := 64
+	for i, m := range messages {
+		if !utf8.ValidString(m.Role) || !utf8.ValidString(m.Content) {
+			return "", invalid("message %d is not valid UTF-8", i)
+		}
+		roles[i], contents[i] = m.Role, m.Content
+		size += 2*len(m.Content) + len(m.Role) + 32
+	}
+	buf := make([]byte, size)
+	n := cgo.ChatApplyTemplate(template, roles, contents, addAssistant, buf)
+	if n < 0 {
+		return "", invalid("chat template not recognised by llama.cpp")
+	}
+	if int(n) > len(buf) {
+		buf = make([]byte, n)
+		n = cgo.ChatApplyTemplate(template, roles, contents, addAssistant, buf)
+	}
+	return string(buf[:n]), nil
+}

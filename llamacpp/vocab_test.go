@@ -1,0 +1,199 @@
+package llamacpp_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestVocab(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	v := m.Vocab()
+	spec := testmodel.TinyVocab(true)
+	require.Equal(t, spec.Size(), v.Size())
+	assert.Equal(t, int32(1), v.BOS())
+	assert.Equal(t, int32(2), v.EOS())
+	assert.True(t, v.AddsBOS())
+	assert.False(t, v.AddsEOS())
+
+	imEnd, ok := spec.ID(testmodel.ImEnd)
+	require.True(t, ok)
+	assert.Equal(t, []int32{2, imEnd}, v.EOGTokens(), "EOS and <|im_end|> end generation")
+	assert.True(t, v.IsEOG(imEnd))
+	assert.False(t, v.IsEOG(-5))
+
+	attr, err := v.Attr(1)
+	require.NoError(t, err)
+	assert.NotZero(t, attr&llamacpp.AttrControl)
+	attr, err = v.Attr(testmodel.FirstByte + 'A')
+	require.NoError(t, err)
+	assert.NotZero(t, attr&llamacpp.AttrByte)
+	text, err := v.Text(testmodel.FirstByte + 'A')
+	require.NoError(t, err)
+	assert.Equal(t, "<0x41>", text)
+
+	// Text round-trips, also through byte fallback for characters the
+	// vocabulary lacks; the tokens match the project's own tokenizer.
+	for _, s := range []string{"Hello world", "The model said: llama loop!", "héllo wörld 日本 🦙", "  two  spaces"} {
+		toks, err := v.Tokenize(s, true, false)
+		require.NoError(t, err)
+		assert.Equal(t, spec.Tokenize(s, true), toks, s)
+		back, err := v.Detokenize(toks, true, false)
+		require.NoError(t, err)
+		assert.Equal(t, " "+s, back, "SPM adds a leading space")
+		var pieces []byte
+		for _, tok := range toks {
+			pieces, err = v.AppendPiece(pieces, tok, false)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, " "+s, string(pieces))
+	}
+	// Special tokens: parsed only when asked, rendered only when asked.
+	toks, err := v.Tokenize(testmodel.ImEnd, false, true)
+	require.NoError(t, err)
+	assert.Equal(t, []int32{imEnd}, toks)
+	toks, err = v.Tokenize(testmodel.ImEnd, false, false)
+	require.NoError(t, err)
+	assert.Greater(t, len(toks), 1)
+	p, err := v.Piece(imEnd, false)
+	require.NoError(t, err)
+	assert.Equal(t, "", p)
+	p, err = v.Piece(imEnd, true)
+	require.NoError(t, err)
+	assert.Equal(t, testmodel.ImEnd, p)
+
+	// Token ids outside the vocabulary are errors, not aborts.
+	for _, bad := range []int32{-1, int32(v.Size()), 1 << 30} {
+		_, err = v.Piece(bad, false)
+		assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+		_, err = v.Attr(bad)
+		assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+		_, err = v.Detokenize([]int32{5, bad}, false, false)
+		assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	}
+	// Long text grows the token buffer.
+	toks, err = v.Tokenize(strings.TrimSpace(strings.Repeat("the model ", 500)), false, false)
+	require.NoError(t, err)
+	assert.Len(t, toks, 1000)
+}
+
+func TestChatTemplate(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	tmpl, ok := m.ChatTemplate("")
+	require.True(t, ok)
+	assert.Equal(t, testmodel.ChatMLTemplate, tmpl)
+	out, err := m.Vocab().ApplyChatTemplate("", []llamacpp.ChatMessage{
+		{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out)
+	_, err = m.Vocab().ApplyChatTemplate("{{ nonsense }}", []llamacpp.ChatMessage{{Role: "user", Content: "Hi"}}, true)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	out, err = m.Vocab().ApplyChatTemplate("llama3", []llamacpp.ChatMessage{{Role: "user", Content: "Hi"}}, false)
+	require.NoError(t, err)
+	assert.Contains(t, out, "<|start_header_id|>user<|end_header_id|>")
+}
+
+func TestModelInfo(t *testing.T) {
+	m := loadModel(t, "tiny-f16")
+	spec := testmodel.TinySpec(0)
+	info := m.Info()
+	assert.Equal(t, "llama", info.Architecture)
+	assert.Equal(t, spec.NEmbd, info.Embd)
+	assert.Equal(t, spec.NLayer, info.Layers)
+	assert.Equal(t, spec.NHead, info.Heads)
+	assert.Equal(t, spec.NHeadKV, info.HeadsKV)
+	assert.Equal(t, spec.NCtxTrain, info.CtxTrain)
+	assert.Equal(t, uint64(spec.Params()), info.Params)
+	assert.Contains(t, info.Description, "F16")
+	md, err := m.Metadata()
+	require.NoError(t, err)
+	assert.Equal(t, "llama", md["general.architecture"])
+	n, ok := m.MetadataInt("llama.block_count")
+	require.True(t, ok)
+	assert.Equal(t, int64(spec.NLayer), n)
+
+	devs := llamacpp.Devices()
+	require.NotEmpty(t, devs)
+	assert.Equal(t, llamacpp.DeviceCPU, devs[0].Type)
+	assert.Contains(t, llamacpp.SystemInfo(), "CPU")
+}
+
+// Cancelling the Go context aborts a long decode inside llama.cpp; the
+// context stays usable.
+func TestDecodeCancel(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ref := loadReference(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 2048, BatchSize: 2048, MicroBatchSize: 32})
+	b := newBatch(t, 2048, 1)
+	tokens := randomTokens(3, 2048, m.Vocab().Size())
+	for i, tok := range tokens {
+		_, _ = b.Add(tok, int32(i), 0, i == len(tokens)-1)
+	}
+	// Already cancelled: nothing runs.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, ctx.Decode(done, b), llamacpp.ErrAborted)
+	p, _ := ctx.SeqPosMax(0)
+	require.Equal(t, int32(-1), p)
+
+	// Cancelled while llama.cpp computes.
+	gctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	err := ctx.Decode(gctx, b)
+	require.ErrorIs(t, err, llamacpp.ErrAborted)
+	require.ErrorIs(t, err, context.Canceled)
+	t.Logf("aborted after %v", time.Since(start))
+	p, _ = ctx.SeqPosMax(0)
+	require.Less(t, p, int32(2047), "some micro-batches were left out")
+
+	// Usable afterwards, with the right logits.
+	require.NoError(t, ctx.SeqRemove(0, -1, -1))
+	b2 := newBatch(t, 64, 1)
+	got := decodeSeq(t, ctx, b2, 0, 0, tokens[:20])
+	want, err := ref.Logits(tokens[:20])
+	require.NoError(t, err)
+	require.LessOrEqual(t, maxDiff(t, got, want), referenceTolerance["tiny-f32"])
+}
+
+// A model is shared by contexts on several goroutines.
+func TestConcurrentContexts(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	tokens := randomTokens(4, 30, m.Vocab().Size())
+	results := make([][][]float32, 4)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256, Threads: 1, TypeK: llamacpp.KVF32, TypeV: llamacpp.KVF32})
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer ctx.Close()
+			b, _ := llamacpp.NewBatch(64, 1)
+			defer b.Close()
+			for i, tok := range tokens {
+				_, _ = b.Add(tok, int32(i), 0, true)
+			}
+			if !assert.NoError(t, ctx.Decode(context.Background(), b)) {
+				return
+			}
+			for i := range tokens {
+				row, _ := ctx.CopyLogits(nil, i)
+				results[g] = append(results[g], row)
+			}
+		}()
+	}
+	wg.Wait()
+	for g := 1; g < len(results); g++ {
+		assert.Equal(t, results[0], results[g])
+	}
+}
