@@ -1,0 +1,169 @@
+package beam
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/refbackend"
+	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// llamaSetup writes a model, loads it in llama.cpp (unified KV cache, f32
+// cells, no flash attention: the settings under which llama.cpp agrees with
+// the reference to about 1e-5) and in the float64 reference.
+func llamaSetup(t *testing.T, name string, slots int) (*generation.LlamaBackend, *refbackend.Backend, *llamacpp.Model) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".gguf")
+	switch name {
+	case "prefix":
+		require.NoError(t, testmodel.NewPrefix(3).Write(path))
+	case "tiny":
+		require.NoError(t, testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32)))
+	}
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 2048, Sequences: slots, UnifiedKV: true, Threads: 1,
+		TypeK: llamacpp.KVF32, TypeV: llamacpp.KVF32, FlashAttention: llamacpp.FlashAttentionOff})
+	require.NoError(t, err)
+	t.Cleanup(func() { ctx.Close() })
+	lb, err := generation.NewLlamaBackend(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { lb.Close() })
+	ref, err := reference.Load(path)
+	require.NoError(t, err)
+	return lb, refbackend.New(ref, m.Vocab().Size(), slots), m
+}
+
+func llamaBeamConfig(beams, maxNew int, eos []int32) *logits.GenerationConfig {
+	cfg := logits.DefaultGenerationConfig()
+	cfg.NumBeams = beams
+	cfg.NumReturnSequences = beams
+	cfg.MaxNewTokens = &maxNew
+	cfg.EOSTokenID = eos
+	return cfg
+}
+
+// teacherForced sums log_softmax(logits)[token] over the generated tokens,
+// evaluating prompt+tokens in one llama.cpp decode of a fresh sequence.
+func teacherForced(t *testing.T, b *generation.LlamaBackend, prompt, tokens []int32) float64 {
+	t.Helper()
+	ctx := b.Context()
+	batch, err := llamacpp.NewBatch(len(prompt)+len(tokens), 1)
+	require.NoError(t, err)
+	defer batch.Close()
+	seq := append(append([]int32{}, prompt...), tokens...)
+	for i, tok := range seq {
+		_, err := batch.Add(tok, int32(i), 0, i >= len(prompt)-1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, ctx.Decode(context.Background(), batch))
+	sum := 0.0
+	for i, tok := range tokens {
+		row, err := ctx.Logits(len(prompt) - 1 + i)
+		require.NoError(t, err)
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		z := 0.0
+		for _, v := range row {
+			z += math.Exp(float64(v) - mx)
+		}
+		sum += float64(row[tok]) - mx - math.Log(z)
+	}
+	require.NoError(t, ctx.SeqRemove(0, -1, -1))
+	return sum
+}
+
+// checks runs a search on llama.cpp and returns the problems found against
+// the reference search and teacher forcing (none for a correct search).
+func llamaBeamProblems(t *testing.T, lb *generation.LlamaBackend, rb *refbackend.Backend, prompts [][]int32, opts Options) []string {
+	t.Helper()
+	got, err := Search(context.Background(), lb, prompts, opts)
+	require.NoError(t, err)
+	want, err := Search(context.Background(), rb, prompts, opts)
+	require.NoError(t, err)
+	var problems []string
+	for s := range lb.Slots() {
+		p, err := lb.Context().SeqPosMax(int32(s))
+		require.NoError(t, err)
+		if p != -1 {
+			problems = append(problems, fmt.Sprintf("sequence %d still holds cells up to position %d", s, p))
+		}
+	}
+	for i := range prompts {
+		if len(got.Hypotheses[i]) != len(want.Hypotheses[i]) {
+			problems = append(problems, fmt.Sprintf("prompt %d: %d hypotheses, reference %d", i, len(got.Hypotheses[i]), len(want.Hypotheses[i])))
+			continue
+		}
+		for j, h := range got.Hypotheses[i] {
+			w := want.Hypotheses[i][j]
+			if fmt.Sprint(h.Tokens) != fmt.Sprint(w.Tokens) {
+				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: %v, reference %v", i, j, h.Tokens, w.Tokens))
+			}
+			if math.Abs(h.LogProb-w.LogProb) > 1e-3 {
+				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: log-prob %.6f, reference %.6f", i, j, h.LogProb, w.LogProb))
+			}
+			if tf := teacherForced(t, lb, prompts[i], h.Tokens); math.Abs(h.LogProb-tf) > 1e-3 {
+				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: log-prob %.6f, teacher-forced %.6f", i, j, h.LogProb, tf))
+			}
+		}
+	}
+	return problems
+}
+
+// Beam search through llama.cpp sequence copies gives the hypotheses of the
+// same search over the float64 reference; every hypothesis's log-probability
+// equals a fresh teacher-forced evaluation; no cells are left behind.
+func TestLlamaBeamMatchesReference(t *testing.T) {
+	for _, name := range []string{"prefix", "tiny"} {
+		for _, rule := range []Rule{Transformers, Narrowing} {
+			t.Run(name+"/"+rule.String(), func(t *testing.T) {
+				lb, rb, m := llamaSetup(t, name, 8)
+				v := m.Vocab()
+				p1, err := v.Tokenize("The model said", true, false)
+				require.NoError(t, err)
+				p2, err := v.Tokenize("We want to go", true, false)
+				require.NoError(t, err)
+				opts := Options{Rule: rule, Config: llamaBeamConfig(4, 6, v.EOGTokens())}
+				problems := llamaBeamProblems(t, lb, rb, [][]int32{p1, p2}, opts)
+				assert.Empty(t, problems)
+			})
+		}
+	}
+}
+
+// A search whose reorder skips the sequence copies is caught by the same
+// checks: the backend then scores histories the search never chose.
+func TestLlamaBrokenReorderDetected(t *testing.T) {
+	lb, rb, m := llamaSetup(t, "prefix", 4)
+	p, err := m.Vocab().Tokenize("The model said", true, false)
+	require.NoError(t, err)
+	opts := Options{Config: llamaBeamConfig(4, 6, m.Vocab().EOGTokens())}
+	require.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, opts))
+	problems := llamaBeamProblems(t, lb, rb, [][]int32{p}, BreakReorder(opts))
+	t.Logf("broken reorder: %d problems, e.g. %v", len(problems), problems[:min(len(problems), 2)])
+	assert.NotEmpty(t, problems)
+}
+
+// Too few sequences for the beams is a clear error, and the context stays
+// usable.
+func TestLlamaBeamTooFewSequences(t *testing.T) {
+	lb, rb, m := llamaSetup(t, "prefix", 2)
+	p, err := m.Vocab().Tokenize("The model", true, false)
+	require.NoError(t, err)
+	_, err = Search(context.Background(), lb, [][]int32{p}, Options{Config: llamaBeamConfig(4, 4, nil)})
+	require.ErrorIs(t, err, ErrTooFewSlots)
+	assert.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, Options{Config: llamaBeamConfig(2, 4, nil)}))
+}

@@ -1,0 +1,131 @@
+// Command mkmodels writes the project's generated GGUF models into a folder:
+//
+//	go run ./internal/cmd/mkmodels -out build/models [-test] [-bench]
+//
+// It always writes demo.gguf (the Markov model of testmodel.DemoCorpus); with
+// -test also the small test models (tiny-f32.gguf, tiny-f16.gguf,
+// markov.gguf, prefix.gguf); with -bench the random F16 benchmark models
+// bench-small-f16.gguf (~134M weights) and bench-1b-f16.gguf (Llama 3.2 1B
+// shape, 2.5 GB), and their q8_0 and q4_0 quantizations made by llama.cpp's
+// own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
+// exactly the model (same fingerprint, complete) is kept, and a quantized
+// file newer than its source too, so running it again is cheap.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/llamacpp"
+)
+
+type entry struct {
+	file  string
+	build func() (testmodel.Model, error)
+}
+
+func main() {
+	out := flag.String("out", "build/models", "output folder")
+	test := flag.Bool("test", false, "also write the small test models")
+	bench := flag.Bool("bench", false, "also write the benchmark models (2.8 GB)")
+	flag.Parse()
+	if err := run(*out, *test, *bench); err != nil {
+		fmt.Fprintln(os.Stderr, "mkmodels:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out string, test, bench bool) error {
+	entries := []entry{{"demo.gguf", func() (testmodel.Model, error) { return testmodel.NewDemo() }}}
+	if test {
+		entries = append(entries,
+			entry{"tiny-f32.gguf", random(func() testmodel.Spec { return testmodel.TinySpec(gguf.TensorF32) })},
+			entry{"tiny-f16.gguf", random(func() testmodel.Spec { return testmodel.TinySpec(gguf.TensorF16) })},
+			entry{"markov.gguf", func() (testmodel.Model, error) {
+				v := testmodel.TinyVocab(true)
+				rows, err := testmodel.RandomTransitions(v.Size(), 1, testmodel.UNK, testmodel.BOS)
+				if err != nil {
+					return nil, err
+				}
+				return testmodel.NewMarkov("llamaloop-markov-oracle", v, rows)
+			}},
+			entry{"prefix.gguf", func() (testmodel.Model, error) { return testmodel.NewPrefix(1), nil }},
+		)
+	}
+	if bench {
+		entries = append(entries,
+			entry{"bench-small-f16.gguf", random(testmodel.BenchSmallSpec)},
+			entry{"bench-1b-f16.gguf", random(testmodel.Bench1BSpec)},
+		)
+	}
+	for _, e := range entries {
+		m, err := e.build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.file, err)
+		}
+		path := filepath.Join(out, e.file)
+		start := time.Now()
+		wrote, err := testmodel.WriteIfStale(path, m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if !wrote {
+			fmt.Printf("%s: up to date\n", path)
+			continue
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: wrote %.1f MB in %.1fs\n", path, float64(st.Size())/1e6, time.Since(start).Seconds())
+	}
+	if bench {
+		for _, e := range entries {
+			if strings.HasSuffix(e.file, "-f16.gguf") && strings.HasPrefix(e.file, "bench-") {
+				if err := quantize(filepath.Join(out, e.file)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// quantize writes src's q8_0 and q4_0 versions beside it unless they are
+// newer than src.
+func quantize(src string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(src, "-f16.gguf")
+	for _, q := range []struct {
+		name string
+		ft   llamacpp.FileType
+	}{{"q8_0", llamacpp.Q8_0}, {"q4_0", llamacpp.Q4_0}} {
+		dst := base + "-" + q.name + ".gguf"
+		if qs, err := os.Stat(dst); err == nil && qs.ModTime().After(st.ModTime()) {
+			fmt.Printf("%s: up to date\n", dst)
+			continue
+		}
+		start := time.Now()
+		if err := llamacpp.Quantize(src, dst+".tmp", q.ft, 0); err != nil {
+			return err
+		}
+		if err := os.Rename(dst+".tmp", dst); err != nil {
+			return err
+		}
+		fmt.Printf("%s: quantized in %.1fs\n", dst, time.Since(start).Seconds())
+	}
+	return nil
+}
+
+func random(spec func() testmodel.Spec) func() (testmodel.Model, error) {
+	return func() (testmodel.Model, error) { return testmodel.Random{Spec: spec()}, nil }
+}

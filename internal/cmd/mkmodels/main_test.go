@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunIsIdempotent(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "models")
+	require.NoError(t, run(out, true, false))
+	names := []string{"demo.gguf", "tiny-f32.gguf", "tiny-f16.gguf", "markov.gguf", "prefix.gguf"}
+	mtimes := map[string]int64{}
+	for _, n := range names {
+		st, err := os.Stat(filepath.Join(out, n))
+		require.NoError(t, err, n)
+		mtimes[n] = st.ModTime().UnixNano()
+	}
+	demo, err := testmodel.NewDemo()
+	require.NoError(t, err)
+	assert.True(t, testmodel.UpToDate(filepath.Join(out, "demo.gguf"), demo))
+
+	// A damaged file is rewritten, the others are kept.
+	require.NoError(t, os.WriteFile(filepath.Join(out, "markov.gguf"), []byte("GGUF"), 0o644))
+	require.NoError(t, run(out, true, false))
+	for _, n := range names {
+		st, err := os.Stat(filepath.Join(out, n))
+		require.NoError(t, err)
+		if n == "markov.gguf" {
+			assert.Greater(t, st.Size(), int64(1000))
+		} else {
+			assert.Equal(t, mtimes[n], st.ModTime().UnixNano(), n)
+		}
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Len(t, entries, len(names))
+}

@@ -1,0 +1,81 @@
+// Package refbackend serves the float64 reference forward pass as a
+// generation.Backend, so that the decoding loop and beam search can run on
+// the reference and on llama.cpp alike and be compared.
+package refbackend
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/reference"
+)
+
+// Backend implements generation.Backend over reference sequences. Logits are
+// the reference's float64 values rounded to float32.
+type Backend struct {
+	model *reference.Model
+	vocab int
+	seqs  []*reference.Sequence
+	rows  [][]float32
+}
+
+// New returns a backend with slots sequences over model.
+func New(model *reference.Model, vocab, slots int) *Backend {
+	b := &Backend{model: model, vocab: vocab, seqs: make([]*reference.Sequence, slots)}
+	for i := range b.seqs {
+		b.seqs[i] = model.NewSequence()
+	}
+	return b
+}
+
+// VocabSize implements generation.Backend.
+func (b *Backend) VocabSize() int { return b.vocab }
+
+// Slots implements generation.Backend.
+func (b *Backend) Slots() int { return len(b.seqs) }
+
+// Room implements generation.Backend: the reference has no limit.
+func (b *Backend) Room(slot int) int { return math.MaxInt }
+
+// Eval implements generation.Backend.
+func (b *Backend) Eval(ctx context.Context, feeds []generation.Feed) error {
+	b.rows = b.rows[:0]
+	for _, f := range feeds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.Slot < 0 || f.Slot >= len(b.seqs) {
+			return fmt.Errorf("refbackend: slot %d", f.Slot)
+		}
+		out, err := b.seqs[f.Slot].Eval(f.Tokens)
+		if err != nil {
+			return err
+		}
+		last := out[len(out)-1]
+		row := make([]float32, len(last))
+		for i, v := range last {
+			row[i] = float32(v)
+		}
+		b.rows = append(b.rows, row)
+	}
+	return nil
+}
+
+// Logits implements generation.Backend.
+func (b *Backend) Logits(i int) []float32 { return b.rows[i] }
+
+// Copy implements generation.Backend.
+func (b *Backend) Copy(dst, src int) error {
+	if dst != src {
+		b.seqs[dst] = b.seqs[src].Clone()
+	}
+	return nil
+}
+
+// Clear implements generation.Backend.
+func (b *Backend) Clear(slot int) error {
+	b.seqs[slot] = b.model.NewSequence()
+	return nil
+}

@@ -1,0 +1,381 @@
+// Package reference evaluates llama-architecture GGUF models (F32 and F16
+// weights) in float64, computing exactly what llama.cpp's LLM_ARCH_LLAMA
+// graph computes, so that llama.cpp's float32 logits can be compared against
+// it:
+//
+//	x      = token_embd[token]
+//	for each layer:
+//	  a    = RMSNorm(x) * attn_norm            RMSNorm(x) = x / sqrt(mean(x^2) + eps)
+//	  q, k, v = Wq a, Wk a, Wv a               split into heads of head_dim
+//	  q, k = RoPE(q, pos), RoPE(k, pos)        adjacent pairs (2i, 2i+1) rotate by
+//	                                           pos * base^(-2i/head_dim) (LLAMA_ROPE_TYPE_NORM)
+//	  o    = softmax(q·k_j / sqrt(head_dim), j <= pos) · v_j  per head; query head h
+//	                                           reads key/value head h / (n_head/n_head_kv)
+//	  x    = x + Wo o
+//	  f    = RMSNorm(x) * ffn_norm
+//	  x    = x + Wdown (silu(Wgate f) * Wup f)
+//	logits = output · (RMSNorm(x) * output_norm)   output = token_embd when output.weight is absent
+//
+// Weights are widened from the file's float32/float16 values exactly; all
+// arithmetic is float64.
+package reference
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/llamaloop/llamaloop/internal/gguf"
+)
+
+// Hparams are the hyperparameters read from the file.
+type Hparams struct {
+	NVocab, NEmbd, NLayer, NHead, NHeadKV, HeadDim, NFF int
+	// RMSEps and RopeFreqBase are the file's float32 values, widened.
+	RMSEps, RopeFreqBase float64
+}
+
+// layer holds one block's weights, matrices row-major [out][in].
+type layer struct {
+	attnNorm, wq, wk, wv, wo []float64
+	ffnNorm, gate, up, down  []float64
+}
+
+// Model is a loaded model.
+type Model struct {
+	Hparams
+	tokEmbd    []float64 // [vocab][embd]
+	output     []float64 // [vocab][embd]; aliases tokEmbd when tied
+	outputNorm []float64
+	layers     []layer
+	// invFreq[i] = base^(-2i/head_dim)
+	invFreq []float64
+}
+
+// Load reads the model at path. It supports general.architecture "llama"
+// with F32 or F16 tensors, no biases and no RoPE scaling.
+func Load(path string) (*Model, error) {
+	r, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+
+	arch, err := gguf.Get[string](r.File, "general.architecture")
+	if err != nil {
+		return nil, err
+	}
+	if arch != "llama" {
+		return nil, fmt.Errorf("reference: architecture %q is not llama", arch)
+	}
+	u32 := func(key string, dst *int) error {
+		v, err := gguf.Get[uint32](r.File, key)
+		*dst = int(v)
+		return err
+	}
+	var h Hparams
+	for _, kv := range []struct {
+		key string
+		dst *int
+	}{
+		{"llama.embedding_length", &h.NEmbd},
+		{"llama.block_count", &h.NLayer},
+		{"llama.attention.head_count", &h.NHead},
+		{"llama.feed_forward_length", &h.NFF},
+	} {
+		if err := u32(kv.key, kv.dst); err != nil {
+			return nil, err
+		}
+	}
+	h.NHeadKV = h.NHead
+	if _, ok := r.Lookup("llama.attention.head_count_kv"); ok {
+		if err := u32("llama.attention.head_count_kv", &h.NHeadKV); err != nil {
+			return nil, err
+		}
+	}
+	eps, err := gguf.Get[float32](r.File, "llama.attention.layer_norm_rms_epsilon")
+	if err != nil {
+		return nil, err
+	}
+	h.RMSEps = float64(eps)
+	h.RopeFreqBase = 10000
+	if _, ok := r.Lookup("llama.rope.freq_base"); ok {
+		base, err := gguf.Get[float32](r.File, "llama.rope.freq_base")
+		if err != nil {
+			return nil, err
+		}
+		h.RopeFreqBase = float64(base)
+	}
+	for _, key := range []string{"llama.rope.scaling.type", "llama.rope.scaling.factor", "llama.attention.key_length", "llama.attention.value_length"} {
+		if _, ok := r.Lookup(key); ok {
+			return nil, fmt.Errorf("reference: %s is not supported", key)
+		}
+	}
+	tokens, err := gguf.Get[[]string](r.File, "tokenizer.ggml.tokens")
+	if err != nil {
+		return nil, err
+	}
+	h.NVocab = len(tokens)
+	if h.NEmbd <= 0 || h.NLayer <= 0 || h.NHead <= 0 || h.NHeadKV <= 0 || h.NFF <= 0 || h.NVocab == 0 ||
+		h.NEmbd%h.NHead != 0 || h.NHead%h.NHeadKV != 0 || (h.NEmbd/h.NHead)%2 != 0 {
+		return nil, fmt.Errorf("reference: inconsistent hyperparameters %+v", h)
+	}
+	h.HeadDim = h.NEmbd / h.NHead
+	if _, ok := r.Lookup("llama.rope.dimension_count"); ok {
+		var nRot int
+		if err := u32("llama.rope.dimension_count", &nRot); err != nil {
+			return nil, err
+		}
+		if nRot != h.HeadDim {
+			return nil, fmt.Errorf("reference: rope dimension %d differs from the head width %d", nRot, h.HeadDim)
+		}
+	}
+
+	m := &Model{Hparams: h}
+	load := func(name string, shape ...int) ([]float64, error) {
+		t, ok := r.Tensor(name)
+		if !ok {
+			return nil, fmt.Errorf("reference: missing tensor %s", name)
+		}
+		if len(t.Shape) != len(shape) {
+			return nil, fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
+		}
+		for i, d := range shape {
+			if t.Shape[i] != uint64(d) {
+				return nil, fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
+			}
+		}
+		return r.Float64s(name)
+	}
+	used := 0
+	loadAll := []struct {
+		dst   *[]float64
+		name  string
+		shape []int
+	}{
+		{&m.tokEmbd, "token_embd.weight", []int{h.NEmbd, h.NVocab}},
+		{&m.outputNorm, "output_norm.weight", []int{h.NEmbd}},
+	}
+	m.layers = make([]layer, h.NLayer)
+	kv := h.HeadDim * h.NHeadKV
+	for i := range m.layers {
+		l := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		loadAll = append(loadAll, []struct {
+			dst   *[]float64
+			name  string
+			shape []int
+		}{
+			{&l.attnNorm, p + "attn_norm.weight", []int{h.NEmbd}},
+			{&l.wq, p + "attn_q.weight", []int{h.NEmbd, h.NEmbd}},
+			{&l.wk, p + "attn_k.weight", []int{h.NEmbd, kv}},
+			{&l.wv, p + "attn_v.weight", []int{h.NEmbd, kv}},
+			{&l.wo, p + "attn_output.weight", []int{h.NEmbd, h.NEmbd}},
+			{&l.ffnNorm, p + "ffn_norm.weight", []int{h.NEmbd}},
+			{&l.gate, p + "ffn_gate.weight", []int{h.NEmbd, h.NFF}},
+			{&l.up, p + "ffn_up.weight", []int{h.NEmbd, h.NFF}},
+			{&l.down, p + "ffn_down.weight", []int{h.NFF, h.NEmbd}},
+		}...)
+	}
+	if _, ok := r.Tensor("output.weight"); ok {
+		loadAll = append(loadAll, struct {
+			dst   *[]float64
+			name  string
+			shape []int
+		}{&m.output, "output.weight", []int{h.NEmbd, h.NVocab}})
+	}
+	for _, t := range loadAll {
+		if *t.dst, err = load(t.name, t.shape...); err != nil {
+			return nil, err
+		}
+		used++
+	}
+	if m.output == nil {
+		m.output = m.tokEmbd
+	}
+	if used != len(r.Tensors) {
+		return nil, fmt.Errorf("reference: the file has %d tensors, the model uses %d (biases or extra tensors are not supported)", len(r.Tensors), used)
+	}
+	m.invFreq = make([]float64, h.HeadDim/2)
+	for i := range m.invFreq {
+		m.invFreq[i] = math.Pow(h.RopeFreqBase, -2*float64(i)/float64(h.HeadDim))
+	}
+	return m, nil
+}
+
+// Logits evaluates tokens as one sequence from position 0 and returns the
+// logits at every position.
+func (m *Model) Logits(tokens []int32) ([][]float64, error) {
+	return m.NewSequence().Eval(tokens)
+}
+
+// Sequence is one sequence's KV cache: the keys (after RoPE) and values of
+// every evaluated position, per layer.
+type Sequence struct {
+	m    *Model
+	k, v [][]float64 // per layer: [pos][n_embd_kv], flattened
+	n    int
+}
+
+// NewSequence returns an empty sequence.
+func (m *Model) NewSequence() *Sequence {
+	return &Sequence{m: m, k: make([][]float64, m.NLayer), v: make([][]float64, m.NLayer)}
+}
+
+// Len returns the number of evaluated positions.
+func (s *Sequence) Len() int { return s.n }
+
+// Clone returns an independent copy of the sequence (llama.cpp's
+// llama_memory_seq_cp followed by divergent evaluation).
+func (s *Sequence) Clone() *Sequence {
+	c := &Sequence{m: s.m, k: make([][]float64, len(s.k)), v: make([][]float64, len(s.v)), n: s.n}
+	for i := range s.k {
+		c.k[i] = append([]float64(nil), s.k[i]...)
+		c.v[i] = append([]float64(nil), s.v[i]...)
+	}
+	return c
+}
+
+// Truncate keeps the first n positions (llama_memory_seq_rm of [n, end)).
+func (s *Sequence) Truncate(n int) error {
+	if n < 0 || n > s.n {
+		return fmt.Errorf("reference: cannot truncate %d positions to %d", s.n, n)
+	}
+	kv := s.m.HeadDim * s.m.NHeadKV
+	for i := range s.k {
+		s.k[i] = s.k[i][:n*kv]
+		s.v[i] = s.v[i][:n*kv]
+	}
+	s.n = n
+	return nil
+}
+
+// ErrToken reports a token id outside the vocabulary.
+var ErrToken = errors.New("reference: token out of range")
+
+// Eval appends tokens at the next positions and returns their logits, one
+// row of NVocab values per token. On error the sequence is unchanged.
+func (s *Sequence) Eval(tokens []int32) ([][]float64, error) {
+	for _, t := range tokens {
+		if t < 0 || int(t) >= s.m.NVocab {
+			return nil, fmt.Errorf("%w: %d not in [0, %d)", ErrToken, t, s.m.NVocab)
+		}
+	}
+	out := make([][]float64, len(tokens))
+	for i, t := range tokens {
+		out[i] = s.step(t)
+	}
+	return out, nil
+}
+
+// step evaluates one token at position s.n.
+func (s *Sequence) step(tok int32) []float64 {
+	m := s.m
+	d, hd, kvw := m.NEmbd, m.HeadDim, m.HeadDim*m.NHeadKV
+	pos := s.n
+	x := append([]float64(nil), m.tokEmbd[int(tok)*d:(int(tok)+1)*d]...)
+	group := m.NHead / m.NHeadKV
+	scale := 1 / math.Sqrt(float64(hd))
+	for li := range m.layers {
+		l := &m.layers[li]
+		a := rmsNorm(x, l.attnNorm, m.RMSEps)
+		q := matVec(l.wq, a, d)
+		k := matVec(l.wk, a, kvw)
+		v := matVec(l.wv, a, kvw)
+		m.rope(q, pos)
+		m.rope(k, pos)
+		s.k[li] = append(s.k[li], k...)
+		s.v[li] = append(s.v[li], v...)
+		keys, vals := s.k[li], s.v[li]
+
+		o := make([]float64, d)
+		scores := make([]float64, pos+1)
+		for h := 0; h < m.NHead; h++ {
+			qh := q[h*hd : (h+1)*hd]
+			g := h / group
+			mx := math.Inf(-1)
+			for j := 0; j <= pos; j++ {
+				kj := keys[j*kvw+g*hd : j*kvw+(g+1)*hd]
+				dot := 0.0
+				for i := range qh {
+					dot += qh[i] * kj[i]
+				}
+				scores[j] = dot * scale
+				mx = max(mx, scores[j])
+			}
+			sum := 0.0
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - mx)
+				sum += scores[j]
+			}
+			oh := o[h*hd : (h+1)*hd]
+			for j := 0; j <= pos; j++ {
+				p := scores[j] / sum
+				vj := vals[j*kvw+g*hd : j*kvw+(g+1)*hd]
+				for i := range oh {
+					oh[i] += p * vj[i]
+				}
+			}
+		}
+		attn := matVec(l.wo, o, d)
+		for i := range x {
+			x[i] += attn[i]
+		}
+
+		f := rmsNorm(x, l.ffnNorm, m.RMSEps)
+		gate := matVec(l.gate, f, m.NFF)
+		up := matVec(l.up, f, m.NFF)
+		for i := range gate {
+			gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+		}
+		ffn := matVec(l.down, gate, d)
+		for i := range x {
+			x[i] += ffn[i]
+		}
+	}
+	s.n++
+	return matVec(m.output, rmsNorm(x, m.outputNorm, m.RMSEps), m.NVocab)
+}
+
+// rope rotates each head's adjacent pairs (2i, 2i+1) of x by pos*invFreq[i].
+func (m *Model) rope(x []float64, pos int) {
+	hd := m.HeadDim
+	for h := 0; h+hd <= len(x); h += hd {
+		for i, f := range m.invFreq {
+			theta := float64(pos) * f
+			c, s := math.Cos(theta), math.Sin(theta)
+			x0, x1 := x[h+2*i], x[h+2*i+1]
+			x[h+2*i] = x0*c - x1*s
+			x[h+2*i+1] = x0*s + x1*c
+		}
+	}
+}
+
+// rmsNorm returns x / sqrt(mean(x^2) + eps) * w.
+func rmsNorm(x, w []float64, eps float64) []float64 {
+	ss := 0.0
+	for _, v := range x {
+		ss += v * v
+	}
+	sc := 1 / math.Sqrt(ss/float64(len(x))+eps)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v * sc * w[i]
+	}
+	return out
+}
+
+// matVec returns W x for W row-major with rows outputs of len(x) values.
+func matVec(w, x []float64, rows int) []float64 {
+	n := len(x)
+	out := make([]float64, rows)
+	for r := range out {
+		row := w[r*n : (r+1)*n]
+		acc := 0.0
+		for i, v := range row {
+			acc += v * x[i]
+		}
+		out[r] = acc
+	}
+	return out
+}
