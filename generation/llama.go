@@ -2,6 +2,7 @@ package generation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -17,8 +18,9 @@ import (
 // share cells instead of duplicating a whole stream; that is what beam
 // search wants. Room is per sequence (SequenceSize minus the sequence's
 // length); with a unified cache the sequences also share the total, and an
-// Eval that finds the cache full returns an error wrapping
-// llamacpp.ErrContextFull.
+// Eval that finds the cache full returns an error wrapping ErrContextFull
+// (and llamacpp.ErrContextFull), which the loop turns into
+// FinishContextFull for the rows of that step.
 type LlamaBackend struct {
 	ctx    *llamacpp.Context
 	batch  *llamacpp.Batch
@@ -126,6 +128,9 @@ func (b *LlamaBackend) Eval(ctx context.Context, feeds []Feed) error {
 func (b *LlamaBackend) decode(ctx context.Context, feeds []Feed, from, to int, more bool) error {
 	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		b.resync(feeds)
+		if errors.Is(err, llamacpp.ErrContextFull) {
+			return fmt.Errorf("%w: %w", ErrContextFull, err)
+		}
 		return err
 	}
 	inBatch := b.batch.Len()

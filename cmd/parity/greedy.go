@@ -1,0 +1,24 @@
+package main
+
+import (
+	"encoding/json"
+
+	"github.com/llamaloop/llamaloop/internal/parity"
+	"github.com/llamaloop/llamaloop/internal/paritygen"
+)
+
+// The greedy_logprobs kind replays each case through the decoding loop of
+// package generation (see paritygen.ReplayGreedy).
+func init() { runners["greedy_logprobs"] = runGreedy }
+
+func runGreedy(cases []json.RawMessage) []result {
+	out := make([]result, 0, len(cases))
+	for i, raw := range cases {
+		c, err := parity.DecodeCase[parity.GreedyCase](raw)
+		if err == nil {
+			err = paritygen.ReplayGreedy(c)
+		}
+		out = append(out, result{ID: caseID(raw, i), Err: err})
+	}
+	return out
+}

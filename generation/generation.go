@@ -1,0 +1,331 @@
+// Package generation is the decoding loop: it evaluates a batch of prompts
+// on a Backend, applies the processors of package logits to each row's
+// next-token logits, chooses each row's next token (greedy, seeded sampling
+// or Mirostat) and repeats until every row stops.
+//
+// # Rows
+//
+// Each Request is a row with its own prompt, configuration, seed and
+// lengths. Nothing is padded: every row holds one backend slot (a llama.cpp
+// sequence), the rows that need a step share one Backend.Eval, a row that
+// finishes leaves the batch at once and its slot is cleared, and requests
+// beyond the backend's slots wait for a free slot. A prompt is evaluated in
+// the same Eval as the other rows' new tokens; the backend splits it into
+// batches.
+//
+// # Lengths
+//
+// A row follows generate() of transformers with its own prompt length P: its
+// config is resolved with GenerationConfig.Resolve(P), so max_new_tokens
+// gives max_length = P + max_new_tokens, and a row stops once P plus its
+// new tokens reach max_length. A prompt of max_length tokens or more is an
+// error, as in transformers. min_length, min_new_tokens, forced EOS and the
+// other length rules are those of the row's logits.Pipeline.
+//
+// # Token choice
+//
+// Greedy decoding (do_sample false) takes logits.Argmax of the processed
+// scores: the lowest index among equal maxima.
+//
+// Sampling (do_sample true) and Mirostat draw from a generator owned by the
+// row: math/rand/v2's PCG seeded with (Request.Seed, SeedStream). Each
+// sampled token takes exactly one 64-bit output x of that generator and uses
+// the uniform u = (x >> 11) / 2^53 in [0, 1): sampling takes the index of
+// logits.SampleIndex(scores, u), the inverse CDF of softmax(scores) in
+// index order (computed by Pipeline.Sample, which gives the same index);
+// Mirostat passes u to mirostat.Sampler.SampleLogits. Greedy rows draw
+// nothing. A row's tokens
+// therefore depend only on its prompt, config and seed, never on the other
+// rows of the batch or on the backend's batch size. They do not match
+// torch's random stream, only its distribution.
+//
+// # Stops
+//
+// A row ends with a FinishReason: FinishEOS when it produced one of its stop
+// tokens (the config's eos_token_id plus the tokenizer's end-of-generation
+// tokens), FinishStop when its generated text contains one of its stop
+// strings, FinishLength at max_length, FinishContextFull when its slot has
+// no room for its prompt or its next token (or the backend reports
+// ErrContextFull), FinishCancelled when the context ends, and FinishError
+// when its scores make no choice possible (a NaN, or every score -inf; torch
+// would pick the NaN, or token 0). The token that ends a row (an EOS token, the token that completes
+// a stop string) is part of its output, as in transformers.
+//
+// # Text
+//
+// With a Tokenizer, each token's bytes are appended to the row's text, and
+// events carry the new text with a multi-byte UTF-8 character held back
+// until its last byte arrives. Stop strings match the generated text only
+// (not the prompt), across token boundaries, as transformers'
+// StopStringCriteria does: the row stops at the token within which a stop
+// string ends.
+package generation
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// SeedStream is the second seed word of every row's PCG generator; the first
+// is Request.Seed. See the package documentation.
+const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
+
+// Tokenizer turns text into tokens and tokens into bytes with a model's
+// rules. llamacpp's Vocab implements it.
+type Tokenizer interface {
+	// Tokenize returns the tokens of text. addSpecial adds the model's BOS
+	// (and EOS) tokens where it wants them; parseSpecial reads the text of
+	// special tokens, such as "<|eot_id|>", as those tokens.
+	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	// AppendPiece appends the bytes of token to dst, which may be part of a
+	// UTF-8 sequence. Special (control) tokens have bytes only when special
+	// is true.
+	AppendPiece(dst []byte, token int32, special bool) ([]byte, error)
+	// IsEOG reports whether token ends generation (EOS, EOT, ...).
+	IsEOG(token int32) bool
+	// EOGTokens lists every end-of-generation token.
+	EOGTokens() []int32
+	// AddsBOS reports whether Tokenize with addSpecial prepends a BOS token.
+	AddsBOS() bool
+}
+
+// ChatTemplater is implemented by a Tokenizer whose model has a chat
+// template.
+type ChatTemplater interface {
+	// ApplyChatTemplate renders messages as prompt text; addAssistant ends
+	// it with the opening of an assistant message.
+	ApplyChatTemplate(messages []Message, addAssistant bool) (string, error)
+}
+
+// Message is one message of a chat prompt.
+type Message struct {
+	Role    string // "system", "user", "assistant", ...
+	Content string
+}
+
+// Request is one row of a generation. Exactly one of Prompt, Text and
+// Messages gives the prompt; when all are empty the prompt is empty (see
+// Generator.PromptTokens).
+type Request struct {
+	// Prompt is the prompt as token ids, used as they are.
+	Prompt []int32
+	// Text is the prompt as text, tokenized with the model's special tokens
+	// (BOS) added; ParseSpecial also reads special-token text in it.
+	Text         string
+	ParseSpecial bool
+	// Messages is a chat prompt: rendered by the tokenizer's chat template
+	// with an assistant opening, then tokenized with special-token text
+	// parsed and no special tokens added (the template writes them), as
+	// transformers' apply_chat_template does.
+	Messages []Message
+
+	// Config is the row's generation config; nil means
+	// logits.DefaultGenerationConfig(). When it has no eos_token_id and the
+	// generator has a Tokenizer, the row uses a copy with the tokenizer's
+	// end-of-generation tokens as eos_token_id, as a model's
+	// generation_config.json would give. num_beams must be 1 (beam search
+	// is package beam) and num_return_sequences 1 (send the request again
+	// with another seed).
+	Config *logits.GenerationConfig
+	// Processors are user processors, inserted where transformers inserts
+	// a logits_processor argument (after the config's processors, before
+	// the sampling warpers).
+	Processors []logits.Processor
+	// Seed seeds the row's random generator (sampling and Mirostat).
+	Seed uint64
+	// Mirostat, when set, chooses the tokens with a Mirostat sampler of its
+	// own after the config's processors (and warpers when do_sample).
+	Mirostat *mirostat.Config
+
+	// StopStrings end the row when its generated text contains one of them
+	// (needs a Tokenizer).
+	StopStrings []string
+	// RenderSpecial gives special tokens (EOS, EOT, ...) their text in the
+	// row's text; by default they have none.
+	RenderSpecial bool
+
+	// Logprobs asks for the log-probability of each token: the log-softmax
+	// of the final scores it was chosen from (transformers'
+	// compute_transition_scores with normalize_logits=True). With Mirostat
+	// these are the scores given to Mirostat, before its truncation.
+	Logprobs bool
+	// TopLogprobs asks for up to this many most probable tokens of each
+	// step, with their log-probabilities under the same scores as Logprobs.
+	// Tokens of probability 0 are never listed.
+	TopLogprobs int
+
+	// ObserveScores, when set, is called at each step of the row with the
+	// final scores the token is chosen from (transformers' output_scores).
+	// The slice is only valid during the call and must not be modified.
+	ObserveScores func(scores []float32)
+}
+
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	Token   int32
+	Logprob float32
+}
+
+// FinishReason tells why a row ended.
+type FinishReason int
+
+// The reasons a row ends. NotFinished is the zero value, carried by every
+// event but a row's last.
+const (
+	NotFinished       FinishReason = iota
+	FinishEOS                      // a stop token (eos_token_id or end of generation)
+	FinishStop                     // a stop string
+	FinishLength                   // max_length (max_new_tokens)
+	FinishContextFull              // no room left in the row's backend slot
+	FinishCancelled                // the context ended
+	FinishError                    // the scores allow no choice; see Event.Err
+)
+
+var finishNames = [...]string{"", "eos", "stop", "length", "context full", "cancelled", "error"}
+
+// String returns "eos", "stop", "length", "context full", "cancelled",
+// "error", or "" for NotFinished.
+func (f FinishReason) String() string {
+	if f < 0 || int(f) >= len(finishNames) {
+		return "unknown"
+	}
+	return finishNames[f]
+}
+
+// Event is one step of one row, or the end of a row.
+//
+// The slices Text and Top alias buffers of the generator: they are valid
+// until the iteration resumes, and a consumer that keeps them must copy
+// them. This is what makes streaming free of allocations.
+type Event struct {
+	// Row is the index of the request in the slice given to Stream.
+	Row int
+	// Token is the new token, or -1 when the event only ends the row.
+	Token int32
+	// Text is the new text of the row: the token's bytes, held back while
+	// they end inside a UTF-8 character, and all remaining bytes on the
+	// row's last event. Empty without a Tokenizer.
+	Text []byte
+	// Logprob is the token's log-probability (Request.Logprobs).
+	Logprob float32
+	// Top lists the most probable tokens of the step, most probable first,
+	// equal log-probabilities by lower token id (Request.TopLogprobs).
+	Top []TokenLogprob
+	// Finish is set on the row's last event.
+	Finish FinishReason
+	// StopString is the stop string that ended the row (FinishStop).
+	StopString string
+	// Err explains FinishError, and a FinishContextFull that came from a
+	// prompt too long for its slot (ErrPromptTooLong) or from an Eval that
+	// found the backend full (ErrContextFull).
+	Err error
+}
+
+// Result is the whole output of one row.
+type Result struct {
+	// Tokens are the generated tokens, the final EOS token included.
+	Tokens []int32
+	// Text is the decoded text of Tokens (empty without a Tokenizer).
+	Text string
+	// Logprobs holds one log-probability per token (Request.Logprobs).
+	Logprobs []float32
+	// TopLogprobs holds the alternatives of each token
+	// (Request.TopLogprobs).
+	TopLogprobs [][]TokenLogprob
+	// Finish, StopString and Err are those of the row's last event. The
+	// text before the stop string is Text[:strings.Index(Text, StopString)].
+	Finish     FinishReason
+	StopString string
+	Err        error
+}
+
+// Generator runs the decoding loop on a Backend. It keeps its buffers from
+// one call to the next, so a long-lived Generator allocates nothing per
+// token. A Generator is not safe for concurrent use, and neither is its
+// backend: one Stream or Generate at a time.
+type Generator struct {
+	backend Backend
+	tok     Tokenizer
+	vocab   int
+	busy    bool
+
+	defaultConfig *logits.GenerationConfig
+	pool          []*row // rows of earlier calls, for reuse
+	free          []int  // free slots, a stack
+	active        []*row // rows holding a slot, in admission order
+	feeds         []Feed
+	fedRows       []*row // fedRows[i] is the row of feeds[i]
+	logprobs      []float32
+}
+
+// NewGenerator returns a generator over backend. tok may be nil: requests
+// then need token prompts, and events carry no text.
+func NewGenerator(backend Backend, tok Tokenizer) *Generator {
+	return &Generator{backend: backend, tok: tok, vocab: backend.VocabSize()}
+}
+
+// Stream generates every request and yields, per step, one event for each
+// row that took a step, then a final event per row (usually the event of its
+// last token). Events of one step come in the order of the rows' admission
+// into the batch, which is the order of reqs.
+//
+// Invalid requests are reported before anything runs, as a single error. A
+// backend failure is reported as an error after the events before it; the
+// stream then ends and every slot it used is cleared. Cancellation of ctx is
+// not an error: each unfinished row ends with FinishCancelled, within one
+// step (inside a long prompt evaluation when the backend honours ctx).
+// Stopping the iteration early abandons the rows and clears their slots.
+func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if g.busy {
+			yield(Event{}, ErrBusy)
+			return
+		}
+		if g.backend.Slots() < 1 {
+			yield(Event{}, errors.New("generation: the backend has no slot"))
+			return
+		}
+		g.busy = true
+		defer func() { g.busy = false }()
+		rows, err := g.prepare(reqs)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		g.run(ctx, rows, yield)
+	}
+}
+
+// Generate runs Stream to the end and gathers each row's output. On a
+// backend failure it returns the outputs so far with the error.
+func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, error) {
+	results := make([]Result, len(reqs))
+	texts := make([][]byte, len(reqs))
+	for ev, err := range g.Stream(ctx, reqs) {
+		if err != nil {
+			return results, err
+		}
+		res := &results[ev.Row]
+		texts[ev.Row] = append(texts[ev.Row], ev.Text...)
+		if ev.Token >= 0 {
+			res.Tokens = append(res.Tokens, ev.Token)
+			if reqs[ev.Row].Logprobs {
+				res.Logprobs = append(res.Logprobs, ev.Logprob)
+			}
+			if reqs[ev.Row].TopLogprobs > 0 {
+				res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
+			}
+		}
+		if ev.Finish != NotFinished {
+			res.Finish, res.StopString, res.Err = ev.Finish, ev.StopString, ev.Err
+		}
+	}
+	for i := range results {
+		results[i].Text = string(texts[i])
+	}
+	return results, nil
+}

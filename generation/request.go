@@ -1,0 +1,247 @@
+package generation
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// row is the state of one request while it runs. Rows are reused from one
+// call to the next, with their buffers.
+type row struct {
+	index  int // in the requests of the call
+	req    *Request
+	prompt []int32
+	pipe   *logits.Pipeline
+	hist   *logits.Row
+	maxNew int     // new tokens allowed by max_length
+	eos    []int32 // stop tokens
+	stops  [][]byte
+	sample bool
+	miro   *mirostat.Sampler
+	rng    rand.PCG
+
+	slot   int
+	fed    bool // the prompt has been evaluated
+	done   bool // finished; its slot is cleared at the end of the step
+	tokens []int32
+	text   []byte
+	sent   int // bytes of text already in events
+	top    []TokenLogprob
+}
+
+// uniform is the row's next draw; see the package documentation.
+func (r *row) uniform() float64 { return float64(r.rng.Uint64()>>11) * 0x1p-53 }
+
+func (r *row) isEOS(t int32) bool {
+	for _, e := range r.eos {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// PromptTokens returns the prompt tokens of req as Stream evaluates them:
+// Prompt as it is; Text tokenized with special tokens added; Messages
+// rendered by the chat template and tokenized with special-token text
+// parsed and no special token added. An empty prompt becomes the model's
+// BOS token alone when the tokenizer adds one, and is ErrEmptyPrompt
+// otherwise. Every token must be in the vocabulary.
+func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
+	var toks []int32
+	var err error
+	switch {
+	case req.Prompt != nil && (req.Text != "" || req.Messages != nil),
+		req.Text != "" && req.Messages != nil:
+		return nil, errors.New("more than one of Prompt, Text and Messages")
+	case len(req.Prompt) > 0:
+		toks = slices.Clone(req.Prompt)
+	case req.Messages != nil:
+		if g.tok == nil {
+			return nil, fmt.Errorf("chat prompt: %w", ErrNoTokenizer)
+		}
+		tmpl, ok := g.tok.(ChatTemplater)
+		if !ok {
+			return nil, errors.New("chat prompt: the tokenizer has no chat template")
+		}
+		text, err := tmpl.ApplyChatTemplate(req.Messages, true)
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		if toks, err = g.tok.Tokenize(text, false, true); err != nil {
+			return nil, fmt.Errorf("tokenize: %w", err)
+		}
+	case req.Text != "":
+		if g.tok == nil {
+			return nil, fmt.Errorf("text prompt: %w", ErrNoTokenizer)
+		}
+		if toks, err = g.tok.Tokenize(req.Text, true, req.ParseSpecial); err != nil {
+			return nil, fmt.Errorf("tokenize: %w", err)
+		}
+	}
+	if len(toks) == 0 {
+		if g.tok == nil || !g.tok.AddsBOS() {
+			return nil, ErrEmptyPrompt
+		}
+		if toks, err = g.tok.Tokenize("", true, false); err != nil {
+			return nil, fmt.Errorf("tokenize: %w", err)
+		}
+		if len(toks) == 0 {
+			return nil, ErrEmptyPrompt
+		}
+	}
+	for i, t := range toks {
+		if t < 0 || int(t) >= g.vocab {
+			return nil, fmt.Errorf("prompt token %d: %w: %d not in [0,%d)", i, ErrTokenOutOfRange, t, g.vocab)
+		}
+	}
+	return toks, nil
+}
+
+// config is a request config made ready to run, shared by the requests that
+// give the same *GenerationConfig.
+type config struct {
+	cfg  *logits.GenerationConfig
+	pipe *logits.Pipeline
+	err  error
+}
+
+// prepare validates every request and makes its row. Nothing is sent to the
+// backend, so a failure leaves it untouched.
+func (g *Generator) prepare(reqs []Request) ([]*row, error) {
+	configs := map[*logits.GenerationConfig]*config{}
+	rows := make([]*row, 0, len(reqs))
+	for i := range reqs {
+		r, err := g.prepareRow(&reqs[i], configs)
+		if err != nil {
+			g.release(rows)
+			return nil, fmt.Errorf("generation: request %d: %w", i, err)
+		}
+		r.index = i
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfig]*config) (*row, error) {
+	prompt, err := g.PromptTokens(req)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.config(req, configs)
+	if err != nil {
+		return nil, err
+	}
+	maxLength := c.cfg.Resolve(len(prompt)).MaxLength
+	if len(prompt) >= maxLength {
+		return nil, fmt.Errorf("prompt of %d tokens reaches max_length %d", len(prompt), maxLength)
+	}
+	if req.TopLogprobs < 0 {
+		return nil, fmt.Errorf("TopLogprobs %d < 0", req.TopLogprobs)
+	}
+	if len(req.StopStrings) > 0 && g.tok == nil {
+		return nil, fmt.Errorf("stop strings: %w", ErrNoTokenizer)
+	}
+	var miro *mirostat.Sampler
+	if req.Mirostat != nil {
+		if miro, err = mirostat.New(*req.Mirostat); err != nil {
+			return nil, err
+		}
+	}
+
+	r := g.newRow()
+	r.req = req
+	r.prompt = append(r.prompt[:0], prompt...)
+	r.pipe = c.pipe
+	r.hist = c.pipe.NewRow(r.prompt)
+	r.maxNew = maxLength - len(prompt)
+	r.sample = c.cfg.DoSample
+	r.miro = miro
+	r.rng.Seed(req.Seed, SeedStream)
+	r.eos = append(r.eos[:0], c.cfg.EOSTokenID...)
+	if g.tok != nil {
+		for _, t := range g.tok.EOGTokens() {
+			if !slices.Contains(r.eos, t) {
+				r.eos = append(r.eos, t)
+			}
+		}
+	}
+	for _, s := range req.StopStrings {
+		if s == "" {
+			g.release([]*row{r})
+			return nil, errors.New("empty stop string")
+		}
+		r.stops = append(r.stops, []byte(s))
+	}
+	return r, nil
+}
+
+// config returns the ready form of req.Config, made once per call for each
+// config given (per request when it has its own processors).
+func (g *Generator) config(req *Request, configs map[*logits.GenerationConfig]*config) (*config, error) {
+	cfg := req.Config
+	if cfg == nil {
+		if g.defaultConfig == nil {
+			g.defaultConfig = logits.DefaultGenerationConfig()
+		}
+		cfg = g.defaultConfig
+	}
+	if c, ok := configs[cfg]; ok && req.Processors == nil {
+		return c, c.err
+	}
+	c := &config{cfg: cfg}
+	c.err = g.makeConfig(c, req.Processors)
+	if req.Processors == nil {
+		configs[cfg] = c
+	}
+	return c, c.err
+}
+
+func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
+	if _, err := c.cfg.Validate(g.vocab); err != nil {
+		return err
+	}
+	if c.cfg.NumBeams > 1 {
+		return fmt.Errorf("num_beams %d: beam search is package beam", c.cfg.NumBeams)
+	}
+	if c.cfg.NumReturnSequences > 1 {
+		return fmt.Errorf("num_return_sequences %d: send one request per sequence, each with its seed", c.cfg.NumReturnSequences)
+	}
+	if c.cfg.EOSTokenID == nil && g.tok != nil {
+		c.cfg = c.cfg.Clone()
+		c.cfg.EOSTokenID = slices.Clone(g.tok.EOGTokens())
+	}
+	pipe, err := logits.NewPipeline(c.cfg, logits.Options{VocabSize: g.vocab, User: user})
+	if err != nil {
+		return err
+	}
+	c.pipe = pipe
+	return nil
+}
+
+// release returns rows to the pool, dropping their references to the
+// caller's data.
+func (g *Generator) release(rows []*row) {
+	for _, r := range rows {
+		r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+	}
+	g.pool = append(g.pool, rows...)
+}
+
+func (g *Generator) newRow() *row {
+	var r *row
+	if n := len(g.pool); n > 0 {
+		r, g.pool = g.pool[n-1], g.pool[:n-1]
+	} else {
+		r = new(row)
+	}
+	r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+	r.fed, r.done, r.sent, r.slot = false, false, 0, -1
+	r.tokens, r.text, r.top, r.stops = r.tokens[:0], r.text[:0], r.top[:0], r.stops[:0]
+	return r
+}

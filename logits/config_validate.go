@@ -1,0 +1,281 @@
+package logits
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Validate checks c with transformers 4.57's rules: what GenerationConfig.validate() or a processor
+// constructor rejects is an error naming the field and its value (errors.Join of all of them); what
+// transformers only warns about is returned as warnings. vocabSize > 0 also checks that the token ids
+// that would index the scores (bad_words_ids, sequence_bias, forced_bos_token_id,
+// forced_eos_token_id) lie inside the vocabulary; 0 means unknown.
+//
+// Processor checks apply only to processors the config enables, as in transformers: temperature 0
+// is an error with do_sample, a warning without it.
+func (c *GenerationConfig) Validate(vocabSize int) (warnings []string, err error) {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("logits: "+format, args...)) }
+	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
+
+	// GenerationConfig.validate(): errors.
+	switch c.EarlyStopping {
+	case EarlyStoppingFalse, EarlyStoppingTrue, EarlyStoppingNever:
+	default:
+		fail("early_stopping must be true, false or \"never\", got %d", int(c.EarlyStopping))
+	}
+	if c.MaxNewTokens != nil && *c.MaxNewTokens <= 0 {
+		fail("max_new_tokens must be greater than 0, got %d", *c.MaxNewTokens)
+	}
+	if c.NumBeams < 1 {
+		fail("num_beams must be at least 1, got %d", c.NumBeams)
+	}
+	if c.NumReturnSequences < 1 {
+		fail("num_return_sequences must be at least 1, got %d", c.NumReturnSequences)
+	} else if c.NumReturnSequences != 1 && c.NumBeams == 1 && !c.DoSample {
+		fail("num_return_sequences (=%d) > 1 needs sampling (do_sample=true) or beam search (num_beams > 1)",
+			c.NumReturnSequences)
+	} else if c.NumBeams > 1 && c.NumReturnSequences > c.NumBeams {
+		fail("num_return_sequences (=%d) must not exceed num_beams (=%d)", c.NumReturnSequences, c.NumBeams)
+	}
+	// Modes that 4.57 only runs as Hub-hosted code.
+	if c.NumBeamGroups > 1 {
+		fail("num_beam_groups (=%d): group beam search is a Hub-hosted mode in transformers 4.57 and is not supported", c.NumBeamGroups)
+	}
+	if c.PenaltyAlpha != nil && *c.PenaltyAlpha > 0 && c.TopK > 1 && !c.DoSample {
+		fail("penalty_alpha (=%g): contrastive search is a Hub-hosted mode in transformers 4.57 and is not supported", *c.PenaltyAlpha)
+	}
+	for _, name := range []string{"constraints", "force_words_ids", "dola_layers"} {
+		if raw, ok := c.Extra[name]; ok && string(raw) != "null" {
+			fail("%s: this mode is Hub-hosted in transformers 4.57 and is not supported", name)
+		}
+	}
+	if c.GuidanceScale != nil && *c.GuidanceScale != 1 {
+		fail("guidance_scale (=%g): classifier-free guidance is not supported", *c.GuidanceScale)
+	}
+	if raw, ok := c.Extra["watermarking_config"]; ok && string(raw) != "null" {
+		fail("watermarking_config: watermarking is not supported")
+	}
+
+	// GenerationConfig.validate(): warnings.
+	if !c.DoSample {
+		const hint = "is set but do_sample is false: it only applies to sampling and is ignored"
+		if c.Temperature != 1 {
+			warn("temperature (=%g) %s", c.Temperature, hint)
+		}
+		if c.TopP != 1 {
+			warn("top_p (=%g) %s", c.TopP, hint)
+		}
+		if c.MinP != nil {
+			warn("min_p (=%g) %s", *c.MinP, hint)
+		}
+		if c.TypicalP != 1 {
+			warn("typical_p (=%g) %s", c.TypicalP, hint)
+		}
+		if c.TopK != 50 && c.TopK != 0 {
+			warn("top_k (=%d) %s", c.TopK, hint)
+		}
+		if c.EpsilonCutoff != 0 {
+			warn("epsilon_cutoff (=%g) %s", c.EpsilonCutoff, hint)
+		}
+		if c.EtaCutoff != 0 {
+			warn("eta_cutoff (=%g) %s", c.EtaCutoff, hint)
+		}
+	}
+	if c.NumBeams == 1 {
+		if c.EarlyStopping != EarlyStoppingFalse {
+			warn("early_stopping (=%v) is set but num_beams is 1: it only applies to beam search and is ignored", c.EarlyStopping)
+		}
+		if c.LengthPenalty != 1 {
+			warn("length_penalty (=%g) is set but num_beams is 1: it only applies to beam search and is ignored", c.LengthPenalty)
+		}
+	}
+	if c.PadTokenID != nil && *c.PadTokenID < 0 {
+		warn("pad_token_id (=%d) is negative", *c.PadTokenID)
+	}
+	for _, e := range c.EOSTokenID {
+		if e < 0 {
+			warn("eos_token_id contains a negative id (%d): generation will never stop on it", e)
+		} else if vocabSize > 0 && int(e) >= vocabSize {
+			warn("eos_token_id %d is outside the vocabulary (size %d): processors ignore it", e, vocabSize)
+		}
+	}
+	if c.DoSample && (c.EpsilonCutoff < 0 || c.EpsilonCutoff >= 1) && c.EpsilonCutoff != 0 {
+		warn("epsilon_cutoff (=%g) is outside (0, 1): no epsilon warper is applied", c.EpsilonCutoff)
+	}
+	if c.DoSample && (c.EtaCutoff < 0 || c.EtaCutoff >= 1) && c.EtaCutoff != 0 {
+		warn("eta_cutoff (=%g) is outside (0, 1): no eta warper is applied", c.EtaCutoff)
+	}
+
+	// Processor constructors (raised inside generate()).
+	errs = append(errs, c.processorErrors(vocabSize, warn)...)
+	return warnings, errors.Join(errs...)
+}
+
+// processorErrors checks the arguments of the processors that c enables, as their constructors do.
+func (c *GenerationConfig) processorErrors(vocabSize int, warn func(string, ...any)) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("logits: "+format, args...)) }
+	inVocab := func(id int32) bool { return vocabSize <= 0 || int(id) < vocabSize }
+
+	if c.SequenceBias != nil {
+		if len(c.SequenceBias) == 0 {
+			fail("sequence_bias must be a non-empty list of [[token ids...], bias] pairs, got []")
+		}
+		for _, sb := range c.SequenceBias {
+			if len(sb.Tokens) == 0 {
+				fail("sequence_bias: each entry needs a non-empty list of token ids, got %v", sb.Tokens)
+			}
+			for _, id := range sb.Tokens {
+				if id <= 0 {
+					fail("sequence_bias: token ids must be positive integers in the list form, got %d in %v", id, sb.Tokens)
+				} else if !inVocab(id) {
+					fail("sequence_bias: token id %d in %v is outside the vocabulary (size %d)", id, sb.Tokens, vocabSize)
+				}
+			}
+			if sb.intBias {
+				fail("sequence_bias: the bias of %v must be a float, got the integer %g", sb.Tokens, sb.Bias)
+			}
+		}
+	}
+	if p := c.EncoderRepetitionPenalty; p != 1 && (!(p > 0) || c.isJSONInt("encoder_repetition_penalty", p)) {
+		fail("encoder_repetition_penalty has to be a strictly positive float, got %v", p)
+	}
+	if p := c.RepetitionPenalty; p != 1 && (!(p > 0) || c.isJSONInt("repetition_penalty", p)) {
+		fail("repetition_penalty has to be a strictly positive float, got %v", p)
+	}
+	if c.BadWordsIDs != nil {
+		if len(c.BadWordsIDs) == 0 {
+			fail("bad_words_ids has to be a non-empty list, got []")
+		}
+		for _, w := range c.BadWordsIDs {
+			if len(w) == 0 {
+				fail("bad_words_ids: each entry must be a non-empty list of token ids, got []")
+			}
+			for _, id := range w {
+				if id < 0 {
+					fail("bad_words_ids has to be a list of lists of non-negative integers, got %d in %v", id, w)
+				} else if !inVocab(id) {
+					fail("bad_words_ids: token id %d in %v is outside the vocabulary (size %d)", id, w, vocabSize)
+				}
+			}
+		}
+	}
+	if c.ForcedBOSTokenID != nil {
+		if id := *c.ForcedBOSTokenID; id < 0 || !inVocab(id) {
+			fail("forced_bos_token_id (=%d) is not a token id of the vocabulary (size %d)", id, vocabSize)
+		}
+	}
+	if c.ForcedEOSTokenID != nil {
+		for _, id := range c.ForcedEOSTokenID {
+			if id < 0 {
+				fail("forced_eos_token_id has to be a list of positive integers, got %v", c.ForcedEOSTokenID)
+			} else if !inVocab(id) {
+				fail("forced_eos_token_id %d is outside the vocabulary (size %d)", id, vocabSize)
+			}
+		}
+	}
+	if c.ExponentialDecayLengthPenalty != nil && len(c.EOSTokenID) == 0 {
+		fail("exponential_decay_length_penalty (=%v) needs eos_token_id", *c.ExponentialDecayLengthPenalty)
+	}
+	for _, field := range []struct {
+		name string
+		ids  []int32
+	}{{"suppress_tokens", c.SuppressTokens}, {"begin_suppress_tokens", c.BeginSuppressTokens}} {
+		for _, id := range field.ids {
+			if id < 0 || !inVocab(id) {
+				warn("%s: token id %d is outside the vocabulary: ignored, as transformers does", field.name, id)
+			}
+		}
+	}
+	if !c.DoSample {
+		return errs
+	}
+	if t := c.Temperature; t != 1 && (!(t > 0) || math.IsInf(t, 1) || c.isJSONInt("temperature", t)) {
+		msg := fmt.Sprintf("temperature (=%v) has to be a strictly positive float", t)
+		if t == 0 {
+			msg += "; for greedy decoding set do_sample=false instead of temperature 0"
+		}
+		fail("%s", msg)
+	}
+	if c.TopK < 0 {
+		fail("top_k has to be a non-negative integer, got %d", c.TopK)
+	}
+	if c.TopP < 0 || c.TopP != c.TopP { // top_p >= 1 builds no warper
+		fail("top_p has to be a float in [0, 1], got %v", c.TopP)
+	}
+	if c.MinP != nil && !(*c.MinP >= 0 && *c.MinP <= 1) {
+		fail("min_p has to be a float in [0, 1], got %v", *c.MinP)
+	}
+	if c.TypicalP <= 0 || c.TypicalP != c.TypicalP {
+		fail("typical_p has to be a float in (0, 1), got %v", c.TypicalP)
+	}
+	return errs
+}
+
+// Resolve returns a copy of c with its lengths resolved for a prompt of promptLen tokens, as
+// generate() does before it builds the processors (_prepare_generated_length):
+//   - max_new_tokens set: MaxLength = promptLen + MaxNewTokens (it wins over max_length);
+//   - otherwise a MaxLength of 20, transformers' default, counts as unset: MaxLength = 20 + promptLen;
+//   - otherwise MaxLength is already a total length;
+//   - min_new_tokens set: MinLength = promptLen + MinNewTokens.
+//
+// MaxNewTokens and MinNewTokens stay set, so resolving twice for the same prompt length changes
+// nothing. The cap by the model's max_position_embeddings is left to the caller, who knows it.
+func (c *GenerationConfig) Resolve(promptLen int) *GenerationConfig {
+	r := c.Clone()
+	r.MaxLength = c.maxLength(promptLen)
+	r.MinLength = c.minLength(promptLen)
+	return r
+}
+
+// maxLength is the total length limit for a prompt of promptLen tokens (see Resolve).
+func (c *GenerationConfig) maxLength(promptLen int) int {
+	switch {
+	case c.MaxNewTokens != nil:
+		return promptLen + *c.MaxNewTokens
+	case c.MaxLength == 20:
+		return promptLen + 20
+	}
+	return c.MaxLength
+}
+
+// minLength is the total minimum length for a prompt of promptLen tokens (see Resolve).
+func (c *GenerationConfig) minLength(promptLen int) int {
+	if c.MinNewTokens != nil {
+		return promptLen + *c.MinNewTokens
+	}
+	return c.MinLength
+}
+
+// CheckLengths applies generate()'s length checks for a prompt of promptLen tokens: a prompt at
+// least as long as the resolved max_length is an error; a min_length (or prompt + min_new_tokens)
+// beyond max_length is a warning.
+func (c *GenerationConfig) CheckLengths(promptLen int) (warnings []string, err error) {
+	maxLen, minLen := c.maxLength(promptLen), c.minLength(promptLen)
+	if promptLen >= maxLen {
+		return nil, fmt.Errorf("logits: the prompt has %d tokens but max_length is %d: raise max_new_tokens or max_length",
+			promptLen, maxLen)
+	}
+	if minLen > maxLen {
+		warnings = append(warnings, fmt.Sprintf("min_length (=%d) is larger than max_length (=%d): the minimum cannot be reached",
+			minLen, maxLen))
+	}
+	return warnings, nil
+}
+
+// PipelineMaxNewTokens returns the number of new tokens that transformers' text-generation and
+// text2text pipelines allow for a prompt of promptLen tokens: max_new_tokens when it is set;
+// otherwise 256, the pipelines' default, when max_length is unset or transformers' default 20;
+// otherwise max_length - promptLen (a model's own max_length, such as Whisper's 448, is honoured as
+// a total length). The result is never below 0.
+func (c *GenerationConfig) PipelineMaxNewTokens(promptLen int) int {
+	switch {
+	case c.MaxNewTokens != nil:
+		return max(*c.MaxNewTokens, 0)
+	case c.MaxLength == 20:
+		return 256
+	}
+	return max(c.MaxLength-promptLen, 0)
+}

@@ -1,0 +1,63 @@
+// Package logits turns one row of llama.cpp logits into the scores that the next token is chosen
+// from, exactly as transformers 4.57's generate() does, in pure Go.
+//
+// # Configs and pipelines
+//
+// A [GenerationConfig] holds every decoding field of transformers' GenerationConfig with its 4.57
+// default (note top_k = 50). Read a model's generation_config.json with [LoadGenerationConfig],
+// apply the caller's settings with [GenerationConfig.Update], and check it with
+// [GenerationConfig.Validate], which returns transformers' errors as errors and its warnings as
+// strings. [NewPipeline] then builds the processor list of transformers' _get_logits_processor: the
+// same processors, in the same order, under the same conditions, with warpers only when sampling,
+// min_tokens_to_keep = len(eos)+1 under beam search, user processors before the warpers and
+// LogitNormalization last. [Chain] builds a custom list instead.
+//
+// # Rows and state
+//
+// A [Processor] rewrites one row's scores in place given that row's history: prompt plus accepted
+// tokens ([Row]). Rows are independent, so the same pipeline serves greedy search, sampling and beam
+// search (where the scores are log-probabilities), and rows of different prompt lengths. Per-row
+// state (n-gram tables, seen-token sets, counts) lives in the Row and is updated incrementally by
+// [Row.Accept]; [Row.Clone] and [Row.CopyFrom] copy it for beam search. A [Pipeline] is immutable
+// and safe for concurrent use; a Row is not.
+//
+// # Arithmetic
+//
+// Everything follows transformers on CPU in float32 (section 0 of the semantics spec): config
+// scalars are rounded to float32 before they meet the scores, divisions are true divisions, filtered
+// scores are -inf, TopK keeps every score tied with the k-th, [Argmax] takes the lowest index (the
+// first NaN, as torch.argmax), cumulative sums and softmax sums accumulate in float64. The
+// element-wise processors (penalties, biases, masks, temperature, top-k and the forced tokens) are
+// bit-exact with transformers; values derived from a softmax ([LogSoftmax], LogitNormalization) agree
+// to a few ulp, and the decisions of TopP, MinP, Typical, Epsilon and Eta can differ only for a token
+// within rounding of the threshold.
+//
+// # Speed
+//
+// [Pipeline.Process] does not allocate in steady state. TopK selects with a bounded heap in one pass
+// and never sorts the row; Temperature followed by TopK runs as that one pass and divides only the
+// survivors; the warpers after TopK, LogitNormalization and [Pipeline.Sample] then visit only the
+// surviving candidates.
+//
+// # Where this package departs from transformers
+//
+//   - Ties that torch's sort leaves in unspecified order (the boundary of TopP, MinP's
+//     min_tokens_to_keep) are broken lowest index first.
+//   - EncoderRepetitionPenalty and EncoderNoRepeatNGram use each row's own prompt as its encoder
+//     input; transformers' EncoderRepetitionPenalty only touches the first B rows under beam search
+//     (its trap T17).
+//   - Token ids outside the row in a history are ignored (torch would raise); ids in the config are
+//     checked against the vocabulary by Validate.
+//   - The warpers leave a row that holds NaN or +inf, or is all -inf, unchanged (torch produces NaN or
+//     raises later in multinomial).
+//   - Classifier-free guidance, watermarking and the Hub-hosted modes (group beam search,
+//     constrained beam search, contrastive search, DoLa) are rejected by Validate.
+//     prefix_allowed_tokens_fn is a user processor.
+//   - The sign of a zero score is not preserved where transformers adds +0.0.
+//
+// # Beyond transformers
+//
+// [PresenceFrequencyPenalty], [LogitBias], [AllowTokens] and [BlockTokens] are not in transformers'
+// list: add them with Options.User or [Chain]. User processors may keep per-row state by implementing
+// [StatefulProcessor].
+package logits

@@ -1,0 +1,245 @@
+package logits
+
+import "math"
+
+// negInf is transformers' filter value: every processor masks with IEEE -inf.
+var negInf = float32(math.Inf(-1))
+
+// Argmax returns the index of the largest score, the lowest index among ties, as torch.argmax does.
+// A NaN counts as larger than every number, so the first NaN wins (torch's rule); a row that is all
+// -inf gives 0. An empty row gives -1.
+func Argmax(scores []float32) int {
+	if len(scores) == 0 {
+		return -1
+	}
+	best, bestV := 0, scores[0]
+	if bestV != bestV {
+		return 0
+	}
+	for i := 1; i < len(scores); i++ {
+		// Fast path: four scores, none larger and none NaN.
+		if i+4 <= len(scores) {
+			b := scores[i : i+4 : i+4]
+			if b[0] <= bestV && b[1] <= bestV && b[2] <= bestV && b[3] <= bestV {
+				i += 3
+				continue
+			}
+		}
+		if x := scores[i]; !(x <= bestV) { // larger, or NaN
+			if x != x {
+				return i
+			}
+			best, bestV = i, x
+		}
+	}
+	return best
+}
+
+// rowMax returns the largest score; NaN propagates (torch's max), so the result is NaN when the row
+// holds one. An empty row gives -inf.
+func rowMax(scores []float32) float32 {
+	m := negInf
+	for _, x := range scores {
+		if !(x <= m) { // larger, or NaN
+			if x != x {
+				return x
+			}
+			m = x
+		}
+	}
+	return m
+}
+
+// expSum returns Σ exp(x_i - m) accumulated in float64 over scores, skipping -inf entries.
+func expSum(scores []float32, m float32) float64 {
+	s := 0.0
+	fm := float64(m)
+	for _, x := range scores {
+		if x != negInf {
+			s += exp(widen(x) - fm)
+		}
+	}
+	return s
+}
+
+// widen returns float64(x). It builds normal numbers from their bits because CVTSS2SD, the amd64
+// conversion, only writes half of its register: each conversion then waits for the previous use of
+// that register, which in a loop of exponentials chains every iteration to the one before (4x
+// slower).
+func widen(x float32) float64 {
+	b := math.Float32bits(x)
+	if e := b >> 23 & 0xff; e != 0 && e != 0xff {
+		return math.Float64frombits(uint64(b>>31)<<63 | uint64(e+(1023-127))<<52 | uint64(b&0x7fffff)<<29)
+	}
+	return float64(x) // zero, subnormal, infinite or NaN
+}
+
+// LogSoftmax writes log_softmax(src) into dst, as torch.log_softmax does in float32:
+// dst_i = (src_i - max) - log(Σ_j exp(src_j - max)), the sum accumulated in float64 and its log
+// rounded to float32 before the subtraction. -inf entries stay -inf. As in torch, a row that holds a
+// NaN or +inf, or is all -inf, comes out all NaN. dst and src may be the same slice; dst must be at
+// least as long as src.
+func LogSoftmax(dst, src []float32) {
+	m := rowMax(src)
+	if m != m || math.IsInf(float64(m), 0) {
+		nan := float32(math.NaN())
+		for i := range src {
+			dst[i] = nan
+		}
+		return
+	}
+	logSum := float32(math.Log(expSum(src, m)))
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = (x - m) - logSum
+	}
+}
+
+// Softmax writes softmax(src) into dst in float32: dst_i = exp(src_i - max) / Σ_j exp(src_j - max),
+// the sum accumulated in float64. -inf entries become 0. As in torch, a row that holds a NaN or +inf,
+// or is all -inf, comes out all NaN. dst and src may be the same slice.
+func Softmax(dst, src []float32) {
+	m := rowMax(src)
+	if m != m || math.IsInf(float64(m), 0) {
+		nan := float32(math.NaN())
+		for i := range src {
+			dst[i] = nan
+		}
+		return
+	}
+	inv := 1 / expSum(src, m)
+	fm := float64(m)
+	dst = dst[:len(src)]
+	for i, x := range src {
+		if x == negInf {
+			dst[i] = 0
+		} else {
+			dst[i] = float32(exp(widen(x)-fm) * inv)
+		}
+	}
+}
+
+// SampleIndex draws an index from softmax(scores) by inverse CDF with one uniform u in [0,1): it
+// walks the row in index order, accumulating exp(score - max) in float64, and returns the first
+// index whose running sum exceeds u times the total. -inf and NaN entries are never drawn. If the row
+// holds +inf entries, the draw is uniform among them (the limit of the softmax). ok is false when no
+// entry can be drawn (every entry is -inf or NaN). transformers draws with torch.multinomial, whose
+// random stream Go cannot reproduce; this matches its distribution, not its draws.
+func SampleIndex(scores []float32, u float64) (index int, ok bool) {
+	m := negInf
+	nInf := 0
+	for _, x := range scores {
+		if x > m {
+			m = x
+		}
+		if x > math.MaxFloat32 {
+			nInf++
+		}
+	}
+	if m == negInf {
+		return -1, false
+	}
+	if nInf > 0 {
+		target := int(u * float64(nInf))
+		for i, x := range scores {
+			if x > math.MaxFloat32 {
+				if target == 0 {
+					return i, true
+				}
+				target--
+			}
+		}
+	}
+	return sampleFrom(scores, nil, m, u)
+}
+
+// sampleFrom is SampleIndex over the finite entries listed in cand (in index order), or over the
+// whole row when cand is nil; m is the largest score. Both forms give the same index.
+func sampleFrom(scores []float32, cand []int32, m float32, u float64) (int, bool) {
+	fm := float64(m)
+	total := 0.0
+	if cand == nil {
+		for _, x := range scores {
+			if x != negInf && x == x {
+				total += exp(widen(x) - fm)
+			}
+		}
+	} else {
+		for _, i := range cand {
+			if x := scores[i]; x != negInf && x == x {
+				total += exp(widen(x) - fm)
+			}
+		}
+	}
+	target := u * total
+	last := -1
+	acc := 0.0
+	visit := func(i int, x float32) bool {
+		if x == negInf || x != x {
+			return false
+		}
+		acc += exp(widen(x) - fm)
+		last = i
+		return acc > target
+	}
+	if cand == nil {
+		for i, x := range scores {
+			if visit(i, x) {
+				return i, true
+			}
+		}
+	} else {
+		for _, i := range cand {
+			if visit(int(i), scores[i]) {
+				return int(i), true
+			}
+		}
+	}
+	// Rounding can leave u*total just above the final sum; the last drawable entry takes it.
+	return last, last >= 0
+}
+
+// exp returns e^x with a relative error below 1e-12, several times faster than math.Exp (a table
+// of 2^(j/256) and a cubic polynomial). Every probability in this package is computed with it, so
+// the candidate and full-row paths agree bit for bit.
+func exp(x float64) float64 {
+	const (
+		invStep = 256 / math.Ln2
+		stepHi  = 6.93147180369123816490e-01 / 256 // fdlibm's ln2_hi: k*stepHi is exact
+		stepLo  = 1.90821492927058770002e-10 / 256
+		shifter = 0x1.8p52 // adding it rounds to an integer
+	)
+	if !(x > -745.2) {
+		if x != x {
+			return x
+		}
+		return 0
+	}
+	if x > 709.7 {
+		return math.Inf(1)
+	}
+	kf := float64(x*invStep+shifter) - shifter
+	r := (x - kf*stepHi) - kf*stepLo
+	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24))))
+	k := int64(kf)
+	e := k >> 8
+	v := exp2Table[k&255] * p
+	if e < -1000 {
+		return v * math.Float64frombits(uint64(e+600+1023)<<52) * 0x1p-600
+	}
+	return v * math.Float64frombits(uint64(e+1023)<<52)
+}
+
+// exp2Table[j] = 2^(j/256).
+var exp2Table = func() (t [256]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / 256)
+	}
+	return t
+}()
+
+// maxFloat32 is float32's largest finite value; InfNanRemove writes it for +inf.
+const maxFloat32 = math.MaxFloat32
+
+// f32 rounds a config scalar to float32, as torch does when a Python float meets a float32 tensor.
+func f32(x float64) float32 { return float32(x) }

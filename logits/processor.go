@@ -1,0 +1,54 @@
+package logits
+
+// Processor is one stage of a [Pipeline]: it rewrites one row's scores in place, given that row's
+// token history (prompt plus accepted tokens). len(scores) is the vocabulary size. The scores are the
+// raw logits for greedy search and sampling, and log-probabilities for beam search, exactly as in
+// transformers' LogitsProcessor.__call__(input_ids, scores) restricted to one row.
+//
+// Process must not keep scores, must not panic on any float value (NaN, ±inf), and must not change
+// the row: a processor that needs per-row state implements [StatefulProcessor].
+type Processor interface {
+	// Name is transformers' class name for the built-in processors (e.g. "TopKLogitsWarper"), and
+	// a descriptive name for the others.
+	Name() string
+	Process(row *Row, scores []float32)
+}
+
+// StatefulProcessor is a [Processor] that keeps state per row, updated incrementally as tokens are
+// accepted (an n-gram table, a set of seen tokens...). The pipeline calls NewState once per row, then
+// RowState.Accept after each accepted token; inside Process, [Row.State] returns the state that
+// NewState made for that row.
+type StatefulProcessor interface {
+	Processor
+	// NewState returns the state of a row whose history starts as prompt, for rows of vocabSize
+	// scores. prompt must not be kept.
+	NewState(prompt []int32, vocabSize int) RowState
+}
+
+// RowState is the per-row state of a [StatefulProcessor].
+type RowState interface {
+	// Accept updates the state after a token was accepted; history is the row's whole history,
+	// the new token last. history must not be kept.
+	Accept(history []int32)
+	// Clone returns an independent copy (for Row.Clone and beam search).
+	Clone() RowState
+}
+
+// stateCopier is implemented by states that can become a copy of another state of the same
+// processor while reusing their storage; Row.CopyFrom prefers it to Clone.
+type stateCopier interface {
+	CopyFrom(src RowState)
+}
+
+// ProcessorFunc adapts a function to a stateless [Processor] named name.
+func ProcessorFunc(name string, fn func(row *Row, scores []float32)) Processor {
+	return funcProcessor{name: name, fn: fn}
+}
+
+type funcProcessor struct {
+	name string
+	fn   func(row *Row, scores []float32)
+}
+
+func (f funcProcessor) Name() string                       { return f.name }
+func (f funcProcessor) Process(row *Row, scores []float32) { f.fn(row, scores) }

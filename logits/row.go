@@ -1,0 +1,139 @@
+package logits
+
+import "slices"
+
+// Row is one row's token history (prompt plus accepted tokens) and the per-row state of the stages
+// of the [Pipeline] that made it (n-gram tables, seen-token sets, scratch buffers). Rows of a batch
+// are independent. A Row is not safe for concurrent use.
+type Row struct {
+	p         *Pipeline
+	tokens    []int32
+	promptLen int
+	states    []RowState // parallel to p.stages; nil for stateless stages
+	stage     int        // index of the stage being run, for State
+	running   bool       // inside Pipeline.Process
+
+	cand candidates
+	// Scratch reused across steps so that Process does not allocate in steady state.
+	heap  []float32
+	pairs []scored
+	keys  []float32
+	dist  []float32
+}
+
+// candidates lists, in index order, the only entries of a scores row that are not -inf, once a
+// top-k stage has bounded them; later warpers and Pipeline.Sample then work on them alone.
+type candidates struct {
+	idx   []int32
+	valid bool
+	owner *float32 // &scores[0] of the row they describe
+	n     int      // len(scores)
+}
+
+// scored is one entry of a row with its sort key.
+type scored struct {
+	v float32
+	i int32
+}
+
+// Accept appends token to the history and updates every stage's state incrementally.
+func (r *Row) Accept(token int32) {
+	r.tokens = append(r.tokens, token)
+	r.cand.valid = false
+	for _, s := range r.states {
+		if s != nil {
+			s.Accept(r.tokens)
+		}
+	}
+}
+
+// Tokens returns the full history, prompt first. It aliases the row's storage: read only, valid
+// until the next Accept or CopyFrom.
+func (r *Row) Tokens() []int32 { return r.tokens }
+
+// PromptLen returns the prompt length P the row started with: transformers' input_ids_seq_length,
+// used by min_new_tokens, max_new_tokens, exponential_decay_length_penalty and
+// begin_suppress_tokens.
+func (r *Row) PromptLen() int { return r.promptLen }
+
+// Len returns the current length of the history, transformers' cur_len (prompt included).
+func (r *Row) Len() int { return len(r.tokens) }
+
+// Prompt returns the prompt part of the history (read only).
+func (r *Row) Prompt() []int32 { return r.tokens[:r.promptLen] }
+
+// State returns, inside the Process method of a [StatefulProcessor] run by a pipeline, the state
+// that processor's NewState made for this row; nil elsewhere.
+func (r *Row) State() RowState {
+	if !r.running || r.stage >= len(r.states) {
+		return nil
+	}
+	return r.states[r.stage]
+}
+
+// Clone returns an independent copy of r: same history and stage states, fresh scratch.
+func (r *Row) Clone() *Row {
+	c := &Row{p: r.p, tokens: slices.Clone(r.tokens), promptLen: r.promptLen}
+	c.states = make([]RowState, len(r.states))
+	for i, s := range r.states {
+		if s != nil {
+			c.states[i] = s.Clone()
+		}
+	}
+	return c
+}
+
+// CopyFrom makes r equal to src (history and stage states), reusing r's storage: beam search
+// reorders its rows this way without allocating in steady state. Both rows should come from the same
+// pipeline; otherwise r takes src's pipeline and clones its states.
+func (r *Row) CopyFrom(src *Row) {
+	if r == src {
+		return
+	}
+	r.tokens = append(r.tokens[:0], src.tokens...)
+	r.promptLen = src.promptLen
+	r.cand.valid = false
+	if r.p != src.p || len(r.states) != len(src.states) {
+		r.p = src.p
+		r.states = make([]RowState, len(src.states))
+	}
+	for i, s := range src.states {
+		switch d := r.states[i].(type) {
+		case nil:
+			if s != nil {
+				r.states[i] = s.Clone()
+			}
+		case stateCopier:
+			d.CopyFrom(s)
+		default:
+			r.states[i] = s.Clone()
+		}
+	}
+}
+
+// trustCandidates reports whether the candidate list describes scores as the previous stage of the
+// running pipeline left them.
+func (r *Row) trustCandidates(scores []float32) bool {
+	return r.running && r.cand.describes(scores)
+}
+
+// setCandidates records that only the entries listed in r.cand.idx are not -inf.
+func (r *Row) setCandidates(scores []float32) {
+	r.cand.valid = r.running && len(scores) > 0
+	if r.cand.valid {
+		r.cand.owner, r.cand.n = &scores[0], len(scores)
+	}
+}
+
+// describes reports whether the list is valid for this very scores slice.
+func (c *candidates) describes(scores []float32) bool {
+	return c.valid && len(scores) > 0 && c.owner == &scores[0] && c.n == len(scores)
+}
+
+// scratchKeys returns a scratch slice of n float32.
+func (r *Row) scratchKeys(n int) []float32 {
+	if cap(r.keys) < n {
+		r.keys = make([]float32, n)
+	}
+	return r.keys[:n]
+}

@@ -1,0 +1,182 @@
+package logits
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// TopK is transformers' TopKLogitsWarper: with k' = min(max(k, min_tokens_to_keep), V), every score
+// below the k'-th largest becomes -inf. Every score tied with the k'-th largest is kept, so more than
+// k' tokens can survive; NaN ranks above every number (torch.topk) and is never removed.
+//
+// It runs in one pass over the row with a bounded min-heap of k' values, never sorting the row: a
+// score below the heap's minimum can never reach the k'-th place, so it is set to -inf on the spot;
+// the few others are settled after the pass. The survivors become the row's candidates, so that the
+// later warpers and Pipeline.Sample work on them alone.
+type TopK struct {
+	k int
+}
+
+// NewTopK returns the warper for top_k > 0 with min_tokens_to_keep minKeep (k is raised to minKeep).
+func NewTopK(k, minKeep int) (*TopK, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("logits: top_k has to be a strictly positive integer, got %d", k)
+	}
+	if minKeep < 0 {
+		return nil, fmt.Errorf("logits: min_tokens_to_keep has to be a non-negative integer, got %d", minKeep)
+	}
+	return &TopK{k: max(k, minKeep)}, nil
+}
+
+// Name returns "TopKLogitsWarper".
+func (*TopK) Name() string { return "TopKLogitsWarper" }
+
+func (*TopK) keepsCandidates() {}
+
+// Process removes every score below the k-th largest.
+func (p *TopK) Process(row *Row, scores []float32) {
+	if p.k >= len(scores) {
+		return
+	}
+	if row == nil {
+		row = &Row{}
+	}
+	row.topK(scores, p.k, nil)
+}
+
+// temperatureTopK runs Temperature then TopK as one pass: it selects on the raw scores and divides
+// only the survivors. The result equals the two stages run in turn because x -> x/T is
+// non-decreasing: the k-th largest quotient is the quotient of the k-th largest score x_k, and a
+// score survives iff x/T >= x_k/T.
+type temperatureTopK struct {
+	t *Temperature
+	k *TopK
+}
+
+func (f *temperatureTopK) Name() string { return f.t.Name() + "+" + f.k.Name() }
+
+func (*temperatureTopK) keepsCandidates() {}
+
+func (f *temperatureTopK) Process(row *Row, scores []float32) {
+	if f.k.k >= len(scores) {
+		f.t.Process(row, scores)
+		return
+	}
+	row.topK(scores, f.k.k, f.t)
+}
+
+// topK keeps the scores whose value is at least the k-th largest (1 <= k < len(scores)) and sets the
+// others to -inf; with a temperature, the test is on x/T and the kept scores are divided by T
+// (Temperature before TopK). The kept indices become the row's candidates.
+func (r *Row) topK(scores []float32, k int, temp *Temperature) {
+	var t float32
+	if temp != nil {
+		t = temp.t
+	}
+	if cap(r.heap) < k {
+		r.heap = make([]float32, 0, k)
+	}
+	h := r.heap[:0]
+	pending := r.cand.idx[:0] // indices that may survive, in index order
+	nNaN := 0
+	i := 0
+	for ; i < len(scores) && len(h) < k; i++ {
+		pending = append(pending, int32(i))
+		if x := scores[i]; x == x {
+			h = append(h, x)
+			heapUp(h, len(h)-1)
+		} else {
+			nNaN++
+		}
+	}
+	if len(h) == k {
+		// Below cut, a score (or its quotient) is below the current k-th largest, which only grows.
+		root := h[0]
+		cut := cutFor(root, t)
+		ninf := negInf
+		for ; i < len(scores); i++ {
+			// Fast path: four scores below the cut at once (the common case once the heap is warm).
+			if i+4 <= len(scores) {
+				b := scores[i : i+4 : i+4]
+				if b[0] < cut && b[1] < cut && b[2] < cut && b[3] < cut {
+					b[0], b[1], b[2], b[3] = ninf, ninf, ninf, ninf
+					i += 3
+					continue
+				}
+			}
+			x := scores[i]
+			if x < cut {
+				scores[i] = ninf
+				continue
+			}
+			pending = append(pending, int32(i))
+			if !(x <= root) {
+				if x != x {
+					nNaN++
+					continue
+				}
+				h[0] = x
+				heapDown(h)
+				if h[0] != root {
+					root = h[0]
+					cut = cutFor(root, t)
+				}
+			}
+		}
+	}
+	r.heap = h
+	// The k-th largest, NaN ranking first.
+	var thr float32
+	switch {
+	case nNaN >= k:
+		thr = float32(math.NaN())
+	case nNaN == 0:
+		thr = h[0]
+	default:
+		slices.Sort(h)
+		thr = h[len(h)-(k-nNaN)]
+	}
+	kept := pending[:0]
+	if temp != nil {
+		thrT := quotient(thr, temp.r)
+		for _, j := range pending {
+			if y := quotient(scores[j], temp.r); y < thrT {
+				scores[j] = negInf
+			} else {
+				scores[j] = y
+				kept = append(kept, j)
+			}
+		}
+	} else {
+		for _, j := range pending {
+			if scores[j] < thr {
+				scores[j] = negInf
+			} else {
+				kept = append(kept, j)
+			}
+		}
+	}
+	r.cand.idx = kept
+	r.setCandidates(scores)
+}
+
+// cutFor returns a value below which a score is surely removed when root is the current k-th
+// largest: root itself, or with a temperature t the smallest float32 whose quotient by t equals
+// root/t (found by stepping down a few ulps; -inf, which removes nothing early, if many values
+// share the quotient).
+func cutFor(root, t float32) float32 {
+	if t == 0 || math.IsInf(float64(root), 0) {
+		return root
+	}
+	q := root / t
+	lo := root
+	for range 16 {
+		next := math.Nextafter32(lo, negInf)
+		if next/t != q {
+			return lo
+		}
+		lo = next
+	}
+	return negInf
+}

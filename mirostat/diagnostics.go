@@ -1,0 +1,290 @@
+package mirostat
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// The functions below work on a probability row probs (each entry in [0, 1],
+// summing to 1 within ProbabilityTolerance) and, for a candidate prefix, on
+// an order of distinct token ids of which the first keep are the candidates.
+// Rank gives the order Mirostat uses. Results are in bits.
+
+// ProbabilityTolerance is how far from 1 a probability row may sum.
+const ProbabilityTolerance = 1e-6
+
+// Probabilities returns the softmax of logits in float64, with the same
+// normalizer the samplers use; masked tokens get 0.
+func Probabilities(logits []float32) ([]float64, error) {
+	st, err := logitStats(logits, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := make([]float64, len(logits))
+	for i, v := range logits {
+		p[i] = st.prob(float64(v))
+	}
+	return p, nil
+}
+
+// Normalize returns weights divided by their sum.
+func Normalize(weights []float64) ([]float64, error) {
+	if _, err := weightStats(weights); err != nil {
+		return nil, err
+	}
+	var sum float64
+	for _, w := range weights {
+		sum += w
+	}
+	p := make([]float64, len(weights))
+	for i, w := range weights {
+		p[i] = w / sum
+	}
+	return p, nil
+}
+
+// Rank returns every token id ordered by probability, highest first, ties
+// by smaller id.
+func Rank(probs []float64) ([]int, error) {
+	if err := checkProbs(probs); err != nil {
+		return nil, err
+	}
+	order := make([]int, len(probs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return byRank(cand{v: probs[a]}, cand{v: probs[b]}) })
+	return order, nil
+}
+
+// TopIndices returns the k most probable token ids in rank order, selected
+// with a k-entry heap rather than a full sort. k larger than the row is the
+// row.
+func TopIndices(probs []float64, k int) ([]int, error) {
+	if err := checkProbs(probs); err != nil {
+		return nil, err
+	}
+	if k < 1 {
+		return nil, paramError("k must be >= 1, got %d", k)
+	}
+	c := topK(nil, probs, k, -1) // nothing is masked: zero probabilities rank last
+	out := make([]int, len(c))
+	for i, x := range c {
+		out[i] = int(x.id)
+	}
+	return out, nil
+}
+
+// Surprise returns -log2(p) for p in (0, 1].
+func Surprise(p float64) (float64, error) {
+	if !(p > 0 && p <= 1) {
+		return 0, paramError("probability must be in (0, 1], got %v", p)
+	}
+	return -math.Log2(p), nil
+}
+
+// Perplexity returns 2^s for an average surprise s >= 0 in bits.
+func Perplexity(averageSurprise float64) (float64, error) {
+	if !(averageSurprise >= 0) || math.IsInf(averageSurprise, 1) {
+		return 0, paramError("average surprise must be finite and >= 0, got %v", averageSurprise)
+	}
+	return math.Exp2(averageSurprise), nil
+}
+
+// Entropy returns the Shannon entropy of probs in bits; zero entries add
+// nothing.
+func Entropy(probs []float64) (float64, error) {
+	if err := checkProbs(probs); err != nil {
+		return 0, err
+	}
+	var h float64
+	for _, p := range probs {
+		if p > 0 {
+			h -= p * math.Log2(p)
+		}
+	}
+	return h, nil
+}
+
+// PrefixMass returns the original probability of the first keep tokens of
+// order.
+func PrefixMass(probs []float64, order []int, keep int) (float64, error) {
+	if err := checkPrefix(probs, order, keep); err != nil {
+		return 0, err
+	}
+	return prefixMass(probs, order[:keep]), nil
+}
+
+// PrefixEntropy returns the entropy in bits of the prefix renormalized to
+// sum to 1.
+func PrefixEntropy(probs []float64, order []int, keep int) (float64, error) {
+	mass, err := massOf(probs, order, keep)
+	if err != nil {
+		return 0, err
+	}
+	var h float64
+	for _, id := range order[:keep] {
+		if q := probs[id] / mass; q > 0 {
+			h -= q * math.Log2(q)
+		}
+	}
+	return h, nil
+}
+
+// PrefixKL returns the Kullback–Leibler divergence in bits from the
+// renormalized prefix to the original row: Σ q log2(q/p) = -log2(mass). It
+// is 0 when the prefix holds the whole mass.
+func PrefixKL(probs []float64, order []int, keep int) (float64, error) {
+	mass, err := massOf(probs, order, keep)
+	if err != nil {
+		return 0, err
+	}
+	return max(0, -math.Log2(mass)), nil
+}
+
+// ExpectedPrefixSurprise returns the mean surprise, measured on the
+// original row, of a token drawn from the renormalized prefix: what Mirostat
+// feeds back on average.
+func ExpectedPrefixSurprise(probs []float64, order []int, keep int) (float64, error) {
+	mean, _, err := prefixSurpriseMoments(probs, order, keep)
+	return mean, err
+}
+
+// PrefixSurpriseVariance returns the variance, in squared bits, of that
+// surprise: how widely single steps scatter around ExpectedPrefixSurprise.
+func PrefixSurpriseVariance(probs []float64, order []int, keep int) (float64, error) {
+	_, variance, err := prefixSurpriseMoments(probs, order, keep)
+	return variance, err
+}
+
+// V2PrefixSize returns how many leading tokens of order have surprise at most
+// mu, and at least 1: V2's candidate count when order is the rank order.
+func V2PrefixSize(probs []float64, order []int, mu float64) (int, error) {
+	if err := checkPrefix(probs, order, len(order)); err != nil {
+		return 0, err
+	}
+	if !finite(mu) {
+		return 0, paramError("mu must be finite, got %v", mu)
+	}
+	n := 0
+	for n < len(order) && probs[order[n]] > 0 && -math.Log2(probs[order[n]]) <= mu {
+		n++
+	}
+	return max(n, 1), nil
+}
+
+// ZipfExponent returns V1's least-squares Zipf exponent over the adjacent
+// log-ratios of the first m tokens of order (which should be the rank
+// order), stopping at the first zero probability. It returns 0 when fewer
+// than two tokens take part; otherwise at least 0.001, the floor that keeps
+// k's formula finite on a flat row.
+func ZipfExponent(probs []float64, order []int, m int) (float64, error) {
+	if err := checkPrefix(probs, order, len(order)); err != nil {
+		return 0, err
+	}
+	if m < 2 {
+		return 0, paramError("m must be >= 2, got %d", m)
+	}
+	c := make([]cand, 0, min(m, len(order)))
+	for _, id := range order[:min(m, len(order))] {
+		if probs[id] == 0 {
+			break
+		}
+		c = append(c, cand{lv: ln(probs[id])})
+	}
+	return zipfExponent(c), nil
+}
+
+// AdaptiveK returns V1's k for target mu (bits), Zipf exponent s > 0 and a
+// vocabulary of n tokens: (ε·2^mu/(1 - n^-ε))^(1/s) with ε = s - 1, taking
+// its limit at s = 1, rounded and clamped to [1, n].
+func AdaptiveK(mu, s float64, n int) (int, error) {
+	switch {
+	case !finite(mu):
+		return 0, paramError("mu must be finite, got %v", mu)
+	case !finite(s) || s <= 0:
+		return 0, paramError("zipf exponent must be finite and > 0, got %v", s)
+	case n < 1:
+		return 0, paramError("vocabulary must be >= 1, got %d", n)
+	}
+	return adaptiveK(mu, s, n)
+}
+
+func prefixSurpriseMoments(probs []float64, order []int, keep int) (mean, variance float64, err error) {
+	mass, err := massOf(probs, order, keep)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, id := range order[:keep] {
+		if p := probs[id]; p > 0 {
+			mean += p / mass * -math.Log2(p)
+		}
+	}
+	for _, id := range order[:keep] {
+		if p := probs[id]; p > 0 {
+			d := -math.Log2(p) - mean
+			variance += p / mass * d * d
+		}
+	}
+	return mean, variance, nil
+}
+
+func massOf(probs []float64, order []int, keep int) (float64, error) {
+	if err := checkPrefix(probs, order, keep); err != nil {
+		return 0, err
+	}
+	mass := prefixMass(probs, order[:keep])
+	if mass == 0 {
+		return 0, ErrAllMasked
+	}
+	return mass, nil
+}
+
+func prefixMass(probs []float64, ids []int) float64 {
+	var m float64
+	for _, id := range ids {
+		m += probs[id]
+	}
+	return m
+}
+
+// checkProbs validates a probability row.
+func checkProbs(probs []float64) error {
+	if len(probs) == 0 {
+		return ErrEmptyRow
+	}
+	var sum float64
+	for i, p := range probs {
+		if !(p >= 0 && p <= 1) {
+			return &IndexError{Index: i, Value: p, Err: ErrInvalidProbability}
+		}
+		sum += p
+	}
+	if math.Abs(sum-1) > ProbabilityTolerance {
+		return fmt.Errorf("%w: probabilities sum to %v", ErrInvalidProbability, sum)
+	}
+	return nil
+}
+
+// checkPrefix validates probs, order (distinct ids in range) and keep in
+// [1, len(order)].
+func checkPrefix(probs []float64, order []int, keep int) error {
+	if err := checkProbs(probs); err != nil {
+		return err
+	}
+	if keep < 1 || keep > len(order) {
+		return paramError("keep must be in [1, %d], got %d", len(order), keep)
+	}
+	seen := make([]bool, len(probs))
+	for _, id := range order {
+		if id < 0 || id >= len(probs) {
+			return paramError("token %d outside vocabulary of %d", id, len(probs))
+		}
+		if seen[id] {
+			return paramError("token %d repeated in order", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}

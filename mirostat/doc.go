@@ -1,0 +1,66 @@
+// Package mirostat implements both algorithms of Basu et al., "Mirostat: A
+// Neural Text Decoding Algorithm That Directly Controls Perplexity" (ICLR
+// 2021), independently of any model. The caller passes one row of logits (or
+// weights) and one uniform draw per token; a Sampler returns the token, its
+// probability and surprise under the row's original distribution, the
+// number of candidates kept, and the updated feedback state.
+//
+// # Units
+//
+// Surprise is -log2 of a probability, in bits, and so are tau (the target),
+// mu (the current truncation level) and every diagnostic that returns a
+// surprise or an entropy. After each step
+//
+//	mu := mu - eta*(surprise - tau)
+//
+// where surprise is that of the chosen token under the original row, before
+// truncation and renormalization. Mirostat drives the mean surprise of the
+// generated tokens, the log2 of their perplexity, towards tau.
+//
+// # Candidates
+//
+// V2 (Algorithm 2) keeps every token whose surprise is at most mu, and always
+// the most probable token. V1 (Algorithm 1) fits the Zipf exponent s of the
+// row by least squares over the log-ratios of its top M probabilities, then
+// keeps the top k with k = (ε·2^mu / (1 - N^-ε))^(1/s), ε = s - 1, N the
+// vocabulary size, rounded to the nearest integer, taken at its limit near
+// s = 1 and clamped to [1, N].
+//
+// # Draws
+//
+// Candidates are ranked by probability, highest first; equal probabilities
+// rank by the smaller token id. A draw takes one uniform u in [0, 1) and
+// returns the first candidate, in rank order, whose running sum of
+// probabilities exceeds u times the candidates' total (the inverse CDF of
+// the renormalized candidate set). The caller owns the randomness, so a
+// fixed row and draw always give the same token; ParkMiller is a portable
+// generator for reproducible examples.
+//
+// # Rows
+//
+// A row of logits may mask tokens with -Inf; NaN and +Inf are errors. A row
+// of weights is non-negative and normalized by its sum; 0 masks a token. The
+// softmax subtracts the largest logit and accumulates in float64. Token ids
+// are indices into the row.
+//
+// # Cost
+//
+// A step reads the row once to compute the normalizer (an online
+// log-sum-exp with a table-driven exponential accurate to a few ulps). V1
+// keeps its top M in an M-entry heap during that pass, and its top k, when
+// k exceeds M, in a k-entry heap during a second. V2 makes a second pass
+// that collects the tokens above a logit threshold equivalent to
+// surprise <= mu, and sorts only those. Nothing sorts the vocabulary, and a
+// Sampler keeps its scratch buffers, so steady-state steps do not allocate.
+// A PreparedRow caches the softmax and the full ranking of a row that is
+// drawn from many times.
+//
+// # Errors and state
+//
+// Errors are values: ErrEmptyRow, ErrAllMasked, ErrNonFiniteLogit and
+// ErrInvalidProbability (in an *IndexError naming the entry),
+// ErrInvalidUniform, ErrInvalidParameter and ErrNumerical. A step that fails
+// leaves the sampler unchanged; Replay and SampleBatch document which
+// earlier steps stay committed, and their atomic variants restore every
+// sampler. A Sampler is not safe for concurrent use; Clone forks it.
+package mirostat
