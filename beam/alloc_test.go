@@ -1,0 +1,61 @@
+package beam_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// TestNoPerStepAllocation compares the allocations of a search of 16 new
+// tokens with one of 256: steps cost no allocation, only the amortised
+// growth of token histories (logarithmic in the length) remains.
+func TestNoPerStepAllocation(t *testing.T) {
+	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
+		allocs := func(maxNew int) float64 {
+			backend := generation.NewMemoryBackend(64, 8, benchModel(64))
+			cfg := logits.DefaultGenerationConfig()
+			cfg.NumBeams = 4
+			cfg.MaxNewTokens = intp(maxNew)
+			prompts := [][]int32{{1, 2, 3}, {4, 5}}
+			return testing.AllocsPerRun(5, func() {
+				if _, err := beam.Search(context.Background(), backend, prompts, beam.Options{Rule: rule, Config: cfg}); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		short, long := allocs(16), allocs(256)
+		t.Logf("%v: %v allocations for 16 tokens, %v for 256", rule, short, long)
+		assert.Less(t, long-short, 80.0, "%v: 240 more steps of 8 beams", rule)
+	}
+}
+
+// TestParallelRowsMatch checks that processing a step's rows on several
+// goroutines (large vocabularies) gives the result of one goroutine.
+func TestParallelRowsMatch(t *testing.T) {
+	const vocab = 4096
+	cfg := logits.DefaultGenerationConfig()
+	cfg.NumBeams = 4
+	cfg.NumReturnSequences = 4
+	cfg.MaxNewTokens = intp(6)
+	cfg.EOSTokenID = []int32{3}
+	cfg.RepetitionPenalty = 1.2
+	run := func() *beam.Result {
+		b := generation.NewMemoryBackend(vocab, 8, hashModel(vocab, 3))
+		res, err := beam.Search(context.Background(), b, [][]int32{{1, 2}, {5}}, beam.Options{Config: cfg, OutputScores: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Stats = beam.Stats{}
+		return res
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	one := run()
+	runtime.GOMAXPROCS(4)
+	assert.Equal(t, one, run())
+}

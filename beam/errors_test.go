@@ -1,0 +1,207 @@
+package beam_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// narrowLogits cuts every logits row short by one entry.
+type narrowLogits struct{ generation.Backend }
+
+func (n narrowLogits) Logits(i int) []float32 {
+	l := n.Backend.Logits(i)
+	return l[:len(l)-1]
+}
+
+func beamCfg(k int) *logits.GenerationConfig {
+	return cfgOf(func(c *logits.GenerationConfig) {
+		c.NumBeams = k
+		c.MaxNewTokens = intp(5)
+		c.EOSTokenID = []int32{0}
+	})
+}
+
+func TestValidation(t *testing.T) {
+	model := hashModel(6, 1)
+	prompt := [][]int32{{5, 1}}
+	cases := []struct {
+		name    string
+		slots   int
+		prompts [][]int32
+		opts    beam.Options
+		want    error
+	}{
+		{"zero beams", 4, prompt, beam.Options{Config: beamCfg(0)}, beam.ErrInvalid},
+		{"negative beams narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: beamCfg(-1)}, beam.ErrInvalid},
+		{"return more than beams", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.NumReturnSequences = 3
+		})}, beam.ErrInvalid},
+		{"more beams than slots", 3, prompt, beam.Options{Config: beamCfg(4)}, beam.ErrTooFewSlots},
+		{"more beams than slots narrowing", 1, prompt, beam.Options{Rule: beam.Narrowing, Config: beamCfg(2)}, beam.ErrTooFewSlots},
+		{"no prompts", 4, nil, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
+		{"empty prompt", 4, [][]int32{{1}, {}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
+		{"token out of range", 4, [][]int32{{1, 6}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
+		{"negative token", 4, [][]int32{{-1}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
+		{"eos out of range", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.EOSTokenID = []int32{9}
+		})}, beam.ErrInvalid},
+		{"prompt fills max_length", 4, [][]int32{{1, 2, 3}}, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.MaxLength = 3
+		})}, beam.ErrInvalid},
+		{"negative length penalty narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.LengthPenalty = -1
+		})}, beam.ErrInvalid},
+		{"NaN length penalty", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.LengthPenalty = math.NaN()
+		})}, beam.ErrInvalid},
+		{"sampling narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.DoSample = true
+		})}, beam.ErrInvalid},
+		{"unknown rule", 4, prompt, beam.Options{Rule: 7, Config: beamCfg(2)}, beam.ErrInvalid},
+		{"more candidates than the vocabulary holds", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+			c.NumBeams = 2
+			c.EOSTokenID = []int32{0, 1, 2, 3, 4, 5}
+		})}, beam.ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := generation.NewMemoryBackend(6, tc.slots, model)
+			res, err := beam.Search(context.Background(), b, tc.prompts, tc.opts)
+			assert.ErrorIs(t, err, tc.want)
+			assert.Nil(t, res)
+			requireEmpty(t, b)
+		})
+	}
+}
+
+// TestBadStepsLeaveTheBackendUsable feeds searches steps they cannot use:
+// each fails with a clear error, clears every slot it used, and the same
+// backend then serves a good search.
+func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
+	inf := float32(math.Inf(-1))
+	good := masked(hashModel(6, 3), 0) // no eos: every search reaches the bad step
+	// The model turns bad on the third step of the search.
+	badAt := func(bad func([]float32)) generation.ModelFunc {
+		return func(h []int32) ([]float32, error) {
+			l, err := good(h)
+			if len(h) >= 4 {
+				bad(l)
+			}
+			return l, err
+		}
+	}
+	models := map[string]struct {
+		model generation.ModelFunc
+		want  error
+	}{
+		"all -inf": {badAt(func(l []float32) {
+			for i := range l {
+				l[i] = inf
+			}
+		}), beam.ErrNoFiniteScore},
+		"NaN": {badAt(func(l []float32) {
+			for i := range l {
+				l[i] = float32(math.NaN())
+			}
+		}), beam.ErrNoFiniteScore},
+		"model error": {func(h []int32) ([]float32, error) {
+			if len(h) >= 4 {
+				return nil, errors.New("model failed")
+			}
+			return good(h)
+		}, nil},
+	}
+	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
+		for _, k := range []int{1, 3} {
+			for name, m := range models {
+				var current generation.ModelFunc = m.model
+				b := generation.NewMemoryBackend(6, 4, func(h []int32) ([]float32, error) { return current(h) })
+				cfg := beamCfg(k)
+				res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
+				require.Error(t, err, "%v %d %s", rule, k, name)
+				if m.want != nil {
+					assert.ErrorIs(t, err, m.want, "%v %d %s", rule, k, name)
+				}
+				assert.Nil(t, res)
+				requireEmpty(t, b)
+
+				current = good
+				res, err = beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
+				require.NoError(t, err)
+				want := transformersOrNarrow(t, rule, good, cfg)
+				assert.Equal(t, want, res.Hypotheses[0])
+				requireEmpty(t, b)
+			}
+		}
+	}
+}
+
+func transformersOrNarrow(t *testing.T, rule beam.Rule, model generation.ModelFunc, cfg *logits.GenerationConfig) []beam.Hypothesis {
+	b := generation.NewMemoryBackend(6, cfg.NumBeams, model)
+	res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
+	require.NoError(t, err)
+	return res.Hypotheses[0]
+}
+
+func TestWrongLogitsWidth(t *testing.T) {
+	mem := generation.NewMemoryBackend(6, 4, hashModel(6, 1))
+	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
+		_, err := beam.Search(context.Background(), narrowLogits{mem}, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: beamCfg(2)})
+		assert.ErrorIs(t, err, beam.ErrBadLogits)
+		requireEmpty(t, mem)
+	}
+}
+
+func TestBackendFull(t *testing.T) {
+	mem := generation.NewMemoryBackend(6, 4, masked(hashModel(6, 1), 0))
+	mem.SetCapacity(5)
+	_, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	assert.ErrorIs(t, err, beam.ErrNoRoom)
+	requireEmpty(t, mem)
+	mem.SetCapacity(7)
+	_, err = beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	assert.NoError(t, err, "2 prompt tokens and 5 new tokens fit in 7 cells")
+}
+
+func TestCancel(t *testing.T) {
+	mem := generation.NewMemoryBackend(6, 4, hashModel(6, 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	steps := 0
+	_, err := beam.Search(ctx, mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2), Progress: func(beam.Progress) {
+		if steps++; steps == 2 {
+			cancel()
+		}
+	}})
+	assert.ErrorIs(t, err, context.Canceled)
+	requireEmpty(t, mem)
+}
+
+// TestStaleSlotsAreIgnored leaves histories in the backend's slots before a
+// search: the search clears or overwrites what it uses.
+func TestStaleSlotsAreIgnored(t *testing.T) {
+	model := hashModel(6, 2)
+	want := transformersOrNarrow(t, beam.Transformers, model, beamCfg(3))
+	mem := generation.NewMemoryBackend(6, 3, model)
+	for i := range 3 {
+		require.NoError(t, mem.Eval(context.Background(), []generation.Feed{{Slot: i, Tokens: []int32{1, 2, 3}}}))
+	}
+	res, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(3)})
+	require.NoError(t, err)
+	assert.Equal(t, want, res.Hypotheses[0])
+	requireEmpty(t, mem)
+}

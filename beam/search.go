@@ -1,0 +1,557 @@
+package beam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// search is the state of one Search call: the prompts, the groups of slots
+// that search them, and the path arena of every hypothesis.
+type search struct {
+	ctx     context.Context
+	backend generation.Backend
+	opts    Options
+	cfg     *logits.GenerationConfig
+	pipe    *logits.Pipeline
+	rng     *rand.Rand
+
+	vocab int
+	k     int // beams per prompt
+	c     int // candidates ranked per step (Transformers)
+	lp    float64
+	es    earlyStop
+	eos   []int32
+	fill  int32 // padding of short output rows
+
+	logSoftmax bool // the processors see log-probabilities, not logits
+
+	prompts [][]int32
+	maxLen  []int // per prompt: total length limit, prompt included
+	next    int   // next prompt to admit
+	groups  []*group
+	pending []pendingFeed
+	feeds   []generation.Feed
+	slot    []slotState
+	nodes   []node
+	rows    [][]outRow // Transformers: per prompt, the returned rows
+	tokens  []int32    // Progress's token buffer
+	work    rowWork    // the step's rows to process
+	res     Result
+}
+
+// group is a set of NumBeams slots that searches one prompt at a time.
+type group struct {
+	prompt    int // -1 while idle
+	promptLen int
+	maxLen    int
+	step      int // tokens generated so far
+
+	beams    []beam      // live beams, in the rule's order
+	next     []beam      // scratch for reordering
+	free     []beam      // slots (with their row state) holding no beam
+	children []child     // the step's surviving candidates, in order
+	feed     []int       // per live beam, the index of its feed in search.feeds
+	tokens   []int32     // per live beam, the token to evaluate next
+	scores   [][]float32 // per live beam, the processed scores of the step
+	tables   []table     // scratch: the step's candidate table
+	nChild   []int32     // scratch: children per live beam
+	taken    []bool      // scratch: parent slot already inherited
+
+	// Transformers beam search.
+	cands   []cand
+	running []int // indexes into cands of the next running beams
+	fin     []finished
+	finNext []finished
+	unsat   bool
+
+	// Narrowing.
+	done []hypRef
+}
+
+// beam is one live hypothesis: its slot, its processors' row state and its
+// path.
+type beam struct {
+	slot    int
+	row     *logits.Row
+	node    int32   // last node of the path, -1 for the bare prompt
+	score   float32 // Transformers beam search: running score
+	logprob float64 // Narrowing, greedy, sampling: summed log-probability
+}
+
+// pendingFeed is a feed of the next Eval and the beam it belongs to.
+type pendingFeed struct {
+	feed generation.Feed
+	g    *group
+	beam int
+}
+
+// child is a candidate that survives a step: the index of its parent among
+// the live beams and its token.
+type child struct {
+	parent  int
+	token   int32
+	node    int32
+	score   float32
+	logprob float64
+}
+
+// node is one generated token of a path; paths share prefixes, so a step
+// costs a node per surviving candidate whatever the length.
+type node struct {
+	parent int32   // previous node, -1 after the prompt
+	token  int32   //
+	beam   int32   // flat index prompt*NumBeams+beam of the parent beam
+	score  float32 // processed score of token at its step
+}
+
+type slotState uint8
+
+const (
+	slotUnknown slotState = iota // not used by this search yet
+	slotClean                    // cleared by this search
+	slotDirty                    // holds a history written by this search
+)
+
+type earlyStop int
+
+const (
+	earlyFalse earlyStop = iota
+	earlyTrue
+	earlyNever
+)
+
+func newSearch(ctx context.Context, backend generation.Backend, prompts [][]int32, opts Options) (*search, error) {
+	if backend == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	}
+	if opts.Rule != Transformers && opts.Rule != Narrowing {
+		return nil, fmt.Errorf("%w: unknown rule %d", ErrInvalid, opts.Rule)
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = logits.DefaultGenerationConfig()
+	}
+	vocab := backend.VocabSize()
+	if vocab < 1 {
+		return nil, fmt.Errorf("%w: backend vocabulary size %d", ErrInvalid, vocab)
+	}
+	k := cfg.NumBeams
+	if k < 1 {
+		return nil, fmt.Errorf("%w: num_beams %d < 1", ErrInvalid, k)
+	}
+	if opts.Rule == Transformers {
+		if cfg.NumReturnSequences < 1 || cfg.NumReturnSequences > k {
+			return nil, fmt.Errorf("%w: num_return_sequences %d not in [1, num_beams=%d]", ErrInvalid, cfg.NumReturnSequences, k)
+		}
+	} else {
+		if cfg.DoSample {
+			return nil, fmt.Errorf("%w: the narrowing rule does not sample (do_sample)", ErrInvalid)
+		}
+		if !(cfg.LengthPenalty >= 0) || math.IsInf(cfg.LengthPenalty, 0) {
+			return nil, fmt.Errorf("%w: narrowing length_penalty %v must be finite and >= 0", ErrInvalid, cfg.LengthPenalty)
+		}
+	}
+	if math.IsNaN(cfg.LengthPenalty) || math.IsInf(cfg.LengthPenalty, 0) {
+		return nil, fmt.Errorf("%w: length_penalty %v", ErrInvalid, cfg.LengthPenalty)
+	}
+	if _, err := cfg.Validate(vocab); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	for _, e := range cfg.EOSTokenID {
+		if e < 0 || int(e) >= vocab {
+			return nil, fmt.Errorf("%w: eos token %d not in [0,%d)", ErrInvalid, e, vocab)
+		}
+	}
+	c := max(2, 1+len(cfg.EOSTokenID)) * k
+	if opts.Rule == Transformers && k > 1 && c > k*vocab {
+		return nil, fmt.Errorf("%w: %d candidates per step (num_beams %d, %d eos ids) exceed num_beams*vocabulary %d",
+			ErrInvalid, c, k, len(cfg.EOSTokenID), k*vocab)
+	}
+	if backend.Slots() < k {
+		return nil, fmt.Errorf("%w: num_beams %d needs %d slots, the backend has %d", ErrTooFewSlots, k, k, backend.Slots())
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("%w: no prompts", ErrInvalid)
+	}
+	maxLen := make([]int, len(prompts))
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: prompt %d is empty", ErrInvalid, i)
+		}
+		for _, t := range p {
+			if t < 0 || int(t) >= vocab {
+				return nil, fmt.Errorf("%w: prompt %d: token %d not in [0,%d)", ErrInvalid, i, t, vocab)
+			}
+		}
+		if _, err := cfg.CheckLengths(len(p)); err != nil {
+			return nil, fmt.Errorf("%w: prompt %d: %w", ErrInvalid, i, err)
+		}
+		maxLen[i] = cfg.Resolve(len(p)).MaxLength
+	}
+	pipe, err := logits.NewPipeline(cfg, logits.Options{
+		VocabSize:  vocab,
+		BeamSearch: k > 1 || opts.Rule == Narrowing,
+		User:       opts.User,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+
+	s := &search{
+		ctx:        ctx,
+		backend:    backend,
+		opts:       opts,
+		cfg:        cfg,
+		pipe:       pipe,
+		rng:        rand.New(rand.NewPCG(opts.Seed, 0x6c6c616d616c6f6f)),
+		vocab:      vocab,
+		k:          k,
+		c:          c,
+		lp:         cfg.LengthPenalty,
+		es:         earlyStopping(cfg),
+		eos:        cfg.EOSTokenID,
+		fill:       fillToken(cfg, k),
+		logSoftmax: k > 1 || opts.Rule == Narrowing,
+		prompts:    prompts,
+		maxLen:     maxLen,
+		slot:       make([]slotState, backend.Slots()),
+	}
+	s.res.Hypotheses = make([][]Hypothesis, len(prompts))
+	if opts.Rule == Transformers {
+		s.rows = make([][]outRow, len(prompts))
+	}
+	n := min(len(prompts), backend.Slots()/k)
+	s.groups = make([]*group, n)
+	longest := 0
+	for i, p := range prompts {
+		longest = max(longest, maxLen[i]-len(p))
+	}
+	s.nodes = make([]node, 0, n*k*min(longest+1, 1024))
+	for i := range s.groups {
+		g := &group{
+			prompt:   -1,
+			beams:    make([]beam, 0, k),
+			next:     make([]beam, 0, k),
+			free:     make([]beam, 0, k),
+			children: make([]child, 0, k),
+			feed:     make([]int, k),
+			tokens:   make([]int32, k),
+			tables:   make([]table, k),
+			scores:   make([][]float32, k),
+			nChild:   make([]int32, k),
+			taken:    make([]bool, k),
+		}
+		for j := range k {
+			g.free = append(g.free, beam{slot: i*k + j, node: -1})
+			g.scores[j] = make([]float32, vocab)
+		}
+		if opts.Rule == Transformers && k > 1 {
+			g.cands = make([]cand, 0, c)
+			g.running = make([]int, 0, k)
+			g.fin = make([]finished, k)
+			g.finNext = make([]finished, k)
+		} else {
+			g.cands = make([]cand, 0, k)
+			g.done = make([]hypRef, 0, k)
+		}
+		s.groups[i] = g
+	}
+	return s, nil
+}
+
+// earlyStopping maps the config's early_stopping onto the three behaviours
+// of transformers.
+func earlyStopping(cfg *logits.GenerationConfig) earlyStop {
+	switch cfg.EarlyStopping {
+	case logits.EarlyStoppingTrue:
+		return earlyTrue
+	case logits.EarlyStoppingNever:
+		return earlyNever
+	}
+	return earlyFalse
+}
+
+// fillToken is the padding of short output rows: transformers' beam search
+// fills with `pad or eos[0]` (so a pad of 0 gives eos[0]) and -1 without eos;
+// its greedy and sampling loop pads with pad, which defaults to eos[0].
+func fillToken(cfg *logits.GenerationConfig, k int) int32 {
+	if len(cfg.EOSTokenID) == 0 {
+		if k == 1 && cfg.PadTokenID != nil {
+			return *cfg.PadTokenID
+		}
+		return -1
+	}
+	if cfg.PadTokenID != nil && (k == 1 || *cfg.PadTokenID != 0) {
+		return *cfg.PadTokenID
+	}
+	return cfg.EOSTokenID[0]
+}
+
+func (s *search) isEOS(t int32) bool {
+	for _, e := range s.eos {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// run searches every prompt: each round admits waiting prompts into idle
+// groups, evaluates one feed per live beam (a whole prompt for a new one) in
+// a single Eval, and advances every group by one step.
+func (s *search) run() (*Result, error) {
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, g := range s.groups {
+			if g.prompt < 0 && s.next < len(s.prompts) {
+				if err := s.admit(g, s.next); err != nil {
+					return nil, err
+				}
+				s.next++
+			}
+		}
+		s.pending = s.pending[:0]
+		for _, g := range s.groups {
+			if g.prompt < 0 {
+				continue
+			}
+			for j, b := range g.beams {
+				toks := g.tokens[j : j+1]
+				if g.step == 0 {
+					toks = s.prompts[g.prompt]
+				}
+				s.pending = append(s.pending, pendingFeed{feed: generation.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
+			}
+		}
+		if len(s.pending) == 0 {
+			break
+		}
+		// llama.cpp batches best with the sequences in ascending order.
+		slices.SortFunc(s.pending, func(a, b pendingFeed) int { return a.feed.Slot - b.feed.Slot })
+		s.feeds = s.feeds[:0]
+		for i, p := range s.pending {
+			s.feeds = append(s.feeds, p.feed)
+			p.g.feed[p.beam] = i
+		}
+		for _, f := range s.feeds {
+			if room := s.backend.Room(f.Slot); room < len(f.Tokens) {
+				return nil, fmt.Errorf("%w: slot %d has room for %d tokens, needs %d", ErrNoRoom, f.Slot, room, len(f.Tokens))
+			}
+			s.slot[f.Slot] = slotDirty
+			s.res.Stats.Tokens += len(f.Tokens)
+		}
+		s.res.Stats.Evals++
+		if err := s.backend.Eval(s.ctx, s.feeds); err != nil {
+			return nil, fmt.Errorf("beam: eval: %w", err)
+		}
+		// Logits alias the backend's buffer until the next Copy or Clear, so
+		// every row is processed before any group reorders.
+		if err := s.processAll(); err != nil {
+			return nil, err
+		}
+		for _, g := range s.groups {
+			if g.prompt < 0 {
+				continue
+			}
+			var done bool
+			var err error
+			switch {
+			case s.opts.Rule == Narrowing:
+				done, err = s.stepNarrowing(g)
+			case s.k == 1:
+				done, err = s.stepSample(g)
+			default:
+				done, err = s.stepBeam(g)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("beam: prompt %d, step %d: %w", g.prompt, g.step, err)
+			}
+			if done {
+				if err := s.release(g); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := s.reorder(g); err != nil {
+				return nil, err
+			}
+			g.step++
+		}
+	}
+	s.assemble()
+	return &s.res, nil
+}
+
+// admit starts prompt p in the idle group g: its first slot, cleared, will
+// hold the prompt for all of its beams.
+func (s *search) admit(g *group, p int) error {
+	prompt := s.prompts[p]
+	g.prompt, g.promptLen, g.maxLen, g.step = p, len(prompt), s.maxLen[p], 0
+	g.unsat = true
+	g.done = g.done[:0]
+	for i := range g.fin {
+		g.fin[i] = finished{node: -1, score: neg}
+	}
+	b := g.free[len(g.free)-1]
+	g.free = g.free[:len(g.free)-1]
+	if s.slot[b.slot] != slotClean {
+		if err := s.clear(b.slot); err != nil {
+			return err
+		}
+	}
+	b.row = s.pipe.NewRow(prompt)
+	b.node, b.score, b.logprob = -1, 0, 0
+	g.beams = append(g.beams[:0], b)
+	return nil
+}
+
+func (s *search) keepScores(g *group, j int, row []float32) {
+	for len(s.res.Scores) <= g.step {
+		s.res.Scores = append(s.res.Scores, make([][]float32, len(s.prompts)*s.k))
+	}
+	out := s.res.Scores[g.step]
+	out[g.prompt*s.k+j] = append([]float32(nil), row...)
+	if g.step == 0 && s.opts.Rule == Transformers {
+		// transformers runs all beams of the prompt at the first step.
+		for i := 1; i < s.k; i++ {
+			out[g.prompt*s.k+i] = append([]float32(nil), row...)
+		}
+	}
+}
+
+// reorder makes g.children the live beams. A parent with no child frees its
+// slot at once; the first child of a parent inherits the parent's slot and
+// row state; every other child takes a free slot, which never holds a
+// history anyone still needs, and copies its parent into it. Tokens are
+// accepted only after every copy, so no child sees a sibling's token.
+func (s *search) reorder(g *group) error {
+	start := time.Now()
+	defer func() { s.res.Stats.Reorder += time.Since(start) }()
+
+	nChild, taken := g.nChild[:len(g.beams)], g.taken[:len(g.beams)]
+	clear(nChild)
+	clear(taken)
+	for _, c := range g.children {
+		nChild[c.parent]++
+	}
+	for i, b := range g.beams {
+		if nChild[i] == 0 {
+			if err := s.clear(b.slot); err != nil {
+				return err
+			}
+			g.free = append(g.free, b)
+		}
+	}
+	next := g.next[:0]
+	for _, c := range g.children {
+		p := g.beams[c.parent]
+		nb := p
+		if taken[c.parent] {
+			nb = g.free[len(g.free)-1]
+			g.free = g.free[:len(g.free)-1]
+			if !s.opts.skipCopy {
+				if err := s.backend.Copy(nb.slot, p.slot); err != nil {
+					return fmt.Errorf("beam: copy slot %d to %d: %w", p.slot, nb.slot, err)
+				}
+				s.res.Stats.Copies++
+			}
+			s.slot[nb.slot] = slotDirty
+			if nb.row == nil {
+				nb.row = p.row.Clone()
+			} else {
+				nb.row.CopyFrom(p.row)
+			}
+		}
+		taken[c.parent] = true
+		nb.node, nb.score, nb.logprob = c.node, c.score, c.logprob
+		next = append(next, nb)
+	}
+	for i, c := range g.children {
+		next[i].row.Accept(c.token)
+		g.tokens[i] = c.token
+	}
+	g.next, g.beams = g.beams, next
+	return nil
+}
+
+// release ends g's prompt: its live beams' slots are cleared and the group
+// waits for the next prompt.
+func (s *search) release(g *group) error {
+	for _, b := range g.beams {
+		if err := s.clear(b.slot); err != nil {
+			return err
+		}
+		g.free = append(g.free, b)
+	}
+	g.beams = g.beams[:0]
+	g.prompt = -1
+	return nil
+}
+
+func (s *search) clear(slot int) error {
+	if err := s.backend.Clear(slot); err != nil {
+		return fmt.Errorf("beam: clear slot %d: %w", slot, err)
+	}
+	s.slot[slot] = slotClean
+	s.res.Stats.Clears++
+	return nil
+}
+
+// releaseAll clears every slot that still holds a history of this search.
+func (s *search) releaseAll() error {
+	var errs []error
+	for i, st := range s.slot {
+		if st == slotDirty {
+			errs = append(errs, s.clear(i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newNode appends a path node and returns its index.
+func (s *search) newNode(parent int32, token int32, beam int, score float32) int32 {
+	s.nodes = append(s.nodes, node{parent: parent, token: token, beam: int32(beam), score: score})
+	return int32(len(s.nodes) - 1)
+}
+
+// path returns the tokens of the path ending at n, first token first,
+// appended to dst.
+func (s *search) path(dst []int32, n int32) []int32 {
+	start := len(dst)
+	for ; n >= 0; n = s.nodes[n].parent {
+		dst = append(dst, s.nodes[n].token)
+	}
+	reverse(dst[start:])
+	return dst
+}
+
+func reverse[T any](x []T) {
+	for i, j := 0, len(x)-1; i < j; i, j = i+1, j-1 {
+		x[i], x[j] = x[j], x[i]
+	}
+}
+
+// report calls the Progress callback, if any, for g's best hypothesis.
+func (s *search) report(g *group, n int32, score float64, finished bool) {
+	if s.opts.Progress == nil {
+		return
+	}
+	s.tokens = s.path(s.tokens[:0], n)
+	s.opts.Progress(Progress{
+		Prompt:   g.prompt,
+		Step:     g.step + 1,
+		Tokens:   s.tokens,
+		Score:    score,
+		Finished: finished,
+	})
+}

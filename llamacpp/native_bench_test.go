@@ -1,0 +1,133 @@
+package llamacpp_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// Side-by-side benchmarks: llamaloop's token choice in Go against llama.cpp's
+// own samplers, on the same logits rows in the same run. Each iteration
+// copies a fresh row for each side (as llama.cpp's llama_sampler_sample
+// builds its candidate array from the logits), and reports both costs per
+// row and their ratio (ours / llama.cpp's).
+
+var sideVocabs = []int{32000, 128256, 262144}
+
+func sideRows(v int) [][]float32 {
+	rng := rand.New(rand.NewPCG(1, uint64(v)))
+	rows := make([][]float32, 4)
+	for r := range rows {
+		row := make([]float32, v)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * 2)
+		}
+		for range 20 {
+			row[rng.IntN(v)] += float32(8 + rng.Float64()*6)
+		}
+		rows[r] = row
+	}
+	return rows
+}
+
+// sideBySide times ours and theirs alternately on the same rows.
+func sideBySide(b *testing.B, v int, ours, theirs func(row []float32)) {
+	rows := sideRows(v)
+	work := make([]float32, v)
+	var tOurs, tTheirs time.Duration
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		row := rows[n%len(rows)]
+		n++
+		start := time.Now()
+		copy(work, row)
+		ours(work)
+		mid := time.Now()
+		copy(work, row)
+		theirs(work)
+		tOurs += mid.Sub(start)
+		tTheirs += time.Since(mid)
+	}
+	b.ReportMetric(float64(tOurs.Microseconds())/float64(b.N), "llamaloop-µs/row")
+	b.ReportMetric(float64(tTheirs.Microseconds())/float64(b.N), "llama.cpp-µs/row")
+	b.ReportMetric(float64(tOurs)/float64(tTheirs), "ratio")
+}
+
+// BenchmarkSideBySideChain: repetition penalty 1.1 over 256 tokens, top-k 50,
+// top-p 0.9, temperature 0.7, then the draw.
+func BenchmarkSideBySideChain(b *testing.B) {
+	for _, v := range sideVocabs {
+		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
+			cfg := logits.DefaultGenerationConfig()
+			cfg.DoSample, cfg.RepetitionPenalty, cfg.TopK, cfg.TopP, cfg.Temperature = true, 1.1, 50, 0.9, 0.7
+			p, err := logits.NewPipeline(cfg, logits.Options{VocabSize: v})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(5, 6))
+			history := make([]int32, 256)
+			for i := range history {
+				history[i] = int32(rng.IntN(v))
+			}
+			row := p.NewRow(history)
+			native, err := llamacpp.NewNativeChain(v, llamacpp.NativeChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
+				TopK: 50, TopP: 0.9, Temperature: 0.7, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer native.Close()
+			for _, t := range history {
+				native.Accept(t)
+			}
+			sideBySide(b, v, func(w []float32) {
+				p.Process(row, w)
+				p.Sample(row, w, rng.Float64())
+			}, func(w []float32) { _, _ = native.Sample(w) })
+		})
+	}
+}
+
+// BenchmarkSideBySideGreedy: the argmax alone.
+func BenchmarkSideBySideGreedy(b *testing.B) {
+	for _, v := range sideVocabs {
+		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
+			native, err := llamacpp.NewNativeGreedy(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer native.Close()
+			sideBySide(b, v, func(w []float32) { logits.Argmax(w) }, func(w []float32) { _, _ = native.Sample(w) })
+		})
+	}
+}
+
+// BenchmarkSideBySideMirostat: Mirostat v1 (m 100) and v2, tau 5, eta 0.1.
+func BenchmarkSideBySideMirostat(b *testing.B) {
+	for _, version := range []int{1, 2} {
+		for _, v := range sideVocabs {
+			b.Run(fmt.Sprintf("v%d/V=%d", version, v), func(b *testing.B) {
+				s, err := mirostat.New(mirostat.Config{Version: mirostat.Version(version), Tau: 5, Eta: 0.1, M: 100})
+				if err != nil {
+					b.Fatal(err)
+				}
+				native, err := llamacpp.NewNativeMirostat(v, version, 5, 0.1, 100, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer native.Close()
+				rng := rand.New(rand.NewPCG(7, 8))
+				sideBySide(b, v, func(w []float32) {
+					if _, err := s.SampleLogits(w, rng.Float64()); err != nil {
+						b.Fatal(err)
+					}
+				}, func(w []float32) { _, _ = native.Sample(w) })
+			})
+		}
+	}
+}
