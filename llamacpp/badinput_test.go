@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,4 +182,42 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, b.Close())
 	_, err = b.Add(1, 0, 0, true)
 	assert.ErrorIs(t, err, llamacpp.ErrClosed)
+}
+
+// A model whose tokenizer lists fewer tokens than its embedding rows is
+// refused with llama.cpp's explanation, not loaded half-way.
+func TestVocabularyMismatch(t *testing.T) {
+	r, err := gguf.Open(modelPath(t, "tiny-f32"))
+	require.NoError(t, err)
+	defer r.Close()
+	md := make([]gguf.KV, len(r.Metadata))
+	copy(md, r.Metadata)
+	for i, kv := range md {
+		switch v := kv.Value.(type) {
+		case []string:
+			md[i].Value = v[:len(v)-1]
+		case []float32:
+			md[i].Value = v[:len(v)-1]
+		case []int32:
+			md[i].Value = v[:len(v)-1]
+		}
+	}
+	path := filepath.Join(t.TempDir(), "mismatch.gguf")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w, err := gguf.NewWriter(f, md, r.Tensors)
+	require.NoError(t, err)
+	for _, ti := range r.Tensors {
+		data, err := r.TensorBytes(ti.Name)
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+
+	_, err = llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	require.ErrorIs(t, err, llamacpp.ErrLoad)
+	assert.Contains(t, err.Error(), "token_embd.weight")
+	t.Log(err)
 }

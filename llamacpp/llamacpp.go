@@ -37,9 +37,10 @@ const BackendDirEnv = "LLAMALOOP_BACKEND_DIR"
 
 var (
 	logger    atomic.Pointer[slog.Logger]
+	// llama.cpp's recent error lines, for the package's own error messages
 	lastError struct {
 		sync.Mutex
-		text string
+		lines []string
 	}
 	initOnce sync.Once
 )
@@ -91,9 +92,12 @@ func SetLogger(l *slog.Logger, level slog.Level) {
 
 func forwardLog(level int, text string) {
 	text = strings.TrimRight(text, "\n")
-	if level >= cgo.LogError {
+	if level >= cgo.LogError && text != "" {
 		lastError.Lock()
-		lastError.text = text
+		if len(lastError.lines) == 4 {
+			lastError.lines = append(lastError.lines[:0], lastError.lines[1:]...)
+		}
+		lastError.lines = append(lastError.lines, text)
 		lastError.Unlock()
 	}
 	l := logger.Load()
@@ -112,12 +116,14 @@ func forwardLog(level int, text string) {
 	l.Log(context.Background(), lvl, text, "source", "llama.cpp")
 }
 
-// takeLastError returns and clears the most recent error llama.cpp logged.
+// takeLastError returns and forgets the error lines llama.cpp logged since
+// the last call (at most the last four), most recent last. Messages of
+// concurrent calls on other goroutines may mix in.
 func takeLastError() string {
 	lastError.Lock()
 	defer lastError.Unlock()
-	s := lastError.text
-	lastError.text = ""
+	s := strings.Join(lastError.lines, "; ")
+	lastError.lines = lastError.lines[:0]
 	return s
 }
 
