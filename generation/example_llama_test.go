@@ -1,0 +1,68 @@
+package generation_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// Batched streaming generation on a llama.cpp model (here the project's
+// demo model, a Markov chain over English words).
+func ExampleLlamaBackend() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "demo.gguf")
+	demo, _ := testmodel.NewDemo()
+	if err := demo.Write(path); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	model, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer model.Close()
+	ctx, err := model.NewContext(llamacpp.ContextParams{ContextSize: 1024, Sequences: 2, Threads: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	backend, err := generation.NewLlamaBackend(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer backend.Close()
+	gen := generation.NewGenerator(backend, generation.LlamaTokenizer{Vocab: model.Vocab()})
+
+	cfg := logits.DefaultGenerationConfig()
+	maxNew := 8
+	cfg.MaxNewTokens = &maxNew
+	reqs := []generation.Request{
+		{Text: "The model", Config: cfg},
+		{Text: "Beam search", Config: cfg, StopStrings: []string{"."}},
+	}
+	texts := make([]string, len(reqs))
+	for ev, err := range gen.Stream(context.Background(), reqs) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		texts[ev.Row] += string(ev.Text) // Text is only valid until the next event
+		if ev.Finish != generation.NotFinished {
+			fmt.Printf("row %d (%s):%s\n", ev.Row, ev.Finish, texts[ev.Row])
+		}
+	}
+	// Output:
+	// row 0 (length): reads a prompt and returns new logits for
+	// row 1 (stop): and returns new logits for every token.
+}
