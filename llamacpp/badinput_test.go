@@ -41,6 +41,9 @@ func TestLoadErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.msg)
 		})
 	}
+	// A panicking progress callback cancels the load instead of crashing.
+	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{Progress: func(float32) bool { panic("boom") }})
+	assert.ErrorIs(t, err, llamacpp.ErrLoad)
 	// A cancelled progress callback aborts the load.
 	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{Progress: func(float32) bool { return false }})
 	assert.ErrorIs(t, err, llamacpp.ErrLoad)

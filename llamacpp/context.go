@@ -166,6 +166,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cp.KVUnified = p.UnifiedKV
 	cp.NoPerf = !p.Perf
 
+	if m.vocabOnly {
+		return nil, invalid("model %s was loaded with VocabOnly and has no weights to evaluate", m.path)
+	}
 	if err := m.attach(); err != nil {
 		return nil, err
 	}

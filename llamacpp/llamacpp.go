@@ -36,7 +36,7 @@ import (
 const BackendDirEnv = "LLAMALOOP_BACKEND_DIR"
 
 var (
-	logger    atomic.Pointer[slog.Logger]
+	logger atomic.Pointer[slog.Logger]
 	// llama.cpp's recent error lines, for the package's own error messages
 	lastError struct {
 		sync.Mutex
@@ -91,6 +91,7 @@ func SetLogger(l *slog.Logger, level slog.Level) {
 }
 
 func forwardLog(level int, text string) {
+	defer func() { _ = recover() }() // never unwind through C frames
 	text = strings.TrimRight(text, "\n")
 	if level >= cgo.LogError && text != "" {
 		lastError.Lock()

@@ -41,11 +41,14 @@ type Model struct {
 	path     string
 	contexts int
 	closing  bool
-	vocab    *Vocab
-	info     ModelInfo
+	// vocabOnly models have no weights and cannot create contexts
+	vocabOnly bool
+	vocab     *Vocab
+	info      ModelInfo
 }
 
-// ModelInfo describes a loaded model.
+// ModelInfo describes a loaded model. A vocabulary-only model has only Path,
+// Architecture and VocabSize.
 type ModelInfo struct {
 	Path         string
 	Architecture string // general.architecture, e.g. "llama"
@@ -61,7 +64,14 @@ type ModelInfo struct {
 }
 
 func init() {
-	cgo.SetProgressHandler(func(h uintptr, p float32) bool {
+	cgo.SetProgressHandler(func(h uintptr, p float32) (ok bool) {
+		// A panic must not unwind through llama.cpp's C++ frames: it
+		// cancels the load instead.
+		defer func() {
+			if recover() != nil {
+				ok = false
+			}
+		}()
 		return rcgo.Handle(h).Value().(func(float32) bool)(p)
 	})
 }
@@ -97,12 +107,16 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrLoad, path, detail)
 	}
-	m := &Model{c: c, path: path}
+	m := &Model{c: c, path: path, vocabOnly: p.VocabOnly}
 	m.vocab = newVocab(m, c.Vocab())
-	m.info = ModelInfo{Path: path, Description: c.Desc(), Size: c.Size(), Params: c.NParams(),
-		CtxTrain: c.NCtxTrain(), Embd: c.NEmbd(), Layers: c.NLayer(), Heads: c.NHead(), HeadsKV: c.NHeadKV(),
-		VocabSize: m.vocab.n}
+	m.info = ModelInfo{Path: path, VocabSize: m.vocab.n}
 	m.info.Architecture, _ = c.MetaValStr("general.architecture")
+	if !p.VocabOnly {
+		// llama.cpp asserts on per-layer queries of a vocabulary-only model.
+		m.info.Description, m.info.Size, m.info.Params = c.Desc(), c.Size(), c.NParams()
+		m.info.CtxTrain, m.info.Embd, m.info.Layers = c.NCtxTrain(), c.NEmbd(), c.NLayer()
+		m.info.Heads, m.info.HeadsKV = c.NHead(), c.NHeadKV()
+	}
 	runtime.SetFinalizer(m, func(m *Model) { m.free() })
 	return m, nil
 }

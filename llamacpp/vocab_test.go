@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -230,3 +231,54 @@ func TestNativeSamplers(t *testing.T) {
 	_, err = llamacpp.NewNativeMirostat(len(row), 3, 5, 0.1, 3, 1)
 	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 }
+
+func TestPerfAndThreads(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, Perf: true})
+	b := newBatch(t, 64, 1)
+	decodeSeq(t, ctx, b, 0, 0, randomTokens(1, 10, m.Vocab().Size()))
+	decodeSeq(t, ctx, b, 0, 10, []int32{5})
+	p := ctx.Perf()
+	assert.Equal(t, 10, p.PromptEvalTokens, "a multi-token decode counts as prompt evaluation")
+	assert.Equal(t, 1, p.EvalTokens)
+	assert.Positive(t, p.PromptEval)
+	ctx.ResetPerf()
+	assert.Zero(t, ctx.Perf().PromptEval)
+
+	require.NoError(t, ctx.SetThreads(1, 2))
+	th, tb := ctx.Threads()
+	assert.Equal(t, []int{1, 2}, []int{th, tb})
+	assert.ErrorIs(t, ctx.SetThreads(0, 1), llamacpp.ErrInvalidArgument)
+}
+
+// llama.cpp's log lines reach a slog logger when one is set.
+func TestLogger(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, string(p))
+		return len(p), nil
+	}), &slog.HandlerOptions{Level: slog.LevelDebug})
+	llamacpp.SetLogger(slog.New(h), slog.LevelInfo)
+	defer llamacpp.SetLogger(nil, 0)
+	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{VocabOnly: true})
+	require.NoError(t, err)
+	defer m.Close()
+	// A vocabulary-only model tokenizes but cannot evaluate.
+	assert.Equal(t, 856, m.Info().VocabSize)
+	toks, err := m.Vocab().Tokenize("Hello world", true, false)
+	require.NoError(t, err)
+	assert.Equal(t, testmodel.TinyVocab(true).Tokenize("Hello world", true), toks)
+	_, err = m.NewContext(llamacpp.ContextParams{})
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, lines)
+	assert.Contains(t, strings.Join(lines, ""), "llama.cpp")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
