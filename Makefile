@@ -60,7 +60,7 @@ demo: build models
 	$(BIN)/llamagen --demo -m $(MODELS)/demo.gguf
 
 bench: build bench-models
-	$(BIN)/llamabench -models $(MODELS)
+	$(BIN)/llamabench --models $(MODELS) --json build/bench.json --chart build/bench.svg
 
 # env prints the variables a Go build outside this Makefile needs:
 #   eval "$$(make -s -C path/to/llamaloop env)" && go build ./...

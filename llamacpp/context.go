@@ -96,6 +96,7 @@ type Context struct {
 	armed     context.Context
 	stopArmed func() bool
 	abortMu   sync.Mutex
+	armedGen  uint64
 
 	// outputs of the last successful Decode: batch index -> logits row
 	lastOutputs []int8
@@ -272,12 +273,19 @@ func (ctx *Context) arm(gctx context.Context) {
 		ctx.stopArmed()
 		ctx.stopArmed = nil
 	}
+	// A cancellation of the previous Go context may still be on its way
+	// (AfterFunc runs in its own goroutine): the generation number makes it
+	// a no-op once another context is armed.
+	ctx.abortMu.Lock()
 	ctx.armed = gctx
+	ctx.armedGen++
+	gen := ctx.armedGen
 	atomic.StoreInt32(ctx.abort, 0)
+	ctx.abortMu.Unlock()
 	if gctx.Done() != nil {
 		ctx.stopArmed = context.AfterFunc(gctx, func() {
 			ctx.abortMu.Lock()
-			if ctx.abort != nil {
+			if ctx.abort != nil && ctx.armedGen == gen {
 				atomic.StoreInt32(ctx.abort, 1)
 			}
 			ctx.abortMu.Unlock()

@@ -282,3 +282,22 @@ func TestLogger(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A Go context cancelled after its decode never aborts a later decode made
+// with another context.
+func TestLateCancellationIsHarmless(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256})
+	b := newBatch(t, 64, 1)
+	for i := range 200 {
+		gctx, cancel := context.WithCancel(context.Background())
+		b.Clear()
+		_, _ = b.Add(5, 0, 0, true)
+		require.NoError(t, ctx.Decode(gctx, b))
+		cancel() // its AfterFunc may run during the next decode
+		b.Clear()
+		_, _ = b.Add(6, 1, 0, true)
+		require.NoError(t, ctx.Decode(context.WithoutCancel(gctx), b), "iteration %d", i)
+		require.NoError(t, ctx.SeqRemove(0, -1, -1))
+	}
+}

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// The settings of the sampling chain and of Mirostat, on both sides.
+const (
+	chainPenalty     = 1.1
+	chainPenaltyLast = 64
+	chainTemperature = 0.8
+	chainTopK        = 40
+	chainTopP        = 0.95
+	mirostatTau      = 5.0
+	mirostatEta      = 0.1
+)
+
+// Measurement groups.
+const (
+	groupPrompt     = "prompt"
+	groupGeneration = "generation"
+	groupBatch      = "batch"
+	groupBeam       = "beam"
+)
+
+// stat summarises repeated samples.
+type stat struct {
+	Samples []float64 `json:"samples"`
+	Min     float64   `json:"min"`
+	Median  float64   `json:"median"`
+	Max     float64   `json:"max"`
+}
+
+func newStat(samples []float64) stat {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	st := stat{Samples: samples}
+	if n := len(s); n > 0 {
+		st.Min, st.Max = s[0], s[n-1]
+		st.Median = s[n/2]
+		if n%2 == 0 {
+			st.Median = (s[n/2-1] + s[n/2]) / 2
+		}
+	}
+	return st
+}
+
+// result is one measurement of one model.
+type result struct {
+	Name         string `json:"name"`
+	Group        string `json:"group"`
+	Method       string `json:"method"`
+	PromptTokens int    `json:"prompt_tokens"`
+	NewTokens    int    `json:"new_tokens"`
+	Rows         int    `json:"rows"`
+	Beams        int    `json:"beams"`
+	// TokensPerS is prompt tokens per second (group prompt), generated
+	// tokens per second after the first token (generation), all rows'
+	// generated tokens per second (batch), or the returned sequence's
+	// tokens per second (beam).
+	TokensPerS stat `json:"tokens_per_s"`
+	// PerRowTokensPerS is TokensPerS divided by the rows (batch).
+	PerRowTokensPerS *stat `json:"per_row_tokens_per_s,omitempty"`
+	// DecodedTokensPerS counts every token the beams fed to llama.cpp (beam).
+	DecodedTokensPerS *stat `json:"decoded_tokens_per_s,omitempty"`
+	// BoundFraction is the median generation speed over the memory-bandwidth
+	// bound (one-row generation on the CPU).
+	BoundFraction *float64 `json:"bound_fraction,omitempty"`
+}
+
+// samplerResult is the per-token cost of choosing a token from one logits
+// row, in microseconds.
+type samplerResult struct {
+	Name      string `json:"name"`
+	VocabSize int    `json:"vocab_size"`
+	Llamaloop stat   `json:"llamaloop_us"`
+	LlamaCpp  stat   `json:"llama_cpp_us"`
+}
+
+// bench measures one loaded model.
+type bench struct {
+	o     *options
+	model *llamacpp.Model
+	vocab int
+	rng   *rand.Rand
+	// report receives each finished measurement; status names the next.
+	report func(result)
+	status func(name string)
+}
+
+// randomPrompt returns n token ids drawn from the ordinary part of the
+// vocabulary (past the control and byte tokens where there is room).
+func (b *bench) randomPrompt(n int) []int32 {
+	lo := min(300, b.vocab/2)
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(lo + b.rng.IntN(b.vocab-lo))
+	}
+	return p
+}
+
+// newContext creates a context with the benchmark's threads.
+func (b *bench) newContext(cells, seqs int, unified bool) (*llamacpp.Context, error) {
+	return b.model.NewContext(llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,
+		Threads: b.o.threads})
+}
+
+// repeat runs f o.reps times and returns its samples.
+func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float64, error) {
+	var out []float64
+	for range b.o.reps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// promptProcessing measures the raw decode of each prompt length and the
+// time to the first token through package generation.
+func (b *bench) promptProcessing(ctx context.Context) error {
+	longest := slices.Max(b.o.promptLengths)
+	lc, err := b.newContext(longest+256, 1, false)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
+	if err != nil {
+		return err
+	}
+	defer batch.Close()
+	for _, n := range b.o.promptLengths {
+		b.status(fmt.Sprintf("pp%d raw decode", n))
+		samples, err := b.repeat(ctx, func() (float64, error) {
+			if err := lc.ClearCache(); err != nil {
+				return 0, err
+			}
+			p := b.randomPrompt(n)
+			start := time.Now()
+			if _, err := decodePrompt(ctx, lc, batch, p); err != nil {
+				return 0, err
+			}
+			return float64(n) / time.Since(start).Seconds(), nil
+		})
+		if err != nil {
+			return err
+		}
+		b.report(result{Name: fmt.Sprintf("pp%d raw decode", n), Group: groupPrompt, Method: "raw",
+			PromptTokens: n, Rows: 1, TokensPerS: newStat(samples)})
+	}
+	backend, err := generation.NewLlamaBackend(lc)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	gen := generation.NewGenerator(backend, nil)
+	cfg := lengthConfig(logits.DefaultGenerationConfig(), 1)
+	for _, n := range b.o.promptLengths {
+		b.status(fmt.Sprintf("pp%d generation", n))
+		samples, err := b.repeat(ctx, func() (float64, error) {
+			req := generation.Request{Prompt: b.randomPrompt(n), Config: cfg}
+			start := time.Now()
+			for _, err := range gen.Stream(ctx, []generation.Request{req}) {
+				if err != nil {
+					return 0, err
+				}
+				break
+			}
+			return float64(n) / time.Since(start).Seconds(), ctx.Err()
+		})
+		if err != nil {
+			return err
+		}
+		b.report(result{Name: fmt.Sprintf("pp%d generation", n), Group: groupPrompt, Method: "generation",
+			PromptTokens: n, Rows: 1, TokensPerS: newStat(samples)})
+	}
+	return nil
+}
+
+// decodePrompt evaluates p in sequence 0 of lc, in batches of n_batch, and
+// returns the batch index of the last token, whose logits it asked for.
+func decodePrompt(ctx context.Context, lc *llamacpp.Context, batch *llamacpp.Batch, p []int32) (int, error) {
+	last := 0
+	for start := 0; start < len(p); start += batch.Cap() {
+		batch.Clear()
+		end := min(start+batch.Cap(), len(p))
+		for i := start; i < end; i++ {
+			idx, err := batch.Add(p[i], int32(i), 0, i == len(p)-1)
+			if err != nil {
+				return 0, err
+			}
+			last = idx
+		}
+		if err := lc.Decode(ctx, batch); err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
+}
+
+// lengthConfig makes cfg generate exactly n tokens: without eos_token_id
+// and without a tokenizer nothing ends a row early.
+func lengthConfig(cfg *logits.GenerationConfig, n int) *logits.GenerationConfig {
+	cfg.MaxNewTokens = &n
+	cfg.EOSTokenID = nil
+	return cfg
+}
+
+// chainConfig is the sampling chain: llama.cpp's usual settings.
+func chainConfig() *logits.GenerationConfig {
+	cfg := logits.DefaultGenerationConfig()
+	cfg.DoSample = true
+	cfg.RepetitionPenalty = chainPenalty
+	cfg.Temperature = chainTemperature
+	cfg.TopK = chainTopK
+	cfg.TopP = chainTopP
+	return cfg
+}
+
+func mirostatConfig() *mirostat.Config {
+	return &mirostat.Config{Version: mirostat.V2, Tau: mirostatTau, Eta: mirostatEta}
+}
+
+// generation measures one-row generation: the raw decode loop, then greedy,
+// the sampling chain and Mirostat v2 through package generation.
+func (b *bench) generation(ctx context.Context) error {
+	p, g := b.o.promptTokens, b.o.newTokens
+	lc, err := b.newContext(p+g+256, 1, false)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
+	if err != nil {
+		return err
+	}
+	defer batch.Close()
+	b.status(fmt.Sprintf("tg%d raw decode", g))
+	samples, err := b.repeat(ctx, func() (float64, error) {
+		if err := lc.ClearCache(); err != nil {
+			return 0, err
+		}
+		prompt := b.randomPrompt(p)
+		last, err := decodePrompt(ctx, lc, batch, prompt)
+		if err != nil {
+			return 0, err
+		}
+		row, err := lc.Logits(last)
+		if err != nil {
+			return 0, err
+		}
+		next := int32(logits.Argmax(row))
+		start := time.Now()
+		for i := range g {
+			batch.Clear()
+			if _, err := batch.Add(next, int32(p+i), 0, true); err != nil {
+				return 0, err
+			}
+			if err := lc.Decode(ctx, batch); err != nil {
+				return 0, err
+			}
+			if row, err = lc.Logits(0); err != nil {
+				return 0, err
+			}
+			next = int32(logits.Argmax(row))
+		}
+		return float64(g) / time.Since(start).Seconds(), nil
+	})
+	if err != nil {
+		return err
+	}
+	b.report(result{Name: fmt.Sprintf("tg%d raw decode", g), Group: groupGeneration, Method: "raw",
+		PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(samples)})
+
+	backend, err := generation.NewLlamaBackend(lc)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	gen := generation.NewGenerator(backend, nil)
+	methods := []struct {
+		name, method string
+		cfg          *logits.GenerationConfig
+		miro         *mirostat.Config
+	}{
+		{"greedy", "greedy", logits.DefaultGenerationConfig(), nil},
+		{"sampling chain", "sampling", chainConfig(), nil},
+		{"Mirostat v2", "mirostat-v2", logits.DefaultGenerationConfig(), mirostatConfig()},
+	}
+	for _, m := range methods {
+		cfg := lengthConfig(m.cfg, g+1)
+		b.status(fmt.Sprintf("tg%d %s", g, m.name))
+		seed := uint64(0)
+		samples, err := b.repeat(ctx, func() (float64, error) {
+			seed++
+			req := generation.Request{Prompt: b.randomPrompt(p), Config: cfg, Seed: seed, Mirostat: m.miro}
+			tps, _, err := timeStream(ctx, gen, []generation.Request{req})
+			return tps, err
+		})
+		if err != nil {
+			return err
+		}
+		b.report(result{Name: fmt.Sprintf("tg%d %s", g, m.name), Group: groupGeneration, Method: m.method,
+			PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(samples)})
+	}
+	return nil
+}
+
+// timeStream generates reqs and returns the tokens per second after the
+// first step (whose cost is the prompts), and the tokens generated.
+func timeStream(ctx context.Context, gen *generation.Generator, reqs []generation.Request) (float64, int, error) {
+	var first time.Time
+	n, firstStep := 0, 0
+	for ev, err := range gen.Stream(ctx, reqs) {
+		if err != nil {
+			return 0, 0, err
+		}
+		if ev.Finish == generation.FinishError || ev.Finish == generation.FinishContextFull {
+			return 0, 0, fmt.Errorf("row %d: %s: %v", ev.Row, ev.Finish, ev.Err)
+		}
+		if ev.Token < 0 {
+			continue
+		}
+		n++
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if n <= len(reqs) {
+			firstStep++
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	d := time.Since(first)
+	if n <= firstStep || d <= 0 {
+		return 0, n, errors.New("no token after the first step")
+	}
+	return float64(n-firstStep) / d.Seconds(), n, nil
+}
+
+// batched measures greedy generation of several rows at once.
+func (b *bench) batched(ctx context.Context) error {
+	if len(b.o.batchRows) == 0 {
+		return nil
+	}
+	p, g := b.o.promptTokens, b.o.newTokens
+	rows := min(slices.Max(b.o.batchRows), llamacpp.MaxSequences())
+	lc, err := b.newContext(rows*roundUp(p+g+1, 256), rows, false)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	backend, err := generation.NewLlamaBackend(lc)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	gen := generation.NewGenerator(backend, nil)
+	cfg := lengthConfig(logits.DefaultGenerationConfig(), g+1)
+	for _, r := range b.o.batchRows {
+		if r > rows {
+			continue
+		}
+		b.status(fmt.Sprintf("batch %d x tg%d", r, g))
+		samples, err := b.repeat(ctx, func() (float64, error) {
+			reqs := make([]generation.Request, r)
+			for i := range reqs {
+				reqs[i] = generation.Request{Prompt: b.randomPrompt(p), Config: cfg}
+			}
+			tps, _, err := timeStream(ctx, gen, reqs)
+			return tps, err
+		})
+		if err != nil {
+			return err
+		}
+		perRow := make([]float64, len(samples))
+		for i, s := range samples {
+			perRow[i] = s / float64(r)
+		}
+		pr := newStat(perRow)
+		b.report(result{Name: fmt.Sprintf("batch %d x tg%d", r, g), Group: groupBatch, Method: "greedy",
+			PromptTokens: p, NewTokens: g, Rows: r, TokensPerS: newStat(samples), PerRowTokensPerS: &pr})
+	}
+	return nil
+}
+
+// beams measures beam search of one prompt for each beam count.
+func (b *bench) beams(ctx context.Context) error {
+	if len(b.o.beams) == 0 {
+		return nil
+	}
+	p, g := b.o.promptTokens, b.o.newTokens
+	most := min(slices.Max(b.o.beams), llamacpp.MaxSequences())
+	lc, err := b.newContext(p+most*(g+1)+256, most, true)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	backend, err := generation.NewLlamaBackend(lc)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	for _, k := range b.o.beams {
+		if k > most || k < 2 {
+			continue
+		}
+		cfg := lengthConfig(logits.DefaultGenerationConfig(), g+1)
+		cfg.NumBeams = k
+		b.status(fmt.Sprintf("beam %d x tg%d", k, g))
+		var decoded []float64
+		samples, err := b.repeat(ctx, func() (float64, error) {
+			var first time.Time
+			opts := beam.Options{Config: cfg, Progress: func(beam.Progress) {
+				if first.IsZero() {
+					first = time.Now()
+				}
+			}}
+			res, err := beam.Search(ctx, backend, [][]int32{b.randomPrompt(p)}, opts)
+			if err != nil {
+				return 0, err
+			}
+			d := time.Since(first).Seconds()
+			out := len(res.Hypotheses[0][0].Tokens) - 1
+			// the first step's k tokens come from the prompt's logits
+			decoded = append(decoded, float64(res.Stats.Tokens-p)/d)
+			return float64(out) / d, nil
+		})
+		if err != nil {
+			return err
+		}
+		ds := newStat(decoded)
+		b.report(result{Name: fmt.Sprintf("beam %d x tg%d", k, g), Group: groupBeam, Method: "beam",
+			PromptTokens: p, NewTokens: g, Rows: 1, Beams: k, TokensPerS: newStat(samples), DecodedTokensPerS: &ds})
+	}
+	return nil
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }

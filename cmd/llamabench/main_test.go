@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llamaloop/llamaloop/internal/cli/clitest"
+	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	bin       string
+	tinyModel string // untied output head
+	tiedModel string // the embedding is the output head
+	tinySpec  = testmodel.TinySpec(gguf.TensorF32)
+	tiedSpec  = func() testmodel.Spec {
+		s := testmodel.TinySpec(gguf.TensorF32)
+		s.Tied, s.Name = true, "llamaloop-tiny-tied"
+		return s
+	}()
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "llamabench-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		if bin, err = clitest.Build(dir, "llamabench"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		tinyModel, tiedModel = filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tied.gguf")
+		for path, spec := range map[string]testmodel.Spec{tinyModel: tinySpec, tiedModel: tiedSpec} {
+			if err := testmodel.WriteRandom(path, spec); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// small are settings that keep a run on the tiny model around a second.
+var small = []string{"--threads", "1", "-r", "1", "--pp", "8,16", "--prompt", "4", "--tg", "3",
+	"--batch", "1,2", "--beams", "2,3", "--sampler-iters", "5", "--bandwidth-mb", "8"}
+
+func run(t *testing.T, args ...string) clitest.Result {
+	t.Helper()
+	return clitest.Run(t, bin, "", args...)
+}
+
+var measurementNames = []string{
+	"pp8 raw decode", "pp16 raw decode", "pp8 generation", "pp16 generation",
+	"tg3 raw decode", "tg3 greedy", "tg3 sampling chain", "tg3 Mirostat v2",
+	"batch 1 x tg3", "batch 2 x tg3", "beam 2 x tg3", "beam 3 x tg3",
+}
+
+func TestTableJSONAndSVGChart(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	res := run(t, append(small, "-m", tinyModel, "--json", jsonPath, "--chart", svgPath)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Empty(t, res.Stderr, "no progress when stderr is not a terminal")
+
+	// the table
+	for _, s := range append([]string{"machine: ", "memory bandwidth: ", "model tiny.gguf: ", "ran on CPU (1 thread)",
+		"bandwidth bound", "median t/s", "choosing a token", "greedy", "sampling chain", "Mirostat v2", "chart: " + svgPath}, measurementNames...) {
+		assert.Contains(t, res.Stdout, s)
+	}
+
+	// the JSON report
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&rep))
+	assert.Equal(t, "llamabench/1", rep.Schema)
+	assert.Contains(t, rep.Version.LlamaCpp, "ec98e2002")
+	assert.Equal(t, "github.com/ollama/ollama v0.17.4", rep.Version.Module)
+	assert.NotEmpty(t, rep.Version.Llamaloop)
+	assert.Equal(t, runtime.NumCPU(), rep.Machine.Cores)
+	assert.NotEmpty(t, rep.Machine.CPU)
+	assert.NotNil(t, rep.Machine.GPUs)
+	assert.Greater(t, rep.Machine.Bandwidth, 1e8, "at least 100 MB/s")
+	assert.Equal(t, 1, rep.Settings.Threads)
+	assert.Equal(t, 1, rep.Settings.Repetitions)
+	require.Len(t, rep.Models, 1)
+	m := rep.Models[0]
+	assert.Equal(t, "tiny.gguf", m.File)
+	assert.Equal(t, uint64(tinySpec.Params()), m.Params)
+	assert.Equal(t, tinySpec.Vocab.Size(), m.VocabSize)
+	assert.Equal(t, 3, m.Layers)
+	assert.Equal(t, "F32", m.Quantization)
+	assert.Equal(t, "CPU", m.Device)
+	assert.Equal(t, uint64(4*tinySpec.Params()), m.SizeBytes, "F32 weights")
+	// an untied model reads every weight but the token embedding per token
+	assert.Equal(t, m.SizeBytes-uint64(4*tinySpec.NEmbd*tinySpec.Vocab.Size()), m.BytesPerToken)
+	assert.InDelta(t, rep.Machine.Bandwidth/float64(m.BytesPerToken), m.BoundTokensPerS, 1e-6*m.BoundTokensPerS)
+
+	var names []string
+	for _, r := range m.Results {
+		names = append(names, r.Name)
+		require.Len(t, r.TokensPerS.Samples, 1, r.Name)
+		assert.Greater(t, r.TokensPerS.Median, 0.0, r.Name)
+		assert.Equal(t, r.TokensPerS.Samples[0], r.TokensPerS.Median, r.Name)
+		assert.Equal(t, r.TokensPerS.Min, r.TokensPerS.Median, r.Name)
+		switch r.Group {
+		case groupPrompt:
+			assert.Zero(t, r.NewTokens)
+		case groupGeneration:
+			assert.Equal(t, 4, r.PromptTokens)
+			assert.Equal(t, 3, r.NewTokens)
+			require.NotNil(t, r.BoundFraction, r.Name)
+			assert.InDelta(t, r.TokensPerS.Median/m.BoundTokensPerS, *r.BoundFraction, 1e-9)
+		case groupBatch:
+			require.NotNil(t, r.PerRowTokensPerS)
+			assert.InDelta(t, r.TokensPerS.Median/float64(r.Rows), r.PerRowTokensPerS.Median, 1e-9)
+			assert.Nil(t, r.BoundFraction)
+		case groupBeam:
+			require.NotNil(t, r.DecodedTokensPerS)
+			// every step decodes one token per beam
+			assert.Greater(t, r.DecodedTokensPerS.Median, r.TokensPerS.Median)
+		default:
+			t.Errorf("%s: unknown group %q", r.Name, r.Group)
+		}
+	}
+	assert.Equal(t, measurementNames, names)
+	require.Len(t, m.Sampler, 3)
+	for i, s := range m.Sampler {
+		assert.Equal(t, []string{"greedy", "sampling chain", "Mirostat v2"}[i], s.Name)
+		assert.Equal(t, tinySpec.Vocab.Size(), s.VocabSize)
+		assert.Greater(t, s.Llamaloop.Median, 0.0)
+		assert.Greater(t, s.LlamaCpp.Median, 0.0)
+	}
+
+	// the chart: one series per measurement group, one point per setting
+	svg, err := os.ReadFile(svgPath)
+	require.NoError(t, err)
+	series := svgSeries(t, svg)
+	assert.Equal(t, map[string]map[string]int{
+		"batch": {"tiny total": 2, "tiny per row": 2},
+		"beam":  {"tiny output": 2, "tiny decoded": 2},
+	}, series)
+}
+
+// svgSeries parses an SVG chart and counts the points of each series, by
+// panel.
+func svgSeries(t *testing.T, data []byte) map[string]map[string]int {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	out := map[string]map[string]int{}
+	var panelID, seriesName string
+	sawRoot := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the chart is well-formed XML")
+		switch el := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range el.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch {
+			case el.Name.Local == "svg":
+				assert.Equal(t, "http://www.w3.org/2000/svg", el.Name.Space)
+				sawRoot = true
+			case el.Name.Local == "g" && attr["class"] == "panel":
+				panelID = attr["data-panel"]
+				out[panelID] = map[string]int{}
+			case el.Name.Local == "g" && attr["class"] == "series":
+				seriesName = attr["data-series"]
+				out[panelID][seriesName] += 0
+			case el.Name.Local == "circle" && seriesName != "":
+				out[panelID][seriesName]++
+			}
+		case xml.EndElement:
+			if el.Name.Local == "g" && seriesName != "" {
+				seriesName = ""
+			}
+		}
+	}
+	require.True(t, sawRoot, "the root element is svg")
+	return out
+}
+
+func TestJSONToStdoutAndTwoModelsAndPNG(t *testing.T) {
+	pngPath := filepath.Join(t.TempDir(), "bench.png")
+	args := []string{"--threads", "1", "-r", "2", "--pp", "8", "--prompt", "4", "--tg", "2", "--batch", "1,2,4", "--beams", "2",
+		"--sampler-iters", "3", "--bandwidth-mb", "0", "-m", tinyModel, "-m", tiedModel, "--json", "-", "--chart", pngPath}
+	res := run(t, args...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var rep report
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep), "stdout holds only the JSON")
+	assert.Contains(t, res.Stderr, "median t/s", "the table moves to stderr")
+	require.Len(t, rep.Models, 2)
+	assert.Zero(t, rep.Machine.Bandwidth, "--bandwidth-mb 0 skips the measurement")
+	for _, m := range rep.Models {
+		assert.Zero(t, m.BoundTokensPerS)
+		for _, r := range m.Results {
+			assert.Len(t, r.TokensPerS.Samples, 2)
+			assert.LessOrEqual(t, r.TokensPerS.Min, r.TokensPerS.Median)
+			assert.LessOrEqual(t, r.TokensPerS.Median, r.TokensPerS.Max)
+			assert.Nil(t, r.BoundFraction, "no bound without a bandwidth")
+		}
+	}
+	tied := rep.Models[1]
+	assert.Equal(t, uint64(tiedSpec.Params()), tied.Params)
+	assert.Equal(t, tied.SizeBytes, tied.BytesPerToken, "the tied embedding is read as the output head")
+
+	f, err := os.Open(pngPath)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	w, h := buildChart(&rep).size()
+	assert.Equal(t, w, img.Bounds().Dx())
+	assert.Equal(t, h, img.Bounds().Dy())
+	// each of the four series of a panel is drawn in its colour
+	counts := map[string]int{}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			counts[fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)]++
+		}
+	}
+	for _, c := range palette[:4] {
+		assert.Greater(t, counts[c], 50, "colour %s", c)
+	}
+}
+
+func TestChartSVGAndPNGFromData(t *testing.T) {
+	nan := math.NaN()
+	c := chart{Title: "t <&> t", Panels: []panel{
+		{ID: "batch", Title: "B", XLabel: "rows", YLabel: "tokens/s", X: []int{1, 2, 4},
+			Series: []series{{"a", []float64{10, 20, 30}}, {"b & c", []float64{5, nan, 7}}}},
+		{ID: "beam", Title: "C", XLabel: "beams", YLabel: "tokens/s", X: []int{2},
+			Series: []series{{"d", []float64{nan}}}},
+	}}
+	assert.Equal(t, map[string]map[string]int{
+		"batch": {"a": 3, "b & c": 2},
+		"beam":  {"d": 0},
+	}, svgSeries(t, renderSVG(c)))
+	data, err := renderPNG(c)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Equal(t, 960, img.Bounds().Dx())
+	assert.Equal(t, 1.0, niceCeil(0))
+	assert.Equal(t, 50.0, niceCeil(42))
+	assert.Equal(t, 250.0, niceCeil(201))
+	assert.Equal(t, 1000.0, niceCeil(999))
+}
+
+func TestStatistics(t *testing.T) {
+	s := newStat([]float64{5, 1, 4})
+	assert.Equal(t, stat{Samples: []float64{5, 1, 4}, Min: 1, Median: 4, Max: 5}, s)
+	assert.Equal(t, 2.5, newStat([]float64{4, 1, 2, 3}).Median)
+	assert.Equal(t, "Q8_0", quantization("llama ?B Q8_0"))
+	assert.Equal(t, "F32", quantization("llama ?B all F32"))
+}
+
+func TestErrors(t *testing.T) {
+	empty := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"missing model", []string{"-m", filepath.Join(empty, "x.gguf")}, 1, "does not exist"},
+		{"no benchmark model", []string{"--models", empty}, 1, "make bench-models"},
+		{"unknown option", []string{"--fast"}, 2, "unknown option --fast"},
+		{"bad list", []string{"--batch", "1,x"}, 2, "--batch \"1,x\": not a list of positive integers"},
+		{"bad repetitions", []string{"-r", "0"}, 2, "-r 0"},
+		{"bad chart", []string{"--chart", "out.txt"}, 2, ".svg or .png"},
+		{"stray argument", []string{"model.gguf"}, 2, "unexpected argument"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := run(t, c.args...)
+			assert.Equal(t, c.code, res.Code, res.Stderr)
+			assert.Empty(t, res.Stdout)
+			lines := strings.Split(strings.TrimRight(res.Stderr, "\n"), "\n")
+			require.Len(t, lines, 1, res.Stderr)
+			assert.True(t, strings.HasPrefix(lines[0], "llamabench: "), lines[0])
+			assert.Contains(t, lines[0], c.msg)
+		})
+	}
+}
+
+func TestHelpDocumentsEveryOptionWithItsDefault(t *testing.T) {
+	res := run(t, "--help")
+	require.Equal(t, 0, res.Code)
+	documented := map[string]string{}
+	var cur []string
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  -"):
+			cur = nil
+			for _, f := range strings.Fields(line) {
+				if !strings.HasPrefix(f, "-") {
+					break
+				}
+				cur = append(cur, strings.TrimSuffix(f, ","))
+			}
+			for _, n := range cur {
+				documented[n] = line
+			}
+		case strings.HasPrefix(line, "    ") && cur != nil:
+			for _, n := range cur {
+				documented[n] += line
+			}
+		default:
+			cur = nil
+		}
+	}
+	fs := newFlagSet(&options{})
+	fs.VisitAll(func(f *flag.Flag) {
+		spelled := "--" + f.Name
+		if len(f.Name) == 1 {
+			spelled = "-" + f.Name
+		}
+		text, ok := documented[spelled]
+		if assert.True(t, ok, "option %s is not in the help", spelled) {
+			assert.Contains(t, text, "(default: ", spelled)
+		}
+	})
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	stdout, term, code := clitest.RunWithTerminalStderr(t, bin, append(small, "-m", tinyModel, "--beams", "", "--batch", "")...)
+	require.Equal(t, 0, code, term)
+	assert.Contains(t, term, "loading tiny.gguf [")
+	assert.Contains(t, term, "tiny.gguf: measuring pp8 raw decode")
+	assert.NotContains(t, stdout, "measuring")
+	assert.NotContains(t, stdout, "loading")
+	assert.Contains(t, stdout, "tg3 greedy")
+}
+
+func TestInterrupt(t *testing.T) {
+	cmd := exec.Command(bin, "--threads", "1", "-m", tinyModel, "-r", "50", "--pp", "8", "--tg", "500", "--bandwidth-mb", "0")
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stdout.String(), "pp8 generation") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no measurement in time: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode())
+	assert.Equal(t, "llamabench: interrupted\n", stderr.String())
+}
+
+// lockedBuffer is a bytes.Buffer that a running command writes while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/internal/cli"
+)
+
+// defaultModel is the generated benchmark model llamabench runs when no
+// -m is given, looked up in --models.
+const defaultModel = "bench-small-q8_0.gguf"
+
+// options is the parsed command line.
+type options struct {
+	models    []string
+	modelsDir string
+
+	reps          int
+	promptLengths []int
+	promptTokens  int
+	newTokens     int
+	batchRows     []int
+	beams         []int
+	samplerIters  int
+	bandwidthMB   int
+
+	threads   int
+	gpuLayers int
+
+	jsonPath  string
+	chartPath string
+	quiet     bool
+	help      bool
+	version   bool
+}
+
+// intList is a comma-separated list of positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	var s []string
+	for _, n := range *l {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(v string) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return fmt.Errorf("not a list of positive integers")
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+// stringList collects a repeatable option.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+var usageGroups = []cli.Group{
+	{Title: "Models", Flags: []string{"m,model", "models"}},
+	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
+	{Title: "Runtime", Flags: []string{"threads", "gpu-layers"}},
+	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
+}
+
+const usageHead = `llamabench measures llama.cpp through llamaloop on this machine.
+
+Usage:
+  llamabench                         the generated benchmark model, build/models/` + defaultModel + `
+  llamabench -m model.gguf [-m ...]  given GGUF models
+  llamabench --json out.json --chart out.svg
+
+For each model it measures, repeating each measurement -r times and reporting
+the median and the minimum:
+  - prompt processing (tokens/s) for each --pp length: the raw llama_decode loop
+    and the decoding loop of package generation (time to the first token);
+  - generation (tokens/s after the first token, --tg tokens from a --prompt
+    token prompt): the raw decode loop (argmax in Go), greedy, the default
+    sampling chain and Mirostat v2 through package generation;
+  - batched greedy generation with each --batch row count (total tokens/s);
+  - beam search with each --beams count (tokens/s of the returned sequence);
+  - the cost of choosing one token from a logits row of the model's vocabulary,
+    in microseconds: llamaloop (Go) beside llama.cpp's own samplers.
+The sampling chain is repetition penalty 1.1, temperature 0.8, top-k 40,
+top-p 0.95 on both sides (llama.cpp's penalty covers the last 64 tokens).
+
+It measures the memory bandwidth once (a parallel copy) and prints generation
+speed as a fraction of the bound bandwidth / bytes of weights read per token.
+With a GPU backend (make cuda, or Metal) the layers are offloaded (--gpu-layers)
+and the table names the GPU that ran them; the bound then is not given.
+The table goes to stdout (to stderr with --json -), progress to stderr.
+`
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("llamabench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	o.promptLengths = []int{128, 512}
+	o.batchRows = []int{1, 2, 4, 8, 16}
+	o.beams = []int{2, 4, 8}
+	for _, n := range []string{"m", "model"} {
+		fs.Var((*stringList)(&o.models), n, "a GGUF model `FILE` to measure (repeatable)")
+	}
+	fs.StringVar(&o.modelsDir, "models", "build/models", "without -m, measure `DIR`/"+defaultModel+" (written by make bench-models)")
+	for _, n := range []string{"r", "repetitions"} {
+		fs.IntVar(&o.reps, n, 5, "repeat each measurement `N` times")
+	}
+	fs.Var((*intList)(&o.promptLengths), "pp", "prompt processing `LENGTHS`, comma-separated")
+	fs.IntVar(&o.promptTokens, "prompt", 32, "prompt length `N` of the generation, batch and beam measurements")
+	fs.IntVar(&o.newTokens, "tg", 32, "tokens `N` to generate after the first")
+	fs.Var((*intList)(&o.batchRows), "batch", "batched generation `ROWS`, comma-separated")
+	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated")
+	fs.IntVar(&o.samplerIters, "sampler-iters", 200, "tokens `N` chosen per sampler measurement")
+	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
+	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
+	fs.BoolVar(&o.help, "h", false, "show this help")
+	fs.BoolVar(&o.help, "help", false, "show this help")
+	return fs
+}
+
+// parseArgs parses the command line; help is printed to out and reported
+// as flag.ErrHelp.
+func parseArgs(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := newFlagSet(o)
+	if err := fs.Parse(args); err != nil {
+		return nil, cli.FlagError(err)
+	}
+	if o.help {
+		cli.PrintUsage(out, fs, usageHead, usageGroups)
+		return nil, flag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.Usagef("unexpected argument %q (give models with -m)", fs.Arg(0))
+	}
+	if len(o.models) == 0 {
+		o.models = []string{filepath.Join(o.modelsDir, defaultModel)}
+	}
+	switch {
+	case o.reps < 1:
+		return nil, cli.Usagef("-r %d: must be at least 1", o.reps)
+	case o.promptTokens < 1:
+		return nil, cli.Usagef("--prompt %d: must be at least 1", o.promptTokens)
+	case o.newTokens < 1:
+		return nil, cli.Usagef("--tg %d: must be at least 1", o.newTokens)
+	case o.samplerIters < 1:
+		return nil, cli.Usagef("--sampler-iters %d: must be at least 1", o.samplerIters)
+	case o.threads < 1:
+		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
+	case o.bandwidthMB < 0:
+		return nil, cli.Usagef("--bandwidth-mb %d: must be 0 or more", o.bandwidthMB)
+	}
+	if o.chartPath != "" {
+		switch strings.ToLower(filepath.Ext(o.chartPath)) {
+		case ".svg", ".png":
+		default:
+			return nil, cli.Usagef("--chart %s: the file must end in .svg or .png", o.chartPath)
+		}
+	}
+	return o, nil
+}

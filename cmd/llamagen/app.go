@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// app is one run of the command with its standard streams; main fills it
+// from the process, tests may fill it otherwise.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	stdinTerminal  bool
+	stderrTerminal bool
+	// interrupts delivers SIGINT.
+	interrupts <-chan os.Signal
+}
+
+// main runs the command and returns its exit status.
+func (a *app) main(args []string) int {
+	o, err := parseArgs(args, a.stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return cli.ExitOK
+	}
+	if err == nil && o.version {
+		fmt.Fprintln(a.stdout, cli.BuildVersion())
+		return cli.ExitOK
+	}
+	if err == nil {
+		err = a.run(o)
+	}
+	if err != nil {
+		code := cli.ExitCode(err)
+		switch code {
+		case cli.ExitInterrupted:
+			fmt.Fprintln(a.stderr, "llamagen: interrupted")
+		case cli.ExitUsage:
+			fmt.Fprintf(a.stderr, "llamagen: %s (see llamagen --help)\n", cli.Message(err))
+		default:
+			fmt.Fprintf(a.stderr, "llamagen: %s\n", cli.Message(err))
+		}
+		return code
+	}
+	return cli.ExitOK
+}
+
+// untilInterrupt returns a context that the next SIGINT cancels, and a
+// function that stops watching for SIGINT. Stopping does not cancel the
+// context: llamacpp.Context arms its abort flag with a context.AfterFunc,
+// and a context cancelled after its last decode can still raise the flag
+// during the next context's decode, which then fails as aborted.
+func (a *app) untilInterrupt() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-a.interrupts:
+			cancel()
+		case <-stop:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() { once.Do(func() { close(stop) }) }
+}
+
+// session is a loaded model with the decoding settings of the command line.
+type session struct {
+	*app
+	o     *options
+	model *llamacpp.Model
+	tok   generation.LlamaTokenizer
+	cfg   *logits.GenerationConfig
+	// seed is the first row's seed; seedShown makes the summary print it.
+	seed      uint64
+	seedShown bool
+}
+
+func (a *app) run(o *options) error {
+	loadCtx, stop := a.untilInterrupt()
+	var bar *cli.ProgressBar
+	if a.stderrTerminal && !o.quiet {
+		bar = cli.NewProgressBar(a.stderr, "loading "+shortName(o.model))
+	}
+	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
+	stop()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s := &session{app: a, o: o, model: m, tok: generation.LlamaTokenizer{Vocab: m.Vocab(), Template: o.template}}
+	cfg, warnings, err := o.generationConfig(m.Vocab().Size())
+	if err != nil {
+		return err
+	}
+	s.cfg = cfg
+	s.warn(warnings...)
+	if o.seed >= 0 {
+		s.seed = uint64(o.seed)
+	} else {
+		s.seed = uint64(rand.Int64N(1 << 31))
+	}
+	s.seedShown = cfg.DoSample || o.mirostat != 0
+
+	if o.demo {
+		return s.demo()
+	}
+	if o.chat && o.prompt == "" && o.promptFile == "" && o.promptsFile == "" {
+		return s.chat()
+	}
+	prompts, err := s.prompts()
+	if err != nil {
+		return err
+	}
+	ctx, stopWatching := a.untilInterrupt()
+	defer stopWatching()
+	if cfg.NumBeams > 1 {
+		return s.beamSearch(ctx, prompts)
+	}
+	return s.generate(ctx, prompts)
+}
+
+// prompts reads the prompts of -p, -f or --prompts.
+func (s *session) prompts() ([]prompt, error) {
+	switch {
+	case s.o.promptsFile != "":
+		f, err := os.Open(s.o.promptsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--prompts: %w", err)
+		}
+		defer f.Close()
+		ps, err := readPrompts(f)
+		if err != nil {
+			return nil, fmt.Errorf("--prompts %s: %w", s.o.promptsFile, err)
+		}
+		return ps, nil
+	case s.o.promptFile != "":
+		text, err := readPromptFile(s.o.promptFile, s.stdin)
+		return []prompt{{Text: text}}, err
+	}
+	return []prompt{{Text: s.o.prompt}}, nil
+}
+
+func (s *session) warn(warnings ...string) {
+	if s.o.quiet {
+		return
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(s.stderr, "llamagen: warning: %s\n", w)
+	}
+}
+
+// tokenize returns the prompt tokens of req exactly as the generator
+// evaluates them, before any context exists (to size the contexts).
+func (s *session) tokenize(req *generation.Request) ([]int32, error) {
+	sizer := generation.NewGenerator(generation.NewMemoryBackend(s.model.Vocab().Size(), 1, nil), s.tok)
+	return sizer.PromptTokens(req)
+}
+
+// newBackend makes a llama.cpp context of slots sequences and its backend.
+// Without a unified cache every sequence gets cells cells; with one, cells
+// is the total.
+func (s *session) newBackend(slots, cells int, unified bool) (*generation.LlamaBackend, error) {
+	size := cells
+	if !unified {
+		size = slots * roundUp(cells, 256)
+	}
+	ctx, err := s.model.NewContext(llamacpp.ContextParams{
+		ContextSize: size, Sequences: slots, UnifiedKV: unified, Threads: s.o.threads,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := generation.NewLlamaBackend(ctx)
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func closeBackend(b *generation.LlamaBackend) {
+	b.Close()
+	b.Context().Close()
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// shortName is the file name of a path.
+func shortName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' || path[i] == '\\' {
+			return path[i+1:]
+		}
+	}
+	return path
+}

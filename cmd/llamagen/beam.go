@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// beamSearch runs package beam on every prompt (--num-beams > 1) and
+// prints the returned sequences when the search ends: a later step can
+// replace any token, so beam search cannot stream.
+func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
+	switch {
+	case s.o.mirostat != 0:
+		return cli.Usagef("--mirostat does not combine with --num-beams")
+	case s.o.logprobs > 0:
+		return cli.Usagef("--logprobs is not available with --num-beams (the result's score is printed instead)")
+	case len(s.cfg.StopStrings) > 0:
+		return cli.Usagef("--stop-strings is not available with --num-beams")
+	}
+	cfg := s.beamConfig(s.cfg)
+	var rows []*row
+	var toks [][]int32
+	for i, p := range prompts {
+		req := p.request(s.o.chat, s.o.system)
+		t, err := s.tokenize(&req)
+		if err != nil {
+			return fmt.Errorf("prompt %q: %w", p.label(), err)
+		}
+		toks = append(toks, t)
+		rows = append(rows, &row{promptIndex: i, prompt: p, promptTokens: len(t)})
+	}
+	res, st, err := s.runBeams(ctx, cfg, toks, s.o.ctx, s.o.parallel)
+	if err != nil {
+		return err
+	}
+	out := s.beamRows(res, rows)
+	p := s.newPrinter(len(out) > 1)
+	for _, r := range out {
+		p.finish(r)
+	}
+	p.close()
+	note := fmt.Sprintf("beam search, %d beams", cfg.NumBeams)
+	if len(out) == 1 {
+		note += fmt.Sprintf(", score %.4f", *out[0].score)
+	}
+	s.summary(st, note)
+	return nil
+}
+
+// beamConfig gives cfg the model's end-of-generation tokens when it names
+// none (generation does this for its rows; beam search takes the config as
+// it is).
+func (s *session) beamConfig(cfg *logits.GenerationConfig) *logits.GenerationConfig {
+	if cfg.EOSTokenID != nil {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.EOSTokenID = slices.Clone(s.model.Vocab().EOGTokens())
+	return cfg
+}
+
+// runBeams searches prompts on a unified-cache context sized by beam's
+// rule: each prompt once plus NumBeams cells per step, for the prompts
+// searched at once. ctxCells, when positive, replaces the per-prompt need.
+func (s *session) runBeams(ctx context.Context, cfg *logits.GenerationConfig, prompts [][]int32, ctxCells, parallel int) (*beam.Result, stats, error) {
+	beams := cfg.NumBeams
+	atOnce := max(1, min(len(prompts), parallel, llamacpp.MaxSequences()/beams))
+	if beams > llamacpp.MaxSequences() {
+		return nil, stats{}, cli.Usagef("--num-beams %d: llama.cpp holds at most %d sequences", beams, llamacpp.MaxSequences())
+	}
+	need := 0
+	for _, p := range prompts {
+		maxNew := max(cfg.Resolve(len(p)).MaxLength-len(p), 0)
+		need = max(need, len(p)+beams*maxNew)
+	}
+	if ctxCells > 0 {
+		need = ctxCells
+	}
+	backend, err := s.newBackend(beams*atOnce, atOnce*need, true)
+	if err != nil {
+		return nil, stats{}, err
+	}
+	defer closeBackend(backend)
+
+	st := stats{rows: len(prompts)}
+	for i := range atOnce {
+		st.promptTokens += len(prompts[i])
+	}
+	var bar *cli.ProgressBar
+	if s.stderrTerminal && !s.o.quiet {
+		bar = cli.NewProgressBar(s.stderr, fmt.Sprintf("beam search (%d beams)", beams))
+	}
+	maxNew := max(cfg.Resolve(len(prompts[0])).MaxLength-len(prompts[0]), 1)
+	opts := beam.Options{Config: cfg, Seed: s.seed, Progress: func(p beam.Progress) {
+		if st.first.IsZero() {
+			st.first = time.Now()
+		}
+		if p.Prompt == 0 {
+			bar.Set(float32(p.Step) / float32(maxNew))
+		}
+	}}
+	st.start = time.Now()
+	res, err := beam.Search(ctx, backend, prompts, opts)
+	st.end = time.Now()
+	bar.Done()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, st, ctx.Err()
+		}
+		return nil, st, err
+	}
+	for _, hyps := range res.Hypotheses {
+		if len(hyps) > 0 {
+			st.generated += len(hyps[0].Tokens)
+		}
+	}
+	st.firstTokens = min(atOnce, st.generated)
+	return res, st, nil
+}
+
+// beamRows turns the hypotheses of every prompt into output rows.
+func (s *session) beamRows(res *beam.Result, prompts []*row) []*row {
+	var out []*row
+	for i, hyps := range res.Hypotheses {
+		for j, h := range hyps {
+			r := *prompts[i]
+			r.index, r.sequence, r.sequences = len(out), j, len(hyps)
+			r.tokens = h.Tokens
+			r.text = s.detokenize(h.Tokens)
+			score := h.Score
+			r.score = &score
+			r.finish = generation.FinishLength.String()
+			if h.Finished {
+				r.finish = generation.FinishEOS.String()
+			}
+			out = append(out, &r)
+		}
+	}
+	return out
+}
+
+// detokenize is the text of tokens as generation renders it: each token's
+// bytes, control tokens without text.
+func (s *session) detokenize(tokens []int32) []byte {
+	var b []byte
+	for _, t := range tokens {
+		b, _ = s.model.Vocab().AppendPiece(b, t, false)
+	}
+	return b
+}

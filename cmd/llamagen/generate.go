@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
+)
+
+// row is the output of one generated sequence so far.
+type row struct {
+	index        int // row number in the output
+	promptIndex  int // which prompt
+	sequence     int // which of the prompt's return sequences
+	sequences    int // how many the prompt has
+	prompt       prompt
+	promptTokens int
+	text         []byte
+	tokens       []int32
+	finish       string
+	stopString   string
+	err          error
+	score        *float64 // beam search
+	method       string   // --demo
+}
+
+// stats measures a run for the summary line.
+type stats struct {
+	start, first, end time.Time
+	promptTokens      int // tokens of the prompts evaluated before the first token
+	firstTokens       int // tokens produced by that evaluation
+	generated         int
+	rows              int
+}
+
+// generate streams the continuations of prompts (greedy, sampling or
+// Mirostat) through one batch.
+func (s *session) generate(ctx context.Context, prompts []prompt) error {
+	rows, reqs, err := s.requests(prompts)
+	if err != nil {
+		return err
+	}
+	maxCells := 0
+	for i := range reqs {
+		maxNew := s.cfg.Resolve(rows[i].promptTokens).MaxLength - rows[i].promptTokens
+		maxCells = max(maxCells, rows[i].promptTokens+max(maxNew, 0))
+	}
+	if s.o.ctx > 0 {
+		maxCells = s.o.ctx
+	}
+	slots := min(len(reqs), s.o.parallel)
+	backend, err := s.newBackend(slots, maxCells, false)
+	if err != nil {
+		return err
+	}
+	defer closeBackend(backend)
+
+	p := s.newPrinter(len(rows) > 1)
+	st, err := s.stream(ctx, generation.NewGenerator(backend, s.tok), reqs, rows, slots, p)
+	p.close()
+	if err == nil || ctx.Err() != nil {
+		s.summary(st, "")
+	}
+	return err
+}
+
+// requests builds one request per output row; --num-return-sequences N
+// sends each prompt N times with consecutive seeds.
+func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, error) {
+	cfg := s.cfg
+	n := max(cfg.NumReturnSequences, 1)
+	if n > 1 {
+		if !cfg.DoSample && s.o.mirostat == 0 {
+			return nil, nil, cli.Usagef("--num-return-sequences %d needs --do-sample, --mirostat or --num-beams", n)
+		}
+		cfg = cfg.Clone()
+		cfg.NumReturnSequences = 1
+	}
+	var rows []*row
+	var reqs []generation.Request
+	for pi, p := range prompts {
+		base := p.request(s.o.chat, s.o.system)
+		toks, err := s.tokenize(&base)
+		if err != nil {
+			return nil, nil, fmt.Errorf("prompt %q: %w", p.label(), err)
+		}
+		for j := range n {
+			req := generation.Request{
+				Prompt: toks, Config: cfg, Seed: s.seed + uint64(len(reqs)),
+				StopStrings: cfg.StopStrings,
+				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
+			}
+			if s.o.mirostat != 0 {
+				req.Mirostat = s.o.mirostatConfig()
+			}
+			reqs = append(reqs, req)
+			rows = append(rows, &row{index: len(rows), promptIndex: pi, sequence: j, sequences: n, prompt: p, promptTokens: len(toks)})
+		}
+	}
+	return rows, reqs, nil
+}
+
+// stream runs the generator and feeds the printer. slots is how many rows
+// run at once (their prompts count as prompt evaluation).
+func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []generation.Request, rows []*row, slots int, p printer) (stats, error) {
+	genCtx := ctx
+	if t := s.cfg.MaxTime; t != nil && *t > 0 {
+		var cancel context.CancelFunc
+		genCtx, cancel = context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
+		defer cancel()
+	}
+	st := stats{start: time.Now(), rows: len(rows)}
+	for i := range min(slots, len(rows)) {
+		st.promptTokens += rows[i].promptTokens
+	}
+	var streamErr error
+	for ev, err := range gen.Stream(genCtx, reqs) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		now := time.Now()
+		if st.first.IsZero() {
+			st.first = now
+		}
+		r := rows[ev.Row]
+		if ev.Token >= 0 {
+			st.generated++
+			r.tokens = append(r.tokens, ev.Token)
+			r.text = append(r.text, ev.Text...)
+			p.token(r, &ev)
+		} else {
+			r.text = append(r.text, ev.Text...)
+		}
+		if ev.Finish != generation.NotFinished {
+			r.finish = ev.Finish.String()
+			if ev.Finish == generation.FinishCancelled && ctx.Err() == nil {
+				r.finish = "max_time"
+			}
+			r.stopString, r.err = ev.StopString, ev.Err
+			p.finish(r)
+		}
+	}
+	st.end = time.Now()
+	st.firstTokens = min(slots, len(rows), st.generated)
+	if streamErr != nil {
+		return st, streamErr
+	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
+	}
+	for _, r := range rows {
+		if r.finish == generation.FinishError.String() {
+			return st, fmt.Errorf("row %d: %w", r.index+1, r.err)
+		}
+		if r.finish == generation.FinishContextFull.String() && errors.Is(r.err, generation.ErrPromptTooLong) {
+			return st, fmt.Errorf("prompt %q: %w (raise --ctx)", r.prompt.label(), r.err)
+		}
+	}
+	return st, nil
+}
+
+// summary writes the speed line to stderr (unless --quiet); note ends it.
+func (s *session) summary(st stats, note string) {
+	if s.o.quiet || st.start.IsZero() {
+		return
+	}
+	line := ""
+	if !st.first.IsZero() {
+		pd := st.first.Sub(st.start)
+		line = fmt.Sprintf("prompt: %d tokens in %s (%s tokens/s)", st.promptTokens, seconds(pd), rate(st.promptTokens, pd))
+		gd := st.end.Sub(st.first)
+		n := st.generated - st.firstTokens
+		line += fmt.Sprintf("; generation: %d tokens in %s (%s tokens/s)", st.generated, seconds(gd), rate(n, gd))
+	} else {
+		line = fmt.Sprintf("no token generated in %s", seconds(time.Since(st.start)))
+	}
+	if st.rows > 1 {
+		line += fmt.Sprintf("; %d sequences", st.rows)
+	}
+	line += fmt.Sprintf("; %s, %s", cli.DeviceSummary(s.o.gpuLayers, s.model.Info().Layers), threads(s.o.threads))
+	if s.seedShown {
+		line += fmt.Sprintf(", seed %d", s.seed)
+	}
+	if note != "" {
+		line += "; " + note
+	}
+	fmt.Fprintln(s.stderr, line)
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// rate is n per d, formatted; "-" when d is zero.
+func rate(n int, d time.Duration) string {
+	if d <= 0 || n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(n)/d.Seconds())
+}
+
+func threads(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}

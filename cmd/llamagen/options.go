@@ -1,0 +1,419 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// defaultMaxNewTokens replaces transformers' max_length 20 when neither the
+// command line nor --generation-config sets a length: 20 tokens is too
+// short for a person reading the output.
+const defaultMaxNewTokens = 128
+
+// options is the parsed command line.
+type options struct {
+	model       string
+	prompt      string
+	promptFile  string
+	promptsFile string
+	chat        bool
+	system      string
+	template    string
+	demo        bool
+	echo        bool
+
+	genConfig string
+	// overrides holds the generation-config fields set on the command line,
+	// as JSON values by field name, applied with GenerationConfig.Update.
+	overrides map[string]json.RawMessage
+
+	mirostat    int
+	mirostatTau float64
+	mirostatEta float64
+	seed        int64
+
+	threads   int
+	gpuLayers int
+	ctx       int
+	parallel  int
+
+	logprobs int
+	json     bool
+	quiet    bool
+	version  bool
+	help     bool
+}
+
+// valueKind says how a generation-config option's argument becomes JSON.
+type valueKind int
+
+const (
+	kindInt     valueKind = iota
+	kindFloat             // a number
+	kindBool              // true/false; the flag alone means true
+	kindIDs               // token ids: "5" or "5,7" or a JSON array
+	kindJSON              // any JSON value, passed as it is
+	kindEarly             // true, false or never
+	kindStrings           // repeatable: each use adds a string
+	kindPair              // "a,b" as a two-number array
+)
+
+// configOption is a command-line option for one field of transformers'
+// GenerationConfig.
+type configOption struct {
+	name, key string
+	kind      valueKind
+	def       string // transformers' default, shown by --help
+	usage     string
+}
+
+// configOptions lists every GenerationConfig field that package logits
+// and the decoding loop act on, with transformers' defaults.
+var configOptions = []configOption{
+	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
+	{"max-length", "max_length", kindInt, "20", "the most tokens of prompt plus generation (`N`); --max-new-tokens wins over it"},
+	{"min-new-tokens", "min_new_tokens", kindInt, "none", "end-of-sequence tokens are banned until `N` tokens are generated"},
+	{"min-length", "min_length", kindInt, "0", "end-of-sequence tokens are banned until prompt plus generation reach `N` tokens"},
+	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS`"},
+	{"stop-strings", "stop_strings", kindStrings, "none", "stop a sequence once its generated text contains `STRING` (repeatable)"},
+	{"do-sample", "do_sample", kindBool, "false", "sample the next token from the processed distribution instead of taking the most probable one"},
+	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1"},
+	{"num-return-sequences", "num_return_sequences", kindInt, "1", "sequences to return per prompt (`N`): the best N beams, or N samples with seeds seed, seed+1, ..."},
+	{"early-stopping", "early_stopping", kindEarly, "false", "beam search stopping rule `WHEN`: true, false or never"},
+	{"length-penalty", "length_penalty", kindFloat, "1.0", "beam search: scores are divided by length^`X`"},
+	{"temperature", "temperature", kindFloat, "1.0", "sampling: divide the logits by `T`"},
+	{"top-k", "top_k", kindInt, "50", "sampling: keep the `K` most probable tokens (0 keeps all)"},
+	{"top-p", "top_p", kindFloat, "1.0", "sampling: keep the most probable tokens whose probabilities sum to `P`"},
+	{"min-p", "min_p", kindFloat, "none", "sampling: drop tokens less probable than `P` times the most probable one"},
+	{"typical-p", "typical_p", kindFloat, "1.0", "sampling: locally typical sampling with mass `P`"},
+	{"epsilon-cutoff", "epsilon_cutoff", kindFloat, "0", "sampling: drop tokens of probability below `E`"},
+	{"eta-cutoff", "eta_cutoff", kindFloat, "0", "sampling: eta sampling with `E`"},
+	{"repetition-penalty", "repetition_penalty", kindFloat, "1.0", "divide the scores of tokens already present by `X` (multiply negative ones)"},
+	{"encoder-repetition-penalty", "encoder_repetition_penalty", kindFloat, "1.0", "favour tokens of the prompt by `X`"},
+	{"no-repeat-ngram-size", "no_repeat_ngram_size", kindInt, "0", "ban every n-gram of size `N` that already occurred"},
+	{"encoder-no-repeat-ngram-size", "encoder_no_repeat_ngram_size", kindInt, "0", "ban n-grams of size `N` of the prompt"},
+	{"bad-words-ids", "bad_words_ids", kindJSON, "none", "token sequences never to generate, as `JSON` such as [[12],[7,9]]"},
+	{"sequence-bias", "sequence_bias", kindJSON, "none", "biases of token sequences, as `JSON` such as [[[12,7],-2.0]]"},
+	{"suppress-tokens", "suppress_tokens", kindIDs, "none", "token `IDS` never to generate (comma-separated)"},
+	{"begin-suppress-tokens", "begin_suppress_tokens", kindIDs, "none", "token `IDS` not to generate first"},
+	{"forced-bos-token-id", "forced_bos_token_id", kindInt, "none", "force token `ID` as the first generated token"},
+	{"forced-eos-token-id", "forced_eos_token_id", kindIDs, "none", "force token `IDS` at the last position"},
+	{"exponential-decay-length-penalty", "exponential_decay_length_penalty", kindPair, "none", "raise end-of-sequence scores from token `START,FACTOR` on"},
+	{"remove-invalid-values", "remove_invalid_values", kindBool, "false", "replace NaN and infinite scores"},
+	{"renormalize-logits", "renormalize_logits", kindBool, "false", "log-softmax the scores after every processor"},
+	{"eos-token-id", "eos_token_id", kindIDs, "the model's end-of-generation tokens", "token `IDS` that end a sequence"},
+	{"pad-token-id", "pad_token_id", kindInt, "none", "padding token `ID`"},
+	{"bos-token-id", "bos_token_id", kindInt, "none", "beginning-of-sequence token `ID`"},
+}
+
+// configValue is the flag.Value of one generation-config option: Set
+// stores the argument as JSON in the options' overrides.
+type configValue struct {
+	opt *configOption
+	o   *options
+}
+
+func (v configValue) String() string {
+	if v.opt == nil {
+		return ""
+	}
+	return v.opt.def
+}
+
+func (v configValue) IsBoolFlag() bool { return v.opt.kind == kindBool }
+
+func (v configValue) Set(s string) error {
+	raw, err := v.opt.toJSON(s, v.o.overrides[v.opt.key])
+	if err != nil {
+		return err
+	}
+	v.o.overrides[v.opt.key] = raw
+	return nil
+}
+
+// toJSON converts a command-line argument into the JSON of its field;
+// prev is the value so far (repeatable options add to it).
+func (c *configOption) toJSON(s string, prev json.RawMessage) (json.RawMessage, error) {
+	s = strings.TrimSpace(s)
+	switch c.kind {
+	case kindInt:
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("not an integer")
+		}
+		return json.Marshal(n)
+	case kindFloat:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f != f {
+			return nil, fmt.Errorf("not a number")
+		}
+		return json.Marshal(f)
+	case kindBool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("not true or false")
+		}
+		return json.Marshal(b)
+	case kindEarly:
+		switch s {
+		case "true", "false":
+			return json.RawMessage(s), nil
+		case "never":
+			return json.RawMessage(`"never"`), nil
+		}
+		return nil, fmt.Errorf("not true, false or never")
+	case kindIDs:
+		if strings.HasPrefix(s, "[") {
+			var ids []int32
+			if err := json.Unmarshal([]byte(s), &ids); err != nil {
+				return nil, fmt.Errorf("not a list of token ids")
+			}
+			return json.Marshal(ids)
+		}
+		var ids []int32
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("not a list of token ids")
+			}
+			ids = append(ids, int32(n))
+		}
+		return json.Marshal(ids)
+	case kindPair:
+		parts := strings.Split(s, ",")
+		if len(parts) != 2 {
+			return nil, fmt.Errorf("not START,FACTOR")
+		}
+		var pair [2]float64
+		for i, p := range parts {
+			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("not START,FACTOR")
+			}
+			pair[i] = f
+		}
+		return json.Marshal(pair)
+	case kindStrings:
+		var list []string
+		if prev != nil {
+			if err := json.Unmarshal(prev, &list); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(append(list, s))
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("not valid JSON")
+	}
+	return json.RawMessage(s), nil
+}
+
+// usageGroups orders the help.
+var usageGroups = func() []cli.Group {
+	var gen []string
+	for _, c := range configOptions {
+		gen = append(gen, c.name)
+	}
+	return []cli.Group{
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "chat-template", "demo", "echo"}},
+		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
+			Flags: append([]string{"generation-config"}, gen...)},
+		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
+		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
+		{Title: "Output", Flags: []string{"logprobs", "json", "quiet", "version", "h,help"}},
+	}
+}()
+
+const usageHead = `llamagen generates text with a GGUF model through llama.cpp and llamaloop.
+
+Usage:
+  llamagen -m MODEL.gguf -p "prompt" [options]     stream the continuation of a prompt
+  llamagen -m MODEL.gguf -f prompt.txt [options]   read the prompt from a file (- for stdin)
+  llamagen -m MODEL.gguf --prompts FILE [options]  one prompt per line (or JSON lines), one batch
+  llamagen -m MODEL.gguf --chat [options]          chat, reading turns from stdin
+  llamagen -m MODEL.gguf --demo                    greedy, sampling, Mirostat and beam search side by side
+
+Text goes to stdout; the loading progress bar (on a terminal), warnings, the
+summary line and errors go to stderr. Ctrl-C stops generation and keeps what
+was printed (exit status 130). Decoding follows transformers' generate():
+without --do-sample, --num-beams or --mirostat it is greedy.
+
+--json writes one JSON object per line to stdout:
+  {"type":"token","row":R,"token":ID,"text":"...","logprob":L,"top":[{"token":ID,"text":"...","logprob":L}]}
+      for every generated token: text is the new text (a character split across tokens comes
+      with its last byte; control tokens have none), logprob and top come with --logprobs;
+      there are none under beam search, which cannot stream;
+  {"type":"result","row":R,"sequence":S,"prompt":"...","prompt_tokens":N,"text":"...","tokens":[...],
+   "finish":"eos|stop|length|max_time|cancelled|context full|error","stop_string":"...","score":X,
+   "method":"...","error":"..."}
+      when a sequence ends (score: beam search; method: --demo; empty fields are left out).
+`
+
+// newFlagSet defines every option on o.
+func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("llamagen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.overrides = map[string]json.RawMessage{}
+	str := func(p *string, names, def, usage string) {
+		for _, n := range strings.Split(names, ",") {
+			fs.StringVar(p, n, def, usage)
+		}
+	}
+	str(&o.model, "m,model", "", "the GGUF model `FILE` (required)")
+	str(&o.prompt, "p,prompt", "", "the prompt `TEXT`")
+	str(&o.promptFile, "f,file", "", "read the prompt from `FILE` (- for stdin)")
+	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
+	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
+	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
+	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat and beam search on the same prompt (default prompt \"The model\", 40 new tokens)")
+	fs.BoolVar(&o.echo, "echo", false, "print the prompt before its continuation")
+	fs.StringVar(&o.genConfig, "generation-config", "", "read decoding settings from a transformers generation_config.json `FILE`")
+	for i := range configOptions {
+		c := &configOptions[i]
+		fs.Var(configValue{c, o}, c.name, c.usage)
+	}
+	fs.IntVar(&o.mirostat, "mirostat", 0, "choose tokens with Mirostat `VERSION` 1 or 2 (0: off)")
+	fs.Float64Var(&o.mirostatTau, "mirostat-tau", 5.0, "Mirostat target surprise `BITS`")
+	fs.Float64Var(&o.mirostatEta, "mirostat-eta", 0.1, "Mirostat learning `RATE`")
+	fs.Int64Var(&o.seed, "seed", -1, "random `SEED` for sampling and Mirostat (-1: a random one, printed in the summary)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat)")
+	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`) with --prompts or --num-return-sequences")
+	fs.IntVar(&o.logprobs, "logprobs", 0, "print each token's log-probability and the `N` most probable tokens (0: off)")
+	fs.BoolVar(&o.json, "json", false, "write JSON lines to stdout (see above)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no summary line and no warnings on stderr")
+	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
+	fs.BoolVar(&o.help, "h", false, "show this help")
+	fs.BoolVar(&o.help, "help", false, "show this help")
+	fs.Usage = func() {} // the flag package calls it on every parse error
+	return fs
+}
+
+// parseArgs parses the command line. A request for help returns
+// flag.ErrHelp after printing it to out.
+func parseArgs(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := newFlagSet(o, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, cli.FlagError(err)
+	}
+	if o.help {
+		cli.PrintUsage(out, fs, usageHead, usageGroups)
+		return nil, flag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.Usagef("unexpected argument %q (quote the prompt: -p \"...\")", fs.Arg(0))
+	}
+	return o, o.check()
+}
+
+// check rejects combinations that cannot work, before the model loads.
+func (o *options) check() error {
+	sources := 0
+	for _, s := range []string{o.prompt, o.promptFile, o.promptsFile} {
+		if s != "" {
+			sources++
+		}
+	}
+	switch {
+	case o.version:
+		return nil
+	case o.model == "":
+		return cli.Usagef("no model: give one with -m FILE.gguf")
+	case sources > 1:
+		return cli.Usagef("give only one of -p, -f and --prompts")
+	case o.demo && (o.promptFile != "" || o.promptsFile != "" || o.chat):
+		return cli.Usagef("--demo takes only -p")
+	case sources == 0 && !o.chat && !o.demo:
+		return cli.Usagef("no prompt: give -p TEXT, -f FILE, --prompts FILE, --chat or --demo")
+	case o.mirostat < 0 || o.mirostat > 2:
+		return cli.Usagef("--mirostat %d: must be 0 (off), 1 or 2", o.mirostat)
+	case o.threads < 1:
+		return cli.Usagef("--threads %d: must be at least 1", o.threads)
+	case o.ctx < 0:
+		return cli.Usagef("--ctx %d: must be positive (or 0 for automatic)", o.ctx)
+	case o.parallel < 1:
+		return cli.Usagef("--parallel %d: must be at least 1", o.parallel)
+	case o.logprobs < 0:
+		return cli.Usagef("--logprobs %d: must be 0 (off) or positive", o.logprobs)
+	case o.system != "" && !o.chat:
+		return cli.Usagef("--system needs --chat")
+	}
+	if o.mirostat != 0 {
+		if err := o.mirostatConfig().Validate(); err != nil {
+			return cli.Usagef("--mirostat-tau %g, --mirostat-eta %g: %v", o.mirostatTau, o.mirostatEta, err)
+		}
+	}
+	return nil
+}
+
+// mirostatConfig is the Mirostat configuration the options ask for.
+func (o *options) mirostatConfig() *mirostat.Config {
+	return &mirostat.Config{Version: mirostat.Version(o.mirostat), Tau: o.mirostatTau, Eta: o.mirostatEta}
+}
+
+// generationConfig builds the decoding configuration: transformers'
+// defaults or --generation-config, then llamagen's default length when
+// nothing sets one, then the command-line fields. Validate's warnings are
+// returned for stderr; its errors are the error.
+func (o *options) generationConfig(vocabSize int) (*logits.GenerationConfig, []string, error) {
+	cfg := logits.DefaultGenerationConfig()
+	fileKeys := map[string]json.RawMessage{}
+	if o.genConfig != "" {
+		data, err := os.ReadFile(o.genConfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--generation-config: %w", err)
+		}
+		if cfg, err = logits.ParseGenerationConfig(data); err != nil {
+			return nil, nil, fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
+		}
+		_ = json.Unmarshal(data, &fileKeys)
+	}
+	if !setsLength(fileKeys) && !setsLength(o.overrides) {
+		n := defaultMaxNewTokens
+		cfg.MaxNewTokens = &n
+	}
+	if len(o.overrides) > 0 {
+		data, err := json.Marshal(o.overrides)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := cfg.Update(data); err != nil {
+			return nil, nil, cli.Usagef("%v", err)
+		}
+	}
+	check := cfg
+	if o.mirostat != 0 && cfg.NumBeams <= 1 && cfg.NumReturnSequences > 1 {
+		// Mirostat samples, so several sequences per prompt make sense;
+		// transformers' rule only knows do_sample.
+		check = cfg.Clone()
+		check.NumReturnSequences = 1
+	}
+	warnings, err := check.Validate(vocabSize)
+	if err != nil {
+		return nil, nil, cli.Usagef("invalid generation settings: %v", err)
+	}
+	return cfg, warnings, nil
+}
+
+func setsLength(fields map[string]json.RawMessage) bool {
+	for _, k := range []string{"max_new_tokens", "max_length"} {
+		if v, ok := fields[k]; ok && string(v) != "null" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+// Package cli holds what llamaloop's commands share: terminal detection,
+// the model-loading progress bar, help text that shows every default, the
+// version strings, and model loading with clear errors.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+)
+
+// Exit statuses shared by the commands.
+const (
+	ExitOK          = 0
+	ExitError       = 1   // a runtime error, reported as one line on stderr
+	ExitUsage       = 2   // an invalid option or argument
+	ExitInterrupted = 130 // SIGINT, as a shell reports 128+2
+)
+
+// UsageError marks an error in the command line; commands exit with
+// ExitUsage for it.
+type UsageError struct{ Err error }
+
+// Error returns the message of the wrapped error.
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{fmt.Errorf(format, args...)}
+}
+
+// FlagError rewrites an error of flag.FlagSet.Parse in the --long
+// spelling the help uses, as a UsageError.
+func FlagError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return Usagef("unknown option %s", dashes(name))
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		// invalid value "abc" for flag -top-k: reason
+		if i := strings.Index(rest, " for flag -"); i >= 0 {
+			val, tail := rest[:i], rest[i+len(" for flag -"):]
+			name, reason, _ := strings.Cut(tail, ": ")
+			return Usagef("%s %s: %s", dashes(name), val, reason)
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return Usagef("option %s needs a value", dashes(name))
+	}
+	return &UsageError{err}
+}
+
+// dashes spells a flag name as the help does: -m, --model.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// ExitCode maps an error to the command's exit status: ExitOK for nil,
+// ExitInterrupted when the error comes from a cancelled context,
+// ExitUsage for a UsageError, ExitError otherwise.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// Message turns an error into the single line a command prints after its
+// name: llamacpp's package prefix is dropped, and line breaks are joined.
+func Message(err error) string {
+	msg := err.Error()
+	for _, pkg := range []string{"llamacpp: ", "logits: ", "generation: ", "beam: "} {
+		msg = strings.ReplaceAll(msg, pkg, "")
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+}
+
+// LoadModel loads a GGUF model, drawing a progress bar on progress when it
+// is not nil (the caller passes its stderr only when that is a terminal).
+// Cancelling ctx stops the load; the error then wraps context.Canceled.
+func LoadModel(ctx context.Context, path string, gpuLayers int, progress *ProgressBar) (*llamacpp.Model, error) {
+	if path == "" {
+		return nil, Usagef("no model: give one with -m FILE.gguf")
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("model file %s does not exist", path)
+		}
+		return nil, fmt.Errorf("model file: %w", err)
+	}
+	p := llamacpp.ModelParams{GPULayers: gpuLayers}
+	p.Progress = func(f float32) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		progress.Set(f)
+		return true
+	}
+	m, err := llamacpp.LoadModel(path, p)
+	progress.Done()
+	if ctx.Err() != nil {
+		if m != nil {
+			m.Close()
+		}
+		return nil, fmt.Errorf("loading %s: %w", path, ctx.Err())
+	}
+	return m, err
+}
+
+// GPUs lists the GPU devices ggml sees (integrated ones included).
+func GPUs() []llamacpp.Device {
+	var out []llamacpp.Device
+	for _, d := range llamacpp.Devices() {
+		if d.Type == llamacpp.DeviceGPU || d.Type == llamacpp.DeviceIGPU {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// DeviceSummary says where a model's layers run: "CPU" when no GPU backend
+// is present or no layer is offloaded, otherwise the GPU's description and
+// how many layers it holds.
+func DeviceSummary(gpuLayers, layers int) string {
+	gpus := GPUs()
+	if len(gpus) == 0 || gpuLayers == 0 || !llamacpp.SupportsGPUOffload() {
+		return "CPU"
+	}
+	n := layers
+	if gpuLayers > 0 && gpuLayers < layers {
+		n = gpuLayers
+	}
+	name := gpus[0].Description
+	if name == "" {
+		name = gpus[0].Name
+	}
+	return fmt.Sprintf("%s (%d of %d layers offloaded)", name, n, layers)
+}

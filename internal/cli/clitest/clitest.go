@@ -1,0 +1,65 @@
+// Package clitest runs llamaloop's commands in tests as a user runs them:
+// it builds the binary, runs it with given arguments and stdin, and gives
+// it a pseudo-terminal when a test needs one.
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Build compiles the main package in the current directory into dir/name
+// with the go command that runs the tests.
+func Build(dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Result is what a run of a command produced.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs bin with args and stdin (none when empty) and waits for it, at
+// most two minutes.
+func Run(t testing.TB, bin, stdin string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running %s: %v", bin, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %q did not finish in time; stderr: %s", bin, args, stderr.String())
+	}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+}
