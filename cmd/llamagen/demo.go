@@ -142,7 +142,11 @@ func (s *session) printDemo(w io.Writer, text string, methods []*demoMethod) {
 	for _, m := range methods {
 		leftLines := append([]string{m.name}, wrapWords(m.settings, left-2)...)
 		rightLines := wrapWords(text+string(m.row.text), right)
-		rightLines = append(rightLines, fmt.Sprintf("(%s; %.0f ms)", finishNote(m.row), float64(m.elapsed.Microseconds())/1000))
+		note := fmt.Sprintf("(%s; %.0f ms", finishNote(m.row), float64(m.elapsed.Microseconds())/1000)
+		if sec := m.elapsed.Seconds(); sec > 0 {
+			note += fmt.Sprintf(", %.0f tokens/s", float64(len(m.row.tokens))/sec)
+		}
+		rightLines = append(rightLines, note+")")
 		for i := range max(len(leftLines), len(rightLines)) {
 			l, r := "", ""
 			if i < len(leftLines) {
