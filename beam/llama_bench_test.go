@@ -3,34 +3,18 @@ package beam
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
 const llamaBenchNew = 32
 
-func llamaBenchModel(b *testing.B) *llamacpp.Model {
-	b.Helper()
-	path := os.Getenv("LLAMALOOP_BENCH_MODEL")
-	if path == "" {
-		path = "../build/models/bench-small-q8_0.gguf"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("no benchmark model at %s: run `make bench-models` first", path)
-	}
-	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close() })
-	return m
-}
 
 func llamaBenchPrompts(m *llamacpp.Model, n int) [][]int32 {
 	texts := []string{"The model reads a prompt", "We want to go home and", "A token is a piece of text", "Beam search keeps the best"}
@@ -48,7 +32,7 @@ func llamaBenchPrompts(m *llamacpp.Model, n int) [][]int32 {
 // second, their ratio, the time spent reordering per search, and the prompt
 // tokens evaluated per prompt.
 func BenchmarkLlamaBeam(b *testing.B) {
-	m := llamaBenchModel(b)
+	m := benchmodel.Load(b)
 	for _, prompts := range []int{1, 4} {
 		for _, beams := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("prompts=%d/beams=%d", prompts, beams), func(b *testing.B) {

@@ -3,34 +3,16 @@ package generation_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
-// benchModel is the benchmark-shaped model (`make bench-models` writes it);
-// LLAMALOOP_BENCH_MODEL picks another GGUF.
-func benchModel(b *testing.B) *llamacpp.Model {
-	b.Helper()
-	path := os.Getenv("LLAMALOOP_BENCH_MODEL")
-	if path == "" {
-		path = "../build/models/bench-small-q8_0.gguf"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("no benchmark model at %s: run `make bench-models` first", path)
-	}
-	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close() })
-	return m
-}
 
 const benchNewTokens = 32
 
@@ -57,7 +39,7 @@ func benchPrompt(m *llamacpp.Model) []int32 {
 // Tokens/s counts generated tokens only (the prompt is evaluated first, off
 // the clock).
 func BenchmarkLlamaDecodeLoop(b *testing.B) {
-	m := benchModel(b)
+	m := benchmodel.Load(b)
 	for _, rows := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			ctx := benchContext(b, m, rows)
@@ -106,7 +88,7 @@ func BenchmarkLlamaDecodeLoop(b *testing.B) {
 // penalty 1.1, top-k 50, top-p 0.9, temperature 0.7). Tokens/s counts
 // generated tokens over the time after the prompt step.
 func BenchmarkLlamaGenerate(b *testing.B) {
-	m := benchModel(b)
+	m := benchmodel.Load(b)
 	greedy := logits.DefaultGenerationConfig()
 	n := benchNewTokens
 	greedy.MaxNewTokens = &n

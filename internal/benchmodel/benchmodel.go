@@ -1,0 +1,53 @@
+// Package benchmodel finds and loads the benchmark-shaped model for the
+// llama.cpp benchmarks of several packages.
+package benchmodel
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+)
+
+// Env names a GGUF file to benchmark instead of the default.
+const Env = "LLAMALOOP_BENCH_MODEL"
+
+// Default is the model `make bench-models` writes, relative to the module root.
+const Default = "build/models/bench-small-q8_0.gguf"
+
+// Load loads the model named by Env, or Default found from the working
+// directory upwards; the benchmark is skipped when there is none.
+func Load(b *testing.B) *llamacpp.Model {
+	b.Helper()
+	path := os.Getenv(Env)
+	if path == "" {
+		path = find()
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("no benchmark model at %q: run `make bench-models` first, or set %s", path, Env)
+	}
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}
+
+func find() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return Default
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, Default)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return Default
+		}
+		dir = parent
+	}
+}
