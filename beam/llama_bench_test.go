@@ -15,7 +15,6 @@ import (
 
 const llamaBenchNew = 32
 
-
 func llamaBenchPrompts(m *llamacpp.Model, n int) [][]int32 {
 	texts := []string{"The model reads a prompt", "We want to go home and", "A token is a piece of text", "Beam search keeps the best"}
 	out := make([][]int32, n)

@@ -13,7 +13,6 @@ import (
 	"github.com/llamaloop/llamaloop/logits"
 )
 
-
 const benchNewTokens = 32
 
 // benchContext makes a context for rows sequences of a short prompt plus
