@@ -3,7 +3,6 @@ package beam
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func BenchmarkLlamaBeam(b *testing.B) {
 			b.Run(fmt.Sprintf("prompts=%d/beams=%d", prompts, beams), func(b *testing.B) {
 				seqs := prompts * beams
 				ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: seqs*64 + 256, Sequences: seqs, UnifiedKV: true,
-					Threads: runtime.NumCPU()})
+					Threads: benchmodel.Threads()})
 				if err != nil {
 					b.Fatal(err)
 				}

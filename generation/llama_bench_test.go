@@ -3,7 +3,6 @@ package generation_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -16,11 +15,11 @@ import (
 const benchNewTokens = 32
 
 // benchContext makes a context for rows sequences of a short prompt plus
-// benchNewTokens tokens, with llama.cpp's default cache settings and every
-// core.
+// benchNewTokens tokens, with llama.cpp's default cache settings and
+// benchmodel.Threads() threads.
 func benchContext(b *testing.B, m *llamacpp.Model, rows int) *llamacpp.Context {
 	b.Helper()
-	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: rows * 256, Sequences: rows, Threads: runtime.NumCPU()})
+	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: rows * 256, Sequences: rows, Threads: benchmodel.Threads()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package benchmodel
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -50,4 +51,18 @@ func find() string {
 		}
 		dir = parent
 	}
+}
+
+// ThreadsEnv names the number of threads the llama.cpp benchmarks decode
+// with.
+const ThreadsEnv = "LLAMALOOP_BENCH_THREADS"
+
+// Threads is the value of ThreadsEnv, or 1: ggml's spinning thread pool
+// collapses when another process takes a core, so one thread keeps the
+// ratios these benchmarks report stable on shared machines.
+func Threads() int {
+	if n, err := strconv.Atoi(os.Getenv(ThreadsEnv)); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
