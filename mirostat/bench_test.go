@@ -83,3 +83,52 @@ func BenchmarkSamplePrepared(b *testing.B) {
 		})
 	}
 }
+
+// sideRows are the rows of the llamacpp package's side-by-side benchmark
+// against llama.cpp's samplers: normal logits of standard deviation 2 with
+// 20 peaks raised by 8 to 14. Their peaks have low surprise, so mu climbs
+// and the candidates grow from a few to the whole vocabulary within about
+// 100 steps.
+func sideRows(v int) [][]float32 {
+	rng := rand.New(rand.NewPCG(1, uint64(v)))
+	rows := make([][]float32, 4)
+	for r := range rows {
+		row := make([]float32, v)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * 2)
+		}
+		for range 20 {
+			row[rng.IntN(v)] += float32(8 + rng.Float64()*6)
+		}
+		rows[r] = row
+	}
+	return rows
+}
+
+// BenchmarkSideRows replays the side-by-side benchmark's steps (tau 5, eta
+// 0.1, m 100) from a fresh sampler; run it with -benchtime 100x to match.
+func BenchmarkSideRows(b *testing.B) {
+	for _, v := range []Version{V1, V2} {
+		for _, n := range benchVocabs {
+			b.Run(fmt.Sprintf("%v/n=%d", v, n), func(b *testing.B) {
+				rows := sideRows(n)
+				s, err := New(Config{Version: v, Tau: 5, Eta: 0.1, M: 100})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(7, 8))
+				kept, i := 0, 0
+				b.ReportAllocs()
+				cpuLoop(b, func() {
+					st, err := s.SampleLogits(rows[i%len(rows)], rng.Float64())
+					if err != nil {
+						b.Fatal(err)
+					}
+					kept += st.Kept
+					i++
+				})
+				b.ReportMetric(float64(kept)/float64(b.N), "kept/op")
+			})
+		}
+	}
+}

@@ -59,8 +59,8 @@ func Rank(probs []float64) ([]int, error) {
 }
 
 // TopIndices returns the k most probable token ids in rank order, selected
-// with a k-entry heap rather than a full sort. k larger than the row is the
-// row.
+// by quickselect before ranking them rather than by a full sort. k larger
+// than the row is the row.
 func TopIndices(probs []float64, k int) ([]int, error) {
 	if err := checkProbs(probs); err != nil {
 		return nil, err

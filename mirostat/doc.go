@@ -46,14 +46,19 @@
 // # Cost
 //
 // A step reads the row once to compute the normalizer (an online
-// log-sum-exp with a table-driven exponential accurate to a few ulps). V1
-// keeps its top M in an M-entry heap during that pass, and its top k, when
-// k exceeds M, in a k-entry heap during a second. V2 makes a second pass
-// that collects the tokens above a logit threshold equivalent to
-// surprise <= mu, and sorts only those. Nothing sorts the vocabulary, and a
-// Sampler keeps its scratch buffers, so steady-state steps do not allocate.
-// A PreparedRow caches the softmax and the full ranking of a row that is
-// drawn from many times.
+// log-sum-exp with a table-driven exponential accurate to a few ulps),
+// keeping its terms and, for V1, the top M. When the candidates are few
+// (V1: k <= M; V2: up to n/32 + 256), a second pass collects them; when
+// they are many, a histogram of probability mass by logit band, built from
+// the stored terms, leads to the band that holds the draw. Either way the
+// draw partitions the remaining tokens by rank (a quickselect) instead of
+// ranking them, so a step costs O(n) however many candidates it keeps, and
+// draws exactly the token that ranking them would. Nothing sorts the
+// vocabulary, and a Sampler keeps its scratch buffers (about 12 bytes per
+// vocabulary entry), so steady-state steps do not allocate. Candidates,
+// Preview, Observe and rows of Weights rank the candidates, O(k log k). A
+// PreparedRow caches the softmax and the full ranking of a row that is drawn
+// from many times.
 //
 // # Errors and state
 //

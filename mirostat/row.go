@@ -10,6 +10,7 @@ import (
 type cand struct {
 	v  float64 // ranking value: the logit, or the weight
 	lv float64 // log score: the logit, or ln(weight)
+	p  float64 // probability, where a draw sets it
 	id int32
 }
 
@@ -56,62 +57,109 @@ const maxRowLen = math.MaxInt32
 // in one pass: the running maximum m and Σ exp(x - m) in float64, rescaled
 // whenever m grows (about ln n times on a row in random order), in two
 // interleaved partial sums. A NaN makes a sum NaN and a +Inf the maximum, so
-// validation costs nothing until a row is bad. When heap is not empty (see
-// newHeap), the pass also keeps the best len(heap) tokens in it; the
-// comparison with the heap's root costs little, whereas appending V2's
-// candidates in this loop made it several times slower, so V2 selects in a
-// second pass.
-func logitStats(row []float32, heap []cand) (rowStats, error) {
+// validation costs nothing until a row is bad. When top is not nil, the pass
+// also collects the best tokens in it; the comparison with its threshold
+// costs little, whereas appending V2's candidates in this loop made it
+// several times slower, so V2 selects in a second pass.
+func logitStats(row []float32, top *topSet) (rowStats, error) {
+	return logitTerms(row, top, nil)
+}
+
+// terms records the summands of logitStats' normalizer for one row: e[i] =
+// exp(x_i - m) with m the running maximum when token i was read (clamped
+// as in the sum), and runs, in order, the indices from which each value of
+// m applied. A draw reuses them as probabilities (see histogram.fill)
+// instead of computing an exponential per token again.
+type terms struct {
+	e    []float64
+	runs []termRun
+}
+
+type termRun struct {
+	start int
+	max   float64
+}
+
+// logitTerms is logitStats, recording the terms in t when t is not nil.
+// The pairs that neither raise the maximum nor enter top, nearly all of
+// them, go through addTerms, a loop without calls; the others take the
+// same arithmetic here.
+func logitTerms(row []float32, top *topSet, t *terms) (rowStats, error) {
 	if len(row) == 0 {
 		return rowStats{}, ErrEmptyRow
 	}
 	if len(row) > maxRowLen {
 		return rowStats{}, paramError("row of %d entries exceeds %d", len(row), maxRowLen)
 	}
-	root := math.Inf(1) // nothing beats it: no heap
-	if len(heap) > 0 {
-		root = heap[0].v
+	thr := math.Inf(1) // nothing beats it: no set
+	if top != nil {
+		thr = top.thr
 	}
-	m, z0, z1, top := -math.MaxFloat64, 0.0, 0.0, -1
+	m, z0, z1, best := -math.MaxFloat64, 0.0, 0.0, -1
+	var e []float64
+	if t != nil {
+		t.e = slices.Grow(t.e[:0], len(row))[:len(row)]
+		t.runs = append(t.runs[:0], termRun{0, m})
+		e = t.e
+	}
 	i := 0
-	for ; i+1 < len(row); i += 2 {
+	for {
+		i, z0, z1 = addTerms(row, e, i, m, min(m, thr), z0, z1)
+		if i+1 >= len(row) {
+			break
+		}
 		x0, x1 := float64(row[i]), float64(row[i+1])
 		if x0 > m || x1 > m {
 			next := m
 			if x0 > next {
-				next, top = x0, i
+				next, best = x0, i
 			}
 			if x1 > next {
-				next, top = x1, i+1
+				next, best = x1, i+1
 			}
 			f := math.Exp(m - next)
 			z0, z1, m = z0*f, z1*f, next
+			if t != nil {
+				t.runs = append(t.runs, termRun{i, m})
+			}
 		}
 		d0, d1 := x0-m, x1-m
-		if d0 < expFloor { // not max(): that spends time on NaN and -0 rules
+		if d0 < expFloor {
 			d0 = expFloor
 		}
 		if d1 < expFloor {
 			d1 = expFloor
 		}
-		z0 += expFast(d0)
-		z1 += expFast(d1)
-		if x0 > root { // ties lose: their ids are larger
-			root = heapReplaceRoot(heap, x0, i)
+		e0, e1 := expFast(d0), expFast(d1)
+		z0 += e0
+		z1 += e1
+		if e != nil {
+			e[i], e[i+1] = e0, e1
 		}
-		if x1 > root {
-			root = heapReplaceRoot(heap, x1, i+1)
+		if x0 > thr {
+			thr = top.add(x0, i)
 		}
+		if x1 > thr {
+			thr = top.add(x1, i+1)
+		}
+		i += 2
 	}
 	if i < len(row) {
 		x := float64(row[i])
 		if x > m {
 			f := math.Exp(m - x)
-			z0, z1, m, top = z0*f, z1*f, x, i
+			z0, z1, m, best = z0*f, z1*f, x, i
+			if t != nil {
+				t.runs = append(t.runs, termRun{i, m})
+			}
 		}
-		z0 += expNonPositive(x - m)
-		if x > root {
-			heapReplaceRoot(heap, x, i)
+		e0 := expNonPositive(x - m)
+		z0 += e0
+		if e != nil {
+			e[i] = e0
+		}
+		if x > thr {
+			top.add(x, i)
 		}
 	}
 	z := z0 + z1
@@ -121,10 +169,36 @@ func logitStats(row []float32, heap []cand) (rowStats, error) {
 		}
 		return rowStats{}, ErrNumerical
 	}
-	if top < 0 {
+	if best < 0 {
 		return rowStats{}, ErrAllMasked
 	}
-	return rowStats{n: len(row), top: top, shift: m, lnZ: math.Log(z)}, nil
+	return rowStats{n: len(row), top: best, shift: m, lnZ: math.Log(z)}, nil
+}
+
+// addTerms adds the pairs from i on to the partial sums until a pair holds a
+// value above lim (the maximum m or top's threshold), and returns where it
+// stopped. It stores each term in e unless e is nil.
+func addTerms(row []float32, e []float64, i int, m, lim, z0, z1 float64) (int, float64, float64) {
+	for ; i+1 < len(row); i += 2 {
+		x0, x1 := float64(row[i]), float64(row[i+1])
+		if x0 > lim || x1 > lim {
+			break
+		}
+		d0, d1 := x0-m, x1-m
+		if d0 < expFloor { // not max(): that spends time on NaN and -0 rules
+			d0 = expFloor
+		}
+		if d1 < expFloor {
+			d1 = expFloor
+		}
+		e0, e1 := expFast(d0), expFast(d1)
+		z0 += e0
+		z1 += e1
+		if e != nil {
+			e[i], e[i+1] = e0, e1
+		}
+	}
+	return i, z0, z1
 }
 
 func firstNonFiniteLogit(row []float32) error {
@@ -192,62 +266,68 @@ func collectAtLeast[F float32 | float64](dst []cand, row []F, thr F) []cand {
 	return dst
 }
 
-// newHeap returns k placeholder candidates that rank below every token
-// with mass: value masked, id MaxInt32. Tokens replace them through the
-// heap's root; those left at the end, and masked tokens, never count.
-func newHeap(dst []cand, k int, masked float64) []cand {
-	h := dst[:0]
-	for range k {
-		h = append(h, cand{v: masked, id: math.MaxInt32})
+// topSet collects the best m tokens of a row read in id order. A token
+// enters when its value exceeds thr (ties lose: their ids are larger);
+// when the set reaches 2m + 32 entries, a quickselect keeps the best m and
+// raises thr to the m-th. An entry costs an append rather than the
+// O(log m) sift-down of a heap, and the selection O(m) per m entries.
+type topSet struct {
+	c   []cand
+	m   int
+	thr float64
+}
+
+// newTopSet returns an empty set of the best m tokens with values above
+// masked, in dst's storage.
+func newTopSet(dst []cand, m int, masked float64) topSet {
+	return topSet{c: dst[:0], m: m, thr: masked}
+}
+
+// add enters token id with value x > thr and returns the new thr.
+func (t *topSet) add(x float64, id int) float64 {
+	t.c = append(t.c, cand{v: x, id: int32(id)})
+	if len(t.c) >= 2*t.m+32 {
+		t.prune()
 	}
-	return h
+	return t.thr
 }
 
-// finishTop drops the placeholders from a heap and ranks the rest.
-func finishTop(h []cand, masked float64) []cand {
-	h = slices.DeleteFunc(h, func(c cand) bool { return c.v == masked })
-	slices.SortFunc(h, byRank)
-	return h
+func (t *topSet) prune() {
+	if t.m == 0 {
+		t.c, t.thr = t.c[:0], math.Inf(1)
+		return
+	}
+	selectBest(t.c, t.m)
+	t.c = t.c[:t.m]
+	worst := t.c[0]
+	for _, c := range t.c[1:] {
+		if ranksAfter(c, worst) {
+			worst = c
+		}
+	}
+	t.thr = worst.v
 }
 
-// topK returns the k best tokens of row in rank order (fewer if fewer have
-// mass), with a k-entry heap: O(n) comparisons plus O(log k) per entry.
+// ranked returns the best m (fewer if fewer entered) in rank order.
+func (t *topSet) ranked() []cand {
+	if len(t.c) > t.m {
+		t.prune()
+	}
+	slices.SortFunc(t.c, byRank)
+	return t.c
+}
+
+// topK returns the k best tokens of row with values above masked, in rank
+// order.
 func topK[F float32 | float64](dst []cand, row []F, k int, masked F) []cand {
-	h := newHeap(dst, min(k, len(row)), float64(masked))
-	root := h[0].v
+	t := newTopSet(dst, k, float64(masked))
+	thr := t.thr
 	for i, v := range row {
-		if x := float64(v); x > root { // ties lose: their ids are larger
-			root = heapReplaceRoot(h, x, i)
+		if x := float64(v); x > thr {
+			thr = t.add(x, i)
 		}
 	}
-	return finishTop(h, float64(masked))
-}
-
-// heapReplaceRoot puts token id with value x at the root, restores the heap
-// and returns the new root's value.
-func heapReplaceRoot(h []cand, x float64, id int) float64 {
-	h[0] = cand{v: x, id: int32(id)}
-	siftDown(h, 0)
-	return h[0].v
-}
-
-// siftDown restores the heap property below i; the root is the candidate that
-// ranks last.
-func siftDown(h []cand, i int) {
-	for {
-		worst, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && ranksAfter(h[l], h[worst]) {
-			worst = l
-		}
-		if r < len(h) && ranksAfter(h[r], h[worst]) {
-			worst = r
-		}
-		if worst == i {
-			return
-		}
-		h[i], h[worst] = h[worst], h[i]
-		i = worst
-	}
+	return t.ranked()
 }
 
 // ranksAfter reports whether a ranks after b: byRank(a, b) > 0.

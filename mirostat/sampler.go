@@ -65,6 +65,8 @@ type Sampler struct {
 	steps int
 	cands []cand    // scratch: candidates of the current row
 	probs []float64 // scratch: their original probabilities
+	terms terms     // scratch: the terms of the row's normalizer
+	hist  histogram // scratch: the row's candidates by band
 }
 
 // New returns a sampler at mu = cfg.Mu (2*Tau when 0).
@@ -159,16 +161,12 @@ func (w Weights) selectFor(s *Sampler) (selection, error) { return s.selectWeigh
 // SampleLogits draws one token from a row of logits with the uniform u in
 // [0, 1) and updates mu. It is Sample(Logits(logits), u) without the
 // interface conversion, and allocates nothing once the sampler's scratch has
-// grown to the row's candidate count.
+// grown to the row's size.
 func (s *Sampler) SampleLogits(logits []float32, u float64) (Step, error) {
 	if err := checkUniform(u); err != nil {
 		return Step{}, err
 	}
-	sel, err := s.selectLogits(logits)
-	if err != nil {
-		return Step{}, err
-	}
-	return s.commitAt(&sel, sel.pick(u))
+	return s.drawLogits(logits, u)
 }
 
 // SampleWeights draws one token from a row of non-negative weights.
@@ -182,6 +180,9 @@ func (s *Sampler) SampleWeights(weights []float64, u float64) (Step, error) {
 func (s *Sampler) Sample(row Row, u float64) (Step, error) {
 	if err := checkUniform(u); err != nil {
 		return Step{}, err
+	}
+	if l, ok := row.(Logits); ok {
+		return s.drawLogits(l, u)
 	}
 	sel, err := row.selectFor(s)
 	if err != nil {
@@ -313,9 +314,10 @@ func (sel *selection) pick(u float64) int {
 	return lastWithMass(sel.probs)
 }
 
-// inverseCDF is the one draw routine of the package: the index of the first
-// probability whose running sum exceeds u times the total. When rounding
-// lifts u*total to the total, it is the last index with mass.
+// inverseCDF is the reference draw: the index of the first probability
+// whose running sum exceeds u times the total. When rounding lifts u*total
+// to the total, it is the last index with mass. drawLogits reaches the same
+// index without ranking the candidates (see draw.go).
 func inverseCDF(probs []float64, u float64) int {
 	var total float64
 	for _, p := range probs {
@@ -363,21 +365,26 @@ func (sel *selection) index(token int) int {
 
 // commitAt builds the step for candidate i and commits it.
 func (s *Sampler) commitAt(sel *selection, i int) (Step, error) {
-	c := sel.kept[i]
-	surprise := sel.st.surpriseBits(c.lv)
+	return s.commit(sel.st, sel.kept[i], sel.probs[i], len(sel.kept), sel.k, sel.s)
+}
+
+// commit builds the step for candidate c of probability p, drawn among kept
+// candidates, and commits it.
+func (s *Sampler) commit(rs rowStats, c cand, p float64, kept, k int, exponent float64) (Step, error) {
+	surprise := rs.surpriseBits(c.lv)
 	mu := s.mu - s.cfg.Eta*(surprise-s.cfg.Tau)
 	if !finite(mu) {
 		return Step{}, ErrNumerical
 	}
 	st := Step{
 		Token:    int(c.id),
-		Prob:     sel.probs[i],
+		Prob:     p,
 		Surprise: surprise,
-		Kept:     len(sel.kept),
-		K:        sel.k,
+		Kept:     kept,
+		K:        k,
 		Mu:       mu,
 		MuBefore: s.mu,
-		S:        sel.s,
+		S:        exponent,
 	}
 	s.mu = mu
 	s.steps++
@@ -387,12 +394,12 @@ func (s *Sampler) commitAt(sel *selection, i int) (Step, error) {
 func (s *Sampler) selectLogits(row []float32) (selection, error) {
 	ninf := float32(math.Inf(-1))
 	if s.cfg.Version == V1 {
-		heap := newHeap(s.cands, min(s.cfg.M, len(row)), float64(ninf))
-		st, err := logitStats(row, heap)
+		top := newTopSet(s.cands, min(s.cfg.M, len(row)), float64(ninf))
+		st, err := logitStats(row, &top)
 		if err != nil {
 			return selection{}, err
 		}
-		return selectV1(s, row, st, finishTop(heap, float64(ninf)), ninf, false)
+		return selectV1(s, row, st, top.ranked(), ninf, false)
 	}
 	st, err := logitStats(row, nil)
 	if err != nil {
