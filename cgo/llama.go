@@ -191,6 +191,12 @@ func (m Model) Size() uint64 { return uint64(C.llama_model_size(m.c)) }
 // HasEncoder is llama_model_has_encoder.
 func (m Model) HasEncoder() bool { return bool(C.llama_model_has_encoder(m.c)) }
 
+// RopeType is llama_model_rope_type.
+func (m Model) RopeType() int { return int(C.llama_model_rope_type(m.c)) }
+
+// IsDiffusion is llama_model_is_diffusion.
+func (m Model) IsDiffusion() bool { return bool(C.llama_model_is_diffusion(m.c)) }
+
 // IsRecurrent is llama_model_is_recurrent.
 func (m Model) IsRecurrent() bool { return bool(C.llama_model_is_recurrent(m.c)) }
 
@@ -390,7 +396,9 @@ func (ctx Context) PerfReset() { C.llama_perf_context_reset(ctx.c) }
 // ---- memory (KV cache)
 
 // MemoryClear is llama_memory_clear.
-func (ctx Context) MemoryClear(data bool) { C.llama_memory_clear(C.llama_get_memory(ctx.c), C.bool(data)) }
+func (ctx Context) MemoryClear(data bool) {
+	C.llama_memory_clear(C.llama_get_memory(ctx.c), C.bool(data))
+}
 
 // SeqRm is llama_memory_seq_rm.
 func (ctx Context) SeqRm(seq, p0, p1 int32) bool {
@@ -403,7 +411,9 @@ func (ctx Context) SeqCp(src, dst, p0, p1 int32) {
 }
 
 // SeqKeep is llama_memory_seq_keep.
-func (ctx Context) SeqKeep(seq int32) { C.llama_memory_seq_keep(C.llama_get_memory(ctx.c), C.llama_seq_id(seq)) }
+func (ctx Context) SeqKeep(seq int32) {
+	C.llama_memory_seq_keep(C.llama_get_memory(ctx.c), C.llama_seq_id(seq))
+}
 
 // SeqAdd is llama_memory_seq_add.
 func (ctx Context) SeqAdd(seq, p0, p1, delta int32) {
@@ -543,8 +553,9 @@ func (v Vocab) Detokenize(tokens []int32, buf []byte, removeSpecial, unparseSpec
 // returns the full length or -1 for an unknown template.
 func ChatApplyTemplate(tmpl string, roles, contents []string, addAssistant bool, buf []byte) int32 {
 	n := len(roles)
-	msgs := (*[1 << 20]C.struct_llama_chat_message)(C.calloc(C.size_t(max(n, 1)), C.sizeof_struct_llama_chat_message))
-	defer C.free(unsafe.Pointer(msgs))
+	mem := C.calloc(C.size_t(max(n, 1)), C.sizeof_struct_llama_chat_message)
+	defer C.free(mem)
+	msgs := unsafe.Slice((*C.struct_llama_chat_message)(mem), max(n, 1))
 	for i := 0; i < n; i++ {
 		msgs[i].role = C.CString(roles[i])
 		msgs[i].content = C.CString(contents[i])

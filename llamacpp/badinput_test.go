@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
@@ -223,4 +224,57 @@ func TestVocabularyMismatch(t *testing.T) {
 	require.ErrorIs(t, err, llamacpp.ErrLoad)
 	assert.Contains(t, err.Error(), "token_embd.weight")
 	t.Log(err)
+}
+
+// Forgotten models and contexts (never closed, one of them armed with a
+// cancellable Go context) are freed by their cleanups without harm.
+func TestForgottenObjectsAreFreed(t *testing.T) {
+	path := modelPath(t, "tiny-f32")
+	for range 3 {
+		func() {
+			m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+			require.NoError(t, err)
+			ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256, Threads: 1})
+			require.NoError(t, err)
+			b, err := llamacpp.NewBatch(4, 1)
+			require.NoError(t, err)
+			_, _ = b.Add(5, 0, 0, true)
+			gctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			require.NoError(t, ctx.Decode(gctx, b))
+		}()
+		runtime.GC()
+		runtime.GC()
+	}
+	// The package still works afterwards.
+	m := loadModel(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256})
+	decodeSeq(t, ctx, newBatch(t, 8, 1), 0, 0, []int32{5, 6})
+}
+
+func TestMoreBadInput(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	_, err := m.NewContext(llamacpp.ContextParams{Threads: llamacpp.MaxThreads + 1})
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256})
+	assert.ErrorIs(t, ctx.SetThreads(1, 100000), llamacpp.ErrInvalidArgument)
+
+	b := newBatch(t, 4, 2)
+	_, err = b.AddShared(5, 0, []int32{1, 1}, true)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "duplicate sequence ids")
+
+	p := modelPath(t, "tiny-f32")
+	assert.ErrorIs(t, llamacpp.Quantize(p, p, llamacpp.Q8_0, 1), llamacpp.ErrInvalidArgument, "quantize onto itself")
+
+	// The vocabulary's constants survive Close.
+	m2, err := llamacpp.LoadModel(p, llamacpp.ModelParams{VocabOnly: true})
+	require.NoError(t, err)
+	v := m2.Vocab()
+	require.NoError(t, m2.Close())
+	assert.Equal(t, int32(2), v.EOS())
+	assert.True(t, v.IsEOG(2))
+	_, err = v.Tokenize("x", false, false)
+	assert.ErrorIs(t, err, llamacpp.ErrClosed)
+	_, err = v.ApplyChatTemplate("", []llamacpp.ChatMessage{{Role: "user", Content: "hi"}}, true)
+	assert.ErrorIs(t, err, llamacpp.ErrClosed)
 }

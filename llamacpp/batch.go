@@ -96,6 +96,13 @@ func (b *Batch) AddShared(token, pos int32, seqs []int32, output bool) (int, err
 	if len(seqs) == 0 || len(seqs) > b.seqsPer {
 		return 0, invalid("%d sequences for one token (batch allows 1..%d)", len(seqs), b.seqsPer)
 	}
+	for j, s := range seqs {
+		for _, t := range seqs[:j] {
+			if s == t {
+				return 0, invalid("sequence id %d listed twice for one token", s)
+			}
+		}
+	}
 	i, err := b.Add(token, pos, seqs[0], output)
 	if err != nil {
 		return 0, err

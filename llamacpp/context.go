@@ -12,6 +12,9 @@ import (
 	"github.com/llamaloop/llamaloop/cgo"
 )
 
+// MaxThreads is the most threads a context may use (GGML_MAX_N_THREADS).
+const MaxThreads = 512
+
 // FlashAttention selects llama.cpp's flash-attention mode.
 type FlashAttention int
 
@@ -98,9 +101,18 @@ type Context struct {
 	abortMu   sync.Mutex
 	armedGen  uint64
 
+	cleanup runtime.Cleanup
+
 	// outputs of the last successful Decode: batch index -> logits row
 	lastOutputs []int8
 	lastN       int
+}
+
+// ctxResources is what a forgotten Context's cleanup frees.
+type ctxResources struct {
+	c     cgo.Context
+	abort *int32
+	model *Model
 }
 
 // NewContext creates a context. Invalid parameters give ErrInvalidArgument;
@@ -136,8 +148,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, err
 	}
 	threads := p.Threads
-	if threads < 0 || p.BatchThreads < 0 {
-		return nil, invalid("negative thread count")
+	if threads < 0 || p.BatchThreads < 0 || threads > MaxThreads || p.BatchThreads > MaxThreads {
+		return nil, invalid("thread counts %d, %d outside [0, %d]", threads, p.BatchThreads, MaxThreads)
 	}
 	if threads == 0 {
 		threads = runtime.NumCPU()
@@ -170,6 +182,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if m.vocabOnly {
 		return nil, invalid("model %s was loaded with VocabOnly and has no weights to evaluate", m.path)
 	}
+	if reason := m.cannotGenerate(); reason != "" {
+		return nil, invalid("model %s: %s", m.path, reason)
+	}
 	if err := m.attach(); err != nil {
 		return nil, err
 	}
@@ -189,7 +204,14 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
 	ctx.lastOutputs = make([]int8, ctx.nBatch)
-	runtime.SetFinalizer(ctx, func(c *Context) { c.Close() })
+	// A cleanup, not a finalizer: a cancellation callback may point back at
+	// the context, and finalizers never run on cycles. Its argument keeps
+	// the model alive until the context is freed.
+	ctx.cleanup = runtime.AddCleanup(ctx, func(r ctxResources) {
+		r.c.Free()
+		cgo.CFree(unsafe.Pointer(r.abort))
+		r.model.detach()
+	}, ctxResources{c: c, abort: ctx.abort, model: m})
 	return ctx, nil
 }
 
@@ -208,7 +230,7 @@ func (ctx *Context) Close() error {
 	cgo.CFree(unsafe.Pointer(ctx.abort))
 	ctx.abort = nil
 	ctx.abortMu.Unlock()
-	runtime.SetFinalizer(ctx, nil)
+	ctx.cleanup.Stop()
 	ctx.model.detach()
 	return nil
 }
@@ -247,8 +269,8 @@ func (ctx *Context) SetThreads(threads, batchThreads int) error {
 	if err := ctx.check(); err != nil {
 		return err
 	}
-	if threads < 1 || batchThreads < 1 {
-		return invalid("threads %d, %d", threads, batchThreads)
+	if threads < 1 || batchThreads < 1 || threads > MaxThreads || batchThreads > MaxThreads {
+		return invalid("threads %d, %d outside [1, %d]", threads, batchThreads, MaxThreads)
 	}
 	ctx.c.SetNThreads(threads, batchThreads)
 	return nil
@@ -360,7 +382,9 @@ func (ctx *Context) validate(b *Batch) error {
 // Logits returns the logits row of batch index i of the last successful
 // Decode (the token must have been added with output set). The slice is a
 // view of llama.cpp's buffer: it is valid until the next Decode or Close and
-// must not be retained; modifying it in place is allowed.
+// must not be retained; modifying it in place is allowed. Keep the Context
+// reachable while you read the view (a forgotten Context is freed by the
+// garbage collector like a Close).
 func (ctx *Context) Logits(i int) ([]float32, error) {
 	if err := ctx.check(); err != nil {
 		return nil, err

@@ -84,7 +84,7 @@ func (ctx *Context) SeqShift(seq, p0, p1, delta int32) error {
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
-	if !ctx.c.CanShift() {
+	if !ctx.c.CanShift() || !ctx.model.canShift() {
 		return invalid("this model's cache cannot shift positions")
 	}
 	ctx.c.SeqAdd(seq, p0, p1, delta)
@@ -99,7 +99,7 @@ func (ctx *Context) SeqDivide(seq, p0, p1, d int32) error {
 	if d < 1 {
 		return invalid("divisor %d", d)
 	}
-	if !ctx.c.CanShift() {
+	if !ctx.c.CanShift() || !ctx.model.canShift() {
 		return invalid("this model's cache cannot shift positions")
 	}
 	ctx.c.SeqDiv(seq, p0, p1, d)
@@ -115,7 +115,8 @@ func (ctx *Context) SeqPosMin(seq int32) (int32, error) {
 }
 
 // SeqPosMax is the largest position of seq, or -1 when seq is empty. Every
-// position between SeqPosMin and SeqPosMax is present.
+// position between SeqPosMin and SeqPosMax is present unless a middle range
+// was removed.
 func (ctx *Context) SeqPosMax(seq int32) (int32, error) {
 	if err := ctx.checkSeq(seq); err != nil {
 		return -1, err

@@ -9,6 +9,7 @@ import (
 	rcgo "runtime/cgo"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/llamaloop/llamaloop/cgo"
 )
@@ -43,8 +44,14 @@ type Model struct {
 	closing  bool
 	// vocabOnly models have no weights and cannot create contexts
 	vocabOnly bool
-	vocab     *Vocab
-	info      ModelInfo
+	// unsupported says why contexts of this model would misbehave in
+	// llama.cpp (e.g. an encoder), empty when they are fine
+	unsupported string
+	ropeType    int
+	freed       atomic.Bool
+	cleanup     runtime.Cleanup
+	vocab       *Vocab
+	info        ModelInfo
 }
 
 // ModelInfo describes a loaded model. A vocabulary-only model has only Path,
@@ -116,8 +123,18 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		m.info.Description, m.info.Size, m.info.Params = c.Desc(), c.Size(), c.NParams()
 		m.info.CtxTrain, m.info.Embd, m.info.Layers = c.NCtxTrain(), c.NEmbd(), c.NLayer()
 		m.info.Heads, m.info.HeadsKV = c.NHead(), c.NHeadKV()
+		m.ropeType = c.RopeType()
+		causal, _ := c.MetaValStr(m.info.Architecture + ".attention.causal")
+		switch {
+		case c.HasEncoder():
+			m.unsupported = "encoder-decoder models are not supported (llamaloop generates with decoder-only models)"
+		case c.IsDiffusion() || causal == "false":
+			m.unsupported = "non-causal models are not supported (llamaloop generates with causal models)"
+		}
 	}
-	runtime.SetFinalizer(m, func(m *Model) { m.free() })
+	// A cleanup, not a finalizer: the model and its vocabulary point at each
+	// other, and finalizers never run on cycles.
+	m.cleanup = runtime.AddCleanup(m, func(c cgo.Model) { c.Free() }, c)
 	return m, nil
 }
 
@@ -213,13 +230,21 @@ func (m *Model) Close() error {
 	return nil
 }
 
+// cannotGenerate says why the model cannot get a context, or "".
+func (m *Model) cannotGenerate() string { return m.unsupported }
+
+// canShift reports whether llama.cpp can shift this model's positions
+// (multi-section RoPE asserts in seq_add and seq_div).
+func (m *Model) canShift() bool { return m.ropeType < 0 || m.ropeType&8 == 0 }
+
 func (m *Model) free() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.c.Nil() {
+		m.freed.Store(true)
 		m.c.Free()
 		m.c = cgo.Model{}
-		runtime.SetFinalizer(m, nil)
+		m.cleanup.Stop()
 	}
 }
 
@@ -272,6 +297,11 @@ func Quantize(in, out string, ft FileType, threads int) error {
 	initialize()
 	if err := checkGGUF(in); err != nil {
 		return err
+	}
+	if si, err := os.Stat(in); err == nil {
+		if so, err := os.Stat(out); err == nil && os.SameFile(si, so) {
+			return invalid("quantize %s onto itself", in)
+		}
 	}
 	switch ft {
 	case F32, F16, Q8_0, Q4_0:

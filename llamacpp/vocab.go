@@ -2,8 +2,6 @@ package llamacpp
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/cgo"
@@ -15,13 +13,27 @@ type Vocab struct {
 	model *Model
 	c     cgo.Vocab
 	n     int
-
-	eogOnce sync.Once
-	eog     []int32
-	freed   atomic.Bool
+	// read once at load, so that they stay valid after Close
+	bos, eos, eot, pad int32
+	addBOS, addEOS     bool
+	noTokenizer        bool
+	eog                []int32
 }
 
-func newVocab(m *Model, c cgo.Vocab) *Vocab { return &Vocab{model: m, c: c, n: c.NTokens()} }
+// maxText bounds the bytes and tokens handed to llama.cpp, whose lengths are
+// int32.
+const maxText = 1<<31 - 1
+
+func newVocab(m *Model, c cgo.Vocab) *Vocab {
+	v := &Vocab{model: m, c: c, n: c.NTokens(), bos: c.BOS(), eos: c.EOS(), eot: c.EOT(), pad: c.PAD(),
+		addBOS: c.AddBOS(), addEOS: c.AddEOS(), noTokenizer: c.Type() == 0}
+	for t := range int32(v.n) {
+		if c.IsEOG(t) {
+			v.eog = append(v.eog, t)
+		}
+	}
+	return v
+}
 
 // TokenAttr is the bit set of llama_token_attr.
 type TokenAttr uint32
@@ -40,9 +52,22 @@ const (
 	AttrSingleWord  TokenAttr = 1 << 9
 )
 
+// alive reports a freed model. Closing a model while another goroutine
+// still uses its vocabulary is a programming error, as for any Close.
 func (v *Vocab) alive() error {
-	if v.model.c.Nil() {
+	if v.model.freed.Load() {
 		return fmt.Errorf("vocabulary: model %w", ErrClosed)
+	}
+	return nil
+}
+
+// tokenizer reports a model without a tokenizer (GGUF tokenizer "none").
+func (v *Vocab) tokenizer() error {
+	if err := v.alive(); err != nil {
+		return err
+	}
+	if v.noTokenizer {
+		return invalid("the model has no tokenizer")
 	}
 	return nil
 }
@@ -61,41 +86,38 @@ func (v *Vocab) checkToken(t int32) error {
 func (v *Vocab) Size() int { return v.n }
 
 // BOS is the beginning-of-sequence token, or -1.
-func (v *Vocab) BOS() int32 { return v.c.BOS() }
+func (v *Vocab) BOS() int32 { return v.bos }
 
 // EOS is the end-of-sequence token, or -1.
-func (v *Vocab) EOS() int32 { return v.c.EOS() }
+func (v *Vocab) EOS() int32 { return v.eos }
 
 // EOT is the end-of-turn token, or -1.
-func (v *Vocab) EOT() int32 { return v.c.EOT() }
+func (v *Vocab) EOT() int32 { return v.eot }
 
 // PAD is the padding token, or -1.
-func (v *Vocab) PAD() int32 { return v.c.PAD() }
+func (v *Vocab) PAD() int32 { return v.pad }
 
 // AddsBOS reports whether Tokenize with addSpecial prepends BOS.
-func (v *Vocab) AddsBOS() bool { return v.c.AddBOS() }
+func (v *Vocab) AddsBOS() bool { return v.addBOS }
 
 // AddsEOS reports whether Tokenize with addSpecial appends EOS.
-func (v *Vocab) AddsEOS() bool { return v.c.AddEOS() }
+func (v *Vocab) AddsEOS() bool { return v.addEOS }
 
 // IsEOG reports whether t ends generation (EOS, EOT, and the tokens
 // llama.cpp recognises as ending a turn); false for ids outside the
 // vocabulary.
 func (v *Vocab) IsEOG(t int32) bool {
-	return t >= 0 && int(t) < v.n && v.alive() == nil && v.c.IsEOG(t)
+	for _, e := range v.eog {
+		if e == t {
+			return true
+		}
+	}
+	return false
 }
 
-// EOGTokens lists every end-of-generation token in increasing order.
-func (v *Vocab) EOGTokens() []int32 {
-	v.eogOnce.Do(func() {
-		for t := range int32(v.n) {
-			if v.c.IsEOG(t) {
-				v.eog = append(v.eog, t)
-			}
-		}
-	})
-	return v.eog
-}
+// EOGTokens lists every end-of-generation token in increasing order. The
+// slice is shared: do not modify it.
+func (v *Vocab) EOGTokens() []int32 { return v.eog }
 
 // Attr returns the attributes of token t.
 func (v *Vocab) Attr(t int32) (TokenAttr, error) {
@@ -126,8 +148,11 @@ func (v *Vocab) Score(t int32) (float32, error) {
 // asks for them; parseSpecial turns special-token text (e.g. "<|im_end|>")
 // into control tokens instead of plain text.
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
-	if err := v.alive(); err != nil {
+	if err := v.tokenizer(); err != nil {
 		return nil, err
+	}
+	if len(text) > maxText-2 {
+		return nil, invalid("text of %d bytes is too long to tokenize", len(text))
 	}
 	out := make([]int32, len(text)+2)
 	n := v.c.Tokenize(text, out, addSpecial, parseSpecial)
@@ -151,10 +176,14 @@ func (v *Vocab) AppendPiece(dst []byte, t int32, special bool) ([]byte, error) {
 	if err := v.checkToken(t); err != nil {
 		return dst, err
 	}
+	if err := v.tokenizer(); err != nil {
+		return dst, err
+	}
 	start := len(dst)
 	dst = append(dst, make([]byte, 0, 32)...)[:start]
 	for {
 		free := dst[start:cap(dst)]
+		free = free[:min(len(free), 1<<20)] // a piece is short; lengths are int32 in C
 		n := v.c.TokenToPiece(t, free, 0, special)
 		if n >= 0 {
 			return dst[:start+int(n)], nil
@@ -173,6 +202,12 @@ func (v *Vocab) Piece(t int32, special bool) (string, error) {
 // BOS and trailing EOS that the model adds; unparseSpecial renders control
 // tokens as text.
 func (v *Vocab) Detokenize(tokens []int32, removeSpecial, unparseSpecial bool) (string, error) {
+	if err := v.tokenizer(); err != nil {
+		return "", err
+	}
+	if len(tokens) > maxText/16 {
+		return "", invalid("%d tokens are too many to detokenize at once", len(tokens))
+	}
 	for _, t := range tokens {
 		if err := v.checkToken(t); err != nil {
 			return "", err
@@ -208,6 +243,10 @@ func (v *Vocab) ApplyChatTemplate(template string, messages []ChatMessage, addAs
 	if template == "" {
 		t, ok := v.model.ChatTemplate("")
 		if !ok {
+			if v.model.acquire() != nil {
+				return "", fmt.Errorf("vocabulary: model %w", ErrClosed)
+			}
+			v.model.release()
 			return "", invalid("the model has no chat template")
 		}
 		template = t
@@ -221,6 +260,9 @@ func (v *Vocab) ApplyChatTemplate(template string, messages []ChatMessage, addAs
 		}
 		roles[i], contents[i] = m.Role, m.Content
 		size += 2*len(m.Content) + len(m.Role) + 32
+	}
+	if size > maxText {
+		return "", invalid("chat of %d bytes is too long", size)
 	}
 	buf := make([]byte, size)
 	n := cgo.ChatApplyTemplate(template, roles, contents, addAssistant, buf)
