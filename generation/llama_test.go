@@ -385,3 +385,18 @@ func memory() (heap uint64, rss int) {
 	}
 	return ms.HeapAlloc, rss
 }
+
+// An empty text prompt is BOS alone on a model that adds BOS; a token out of
+// the vocabulary is refused before anything runs.
+func TestLlamaEmptyAndBadPrompts(t *testing.T) {
+	m := llamaModel(t, "tiny")
+	gen, b := llamaGenerator(t, m, llamacpp.ContextParams{ContextSize: 256})
+	res, err := gen.Generate(context.Background(), []generation.Request{{Text: "", Config: greedyConfig(3)}})
+	require.NoError(t, err)
+	alone, err := gen.Generate(context.Background(), []generation.Request{{Prompt: []int32{m.Vocab().BOS()}, Config: greedyConfig(3)}})
+	require.NoError(t, err)
+	assert.Equal(t, alone[0].Tokens, res[0].Tokens)
+	_, err = gen.Generate(context.Background(), []generation.Request{{Prompt: []int32{5, int32(m.Vocab().Size())}, Config: greedyConfig(3)}})
+	require.ErrorIs(t, err, generation.ErrTokenOutOfRange)
+	assert.Equal(t, 0, b.Len(0))
+}
