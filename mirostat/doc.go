@@ -45,20 +45,20 @@
 //
 // # Cost
 //
-// A step reads the row once to compute the normalizer (an online
-// log-sum-exp with a table-driven exponential accurate to a few ulps),
-// keeping its terms and, for V1, the top M. When the candidates are few
-// (V1: k <= M; V2: up to n/32 + 256), a second pass collects them; when
-// they are many, a histogram of probability mass by logit band, built from
-// the stored terms, leads to the band that holds the draw. Either way the
-// draw partitions the remaining tokens by rank (a quickselect) instead of
-// ranking them, so a step costs O(n) however many candidates it keeps, and
-// draws exactly the token that ranking them would. Nothing sorts the
-// vocabulary, and a Sampler keeps its scratch buffers (about 12 bytes per
-// vocabulary entry), so steady-state steps do not allocate. Candidates,
-// Preview, Observe and rows of Weights rank the candidates, O(k log k). A
-// PreparedRow caches the softmax and the full ranking of a row that is drawn
-// from many times.
+// A step reads the row twice: once for its maximum, once for the
+// normalizer (one table-driven exponential per token, within 1e-13 of
+// math.Exp, the sum in float64), which in the same loop files every token
+// in a histogram of probability mass by logit band, a list per band. When
+// the candidates are few (V1: k <= M; V2: up to n/32 + 256), the lists give
+// them; when they are many, the histogram leads to the band that holds the
+// draw. Either way the draw partitions the remaining tokens by rank (a
+// quickselect) instead of ranking them, so a step costs O(n) however many
+// candidates it keeps, and draws exactly the token that ranking them would.
+// Nothing sorts the vocabulary, and a Sampler keeps its scratch buffers
+// (about 4 bytes per vocabulary entry, and the candidates), so steady-state
+// steps do not allocate. Candidates, Preview, Observe and rows of Weights
+// rank the candidates, O(k log k). A PreparedRow caches the softmax and the
+// full ranking of a row that is drawn from many times.
 //
 // # Errors and state
 //

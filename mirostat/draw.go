@@ -13,8 +13,9 @@ import (
 // finds it without ranking. Few candidates it collects and partitions by
 // rank, keeping the side that holds the target (descend, a quickselect).
 // Many it counts in a histogram of probability mass by logit band, built
-// from the normalizer's own terms, walks the bands to the one that holds the
-// target and partitions only that band's tokens, typically a few hundred.
+// by the normalizer's own pass from its terms, walks the bands to the one
+// that holds the target and partitions only that band's tokens, typically
+// a few hundred.
 // Either way a step costs O(n).
 //
 // Its sums add the same probabilities as the reference's in other orders,
@@ -28,74 +29,137 @@ import (
 // bands is the number of logit bands of a histogram.
 const bands = 2048
 
+// bandShift sets the width of a band: 2^bandShift steps of expTermBits'
+// reduction, 64·ln2/1024 ≈ 0.043, so that the bands span 88.7 below the
+// largest logit, more than ln n + 40 for any row (n < 2^31).
+const bandShift = 6
+
 // histogram holds the mass and count of a row's unmasked tokens by logit
-// band, and the tokens of each band as a list: band b holds the logits x with
-// floor((shift - x)·scale) = b, the last band everything lower, band bands
-// the masked tokens. The bands span ln n + 40 below the largest logit, past
-// which all tokens together weigh less than e^-40 times the most probable
-// one; on the rows of a language model, a band holds at most a few hundred
-// tokens where the mass is.
+// band, and the tokens of each band as a list: band b holds the logits x
+// whose term exp(x - shift) expTermBits reduces to k with -k >> bandShift
+// = b, the last band everything lower; masked tokens are in none. Past
+// ln n + 40 below the largest logit, all tokens together weigh less than
+// e^-40 times the most probable one; on the rows of a language model, a band
+// holds at most a few hundred tokens where the mass is. The normalizer's
+// pass fills it (logitTerms), from the same terms it adds, each within
+// 1e-13 of the probability of its token times exp(lnZ), well within the
+// 1e-12 that drawSlack allows.
 type histogram struct {
-	bander
-	mass  []float64 // by band: exp(x - shift) summed, not normalized
-	count []int32   // by band
-	head  []int32   // by band: its last token, or -1
-	next  []int32   // by token: the previous token of its band, or -1
+	shift float64
+	stats []bandStats // by band
+	next  []int32     // by token: the previous token of its band, or -1
 }
 
-// bander maps logits to bands; a copy in a local variable lets the loop in
-// fill keep it in registers.
-type bander struct{ shift, scale float64 }
+// bandStats is one band of a histogram, in one cache line with its
+// neighbours.
+type bandStats struct {
+	mass  float64 // exp(x - shift) summed, not normalized
+	count int32
+	head  int32 // its last token, or -1
+}
 
-// band is the band of logit x <= shift, non-increasing in x; bands for
-// -Inf. Its one branch, on -Inf, does not depend on the logit's size.
-func (h bander) band(x float32) int {
-	b := int(min((h.shift-float64(x))*h.scale, bands-1))
+// reset empties the histogram for a row of n tokens with largest logit
+// shift.
+func (h *histogram) reset(n int, shift float64) {
+	h.shift = shift
+	if h.stats == nil {
+		h.stats = make([]bandStats, bands)
+	}
+	for b := range h.stats {
+		h.stats[b] = bandStats{head: -1}
+	}
+	h.next = slices.Grow(h.next[:0], n)[:n]
+}
+
+// bandOf is the band of logit x under the largest logit m, non-increasing
+// in x, or bands for a masked token: -k >> bandShift for the k of x's term
+// in expTermBits, clamped to the last band.
+func bandOf(x float32, m float64) uint64 {
+	d := float64(x) - m
+	if d < expFloor {
+		d = expFloor
+	}
+	_, k := expTermBits(d)
+	// A NaN lands in any band: its step fails.
+	b := min((math.Float64bits(expShifter)-k)>>bandShift, bands-1)
 	if math.Float32bits(x) == 0xff800000 { // -Inf
 		b = bands
 	}
 	return b
 }
 
-// fill computes the histogram of a row from the terms of its normalizer:
-// e[i]·exp(m - shift) is the probability of token i times exp(lnZ) within
-// 1e-12 relative, the allowance of drawSlack (the rounding of the
-// exponentials' arguments makes about 4e-13 of it), or absolutely below
-// e^-700 for the terms that the normalizer clamped, too small to matter.
-func (h *histogram) fill(row []float32, st rowStats, t *terms) {
-	h.bander = bander{st.shift, bands / (math.Log(float64(st.n)) + 40)}
-	if h.mass == nil {
-		h.mass, h.count, h.head = make([]float64, bands+1), make([]int32, bands+1), make([]int32, bands+1)
+// band is the band of logit x <= shift.
+func (h *histogram) band(x float32) int { return int(bandOf(x, h.shift)) }
+
+// add enters token i of logit x and term e, unless it is masked.
+func (h *histogram) add(x float32, i int, e float64) {
+	b := bandOf(x, h.shift)
+	if b == bands {
+		return
 	}
-	clear(h.mass)
-	clear(h.count)
-	for b := range h.head {
-		h.head[b] = -1
-	}
-	h.next = slices.Grow(h.next[:0], len(row))[:len(row)]
-	mass, count, head, bd := h.mass[:bands+1], h.count[:bands+1], h.head[:bands+1], h.bander
-	for r, run := range t.runs {
-		end := len(row)
-		if r+1 < len(t.runs) {
-			end = t.runs[r+1].start
+	s := &h.stats[b]
+	h.next[i], s.head = s.head, int32(i)
+	s.mass += e
+	s.count++
+}
+
+// addTerms is the package's addTerms without a limit (a V1 draw takes its
+// top M from the histogram), entering each unmasked token in h as well. It
+// stops at a token more than 88.7 below the maximum, which logitTerms
+// enters by add: the loop takes the others, whose bands need no clamping.
+func (h *histogram) addTerms(row []float32, i int, z float64) (int, float64) {
+	m, shifter := h.shift, math.Float64bits(expShifter)
+	inv, sh, one, c1, c2, c3 := expTermVars[0], expTermVars[1], expTermVars[2], expTermVars[3], expTermVars[4], expTermVars[5]
+	stats, next := h.stats[:bands], h.next[:len(row)]
+	for ; i < len(row); i++ {
+		// bandOf, written out: it does not inline. expTermBits too, so
+		// that its constants stay in registers.
+		u := float64((float64(row[i]) - m) * inv)
+		kf := u + sh
+		k := math.Float64bits(kf)
+		f := u - (kf - sh)
+		scale := math.Float64frombits(expTermTable[k&(expTableSize-1)] + k<<42)
+		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
+		b := (shifter - k) >> bandShift
+		if b >= bands {
+			if math.Float32bits(row[i]) == 0xff800000 { // masked: no term, no band
+				continue
+			}
+			break // below the bands: bandOf clamps
 		}
-		f := math.Exp(run.max - h.shift)
-		xs := row[run.start:end]
-		e, next := t.e[run.start:end], h.next[run.start:end]
-		e, next = e[:len(xs)], next[:len(xs)]
-		for i, x := range xs {
-			b := bd.band(x)
-			next[i], head[b] = head[b], int32(run.start+i)
-			mass[b] += e[i] * f
-			count[b]++
+		z += e
+		s := &stats[b]
+		next[i], s.head = s.head, int32(i)
+		s.mass += e
+		s.count++
+	}
+	return i, z
+}
+
+// best returns the m best tokens in rank order (fewer when fewer are
+// unmasked), in dst's storage: the tokens of the first bands that hold m,
+// partitioned by rank.
+func (h *histogram) best(dst []cand, row []float32, m int) []cand {
+	last, seen := bands-1, 0
+	for b, s := range h.stats[:bands] {
+		if seen += int(s.count); seen >= m {
+			last = b
+			break
 		}
 	}
+	c := h.collect(dst, row, 0, last)
+	if len(c) > m {
+		selectBest(c, m)
+		c = c[:m]
+	}
+	slices.SortFunc(c, byRank)
+	return c
 }
 
 // collect appends the tokens of bands first to last.
 func (h *histogram) collect(dst []cand, row []float32, first, last int) []cand {
 	for b := first; b <= last; b++ {
-		for i := h.head[b]; i >= 0; i = h.next[i] {
+		for i := h.stats[b].head; i >= 0; i = h.next[i] {
 			x := float64(row[i])
 			dst = append(dst, cand{v: x, lv: x, id: i})
 		}
@@ -279,19 +343,21 @@ func selectBest(c []cand, j int) {
 	}
 }
 
-// collectLimit is how many candidates a V2 draw collects before it turns to
-// the histogram, which costs about two more reads of the row.
+// collectLimit is how many candidates a V2 draw collects from the
+// histogram's lists, at most, before it walks the histogram's bands instead.
 func collectLimit(n int) int { return 256 + n/32 }
 
 // drawLogits is SampleLogits: it draws the token that selectLogits and pick
-// draw, without ranking the candidates. A V2 step reads the row once more to
-// collect its candidates, and when they are more than collectLimit, twice
-// (histogram, then the target's bands).
+// draw, without ranking the candidates. A step reads the row twice, for its
+// maximum, then for the normalizer and the histogram (logitTerms); the
+// candidates, or the tokens of the bands the target can fall in, come from
+// the histogram's lists.
 func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 	if s.cfg.Version == V1 {
 		return s.drawLogitsV1(row, u)
 	}
-	st, err := logitTerms(row, nil, &s.terms)
+	h := &s.hist
+	st, err := logitTerms(row, nil, h)
 	if err != nil {
 		return Step{}, err
 	}
@@ -306,36 +372,29 @@ func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 		x := float64(st.shift)
 		return s.commit(st, cand{v: x, lv: x, id: int32(st.top)}, st.prob(x), 1, 0, 0)
 	}
-	limit := collectLimit(len(row))
-	c := s.cands[:0]
-	for i, x := range row {
-		if x >= lo {
-			if len(c) == limit {
-				break
-			}
-			c = append(c, cand{v: float64(x), lv: float64(x), id: int32(i)})
-		}
+	last := h.band(lo)
+	n := 0
+	for _, s := range h.stats[:last+1] {
+		n += int(s.count)
 	}
+	if n >= collectLimit(len(row)) {
+		return s.drawHistogram(row, st, u, cut{band: last, lo: lo}, 0, 0)
+	}
+	c := h.collect(s.cands[:0], row, 0, last)
+	c = slices.DeleteFunc(c, func(c cand) bool { return float32(c.v) < lo })
 	s.cands = c
-	if len(c) < limit {
-		return s.drawAmong(row, st, c, u)
-	}
-	h := &s.hist
-	h.fill(row, st, &s.terms)
-	return s.drawHistogram(row, st, u, cut{band: h.band(lo), lo: lo}, 0, 0)
+	return s.drawAmong(row, st, c, u)
 }
 
-// drawLogitsV1 is drawLogits for V1. The top M of the row come from the
-// normalizer's pass; the top k, when k exceeds M, from the histogram.
+// drawLogitsV1 is drawLogits for V1. The top M and, when k exceeds M, the
+// top k of the row come from the histogram.
 func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
-	ninf := math.Inf(-1)
-	ts := newTopSet(s.cands, min(s.cfg.M, len(row)), ninf)
-	st, err := logitTerms(row, &ts, &s.terms)
+	h := &s.hist
+	st, err := logitTerms(row, nil, h)
 	if err != nil {
 		return Step{}, err
 	}
-	top := ts.ranked()
-	setLogScores(top, false)
+	top := h.best(s.cands[:0], row, min(s.cfg.M, len(row)))
 	s.cands = top
 	exponent := zipfExponent(top)
 	k, err := adaptiveK(s.mu, exponent, len(row))
@@ -350,14 +409,12 @@ func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
 	}
 	// The candidates are the first k in rank order: the tokens of the bands
 	// before the one where the count reaches k, and the best of that band.
-	h := &s.hist
-	h.fill(row, st, &s.terms)
 	seen := 0
-	for b, n := range h.count[:bands] {
-		if seen+int(n) >= k {
+	for b, bs := range h.stats[:bands] {
+		if seen+int(bs.count) >= k {
 			return s.drawHistogram(row, st, u, cut{band: b, best: k - seen}, k, exponent)
 		}
-		seen += int(n)
+		seen += int(bs.count)
 	}
 	return s.drawHistogram(row, st, u, cut{band: bands}, k, exponent) // k covers every unmasked token
 }
@@ -380,8 +437,8 @@ func (s *Sampler) drawHistogram(row []float32, st rowStats, u float64, cut cut, 
 	var before float64
 	kept := 0
 	for b := range last {
-		before += h.mass[b] * zinv
-		kept += int(h.count[b])
+		before += h.stats[b].mass * zinv
+		kept += int(h.stats[b].count)
 	}
 	// The target is u times the mass of the bands before last plus part of
 	// band last's. Collect the bands that it can fall in, found from the
@@ -389,14 +446,14 @@ func (s *Sampler) drawHistogram(row []float32, st rowStats, u float64, cut cut, 
 	var lastMass float64
 	lastCount := 0
 	if last < bands {
-		lastMass, lastCount = h.mass[last]*zinv, int(h.count[last])
+		lastMass, lastCount = h.stats[last].mass*zinv, int(h.stats[last].count)
 	}
 	margin := 2 * drawSlack(before+lastMass, kept+lastCount)
 	low, high := u*before-margin, u*(before+lastMass)+margin
 	first, end := last, last
 	var cum float64
 	for b := range last {
-		cum += h.mass[b] * zinv
+		cum += h.stats[b].mass * zinv
 		if first == last && cum >= low {
 			first = b
 		}
@@ -439,7 +496,7 @@ func (s *Sampler) drawHistogram(row []float32, st rowStats, u float64, cut cut, 
 	kept += len(in)
 	w := newCDFWalk(u, total, kept)
 	for b := range first {
-		if within, ok := w.next(h.mass[b] * zinv); within || !ok {
+		if within, ok := w.next(h.stats[b].mass * zinv); within || !ok {
 			return s.sampleRanked(row, u)
 		}
 	}

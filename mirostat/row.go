@@ -53,152 +53,142 @@ func (st *rowStats) prob(lv float64) float64 {
 // maxRowLen bounds a row so that token ids fit the int32 of cand.
 const maxRowLen = math.MaxInt32
 
-// logitStats validates a row of logits and computes its softmax normalizer
-// in one pass: the running maximum m and Σ exp(x - m) in float64, rescaled
-// whenever m grows (about ln n times on a row in random order), in two
-// interleaved partial sums. A NaN makes a sum NaN and a +Inf the maximum, so
-// validation costs nothing until a row is bad. When top is not nil, the pass
+// logitStats validates a row of logits and computes its softmax normalizer:
+// the maximum m in a first pass, then Σ exp(x - m) in float64, in token
+// order. A NaN makes the sum NaN and a +Inf the maximum, so validation
+// costs nothing until a row is bad. When top is not nil, the second pass
 // also collects the best tokens in it; the comparison with its threshold
 // costs little, whereas appending V2's candidates in this loop made it
-// several times slower, so V2 selects in a second pass.
+// several times slower, so V2 selects in another pass.
 func logitStats(row []float32, top *topSet) (rowStats, error) {
 	return logitTerms(row, top, nil)
 }
 
-// terms records the summands of logitStats' normalizer for one row: e[i] =
-// exp(x_i - m) with m the running maximum when token i was read (clamped
-// as in the sum), and runs, in order, the indices from which each value of
-// m applied. A draw reuses them as probabilities (see histogram.fill)
-// instead of computing an exponential per token again.
-type terms struct {
-	e    []float64
-	runs []termRun
-}
-
-type termRun struct {
-	start int
-	max   float64
-}
-
-// logitTerms is logitStats, recording the terms in t when t is not nil.
-// The pairs that neither raise the maximum nor enter top, nearly all of
-// them, go through addTerms, a loop without calls; the others take the
-// same arithmetic here.
-func logitTerms(row []float32, top *topSet, t *terms) (rowStats, error) {
+// logitTerms is logitStats, filling the histogram h instead of top when h
+// is not nil (a draw takes V1's top M from h). Both add the same terms in
+// the same order, so that a draw and the reference see the same normalizer
+// to the last bit. The tokens within 88.7 of the maximum that do not enter
+// top, nearly all of them, go through addTerms or histogram.addTerms,
+// loops without calls; the others take the same arithmetic here.
+func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 	if len(row) == 0 {
 		return rowStats{}, ErrEmptyRow
 	}
 	if len(row) > maxRowLen {
 		return rowStats{}, paramError("row of %d entries exceeds %d", len(row), maxRowLen)
 	}
+	m, best := rowMax(row)
+	if math.IsInf(m, 1) || best < 0 {
+		if err := firstNonFiniteLogit(row); err != nil {
+			return rowStats{}, err
+		}
+		return rowStats{}, ErrAllMasked
+	}
+	if h != nil {
+		h.reset(len(row), m)
+		top = nil
+	}
 	thr := math.Inf(1) // nothing beats it: no set
 	if top != nil {
 		thr = top.thr
 	}
-	m, z0, z1, best := -math.MaxFloat64, 0.0, 0.0, -1
-	var e []float64
-	if t != nil {
-		t.e = slices.Grow(t.e[:0], len(row))[:len(row)]
-		t.runs = append(t.runs[:0], termRun{0, m})
-		e = t.e
-	}
+	z := 0.0
 	i := 0
 	for {
-		i, z0, z1 = addTerms(row, e, i, m, min(m, thr), z0, z1)
-		if i+1 >= len(row) {
+		if h != nil {
+			i, z = h.addTerms(row, i, z)
+		} else {
+			i, z = addTerms(row, i, m, thr, z)
+		}
+		if i >= len(row) {
 			break
 		}
-		x0, x1 := float64(row[i]), float64(row[i+1])
-		if x0 > m || x1 > m {
-			next := m
-			if x0 > next {
-				next, best = x0, i
-			}
-			if x1 > next {
-				next, best = x1, i+1
-			}
-			f := math.Exp(m - next)
-			z0, z1, m = z0*f, z1*f, next
-			if t != nil {
-				t.runs = append(t.runs, termRun{i, m})
-			}
+		x := row[i]
+		e := term(float64(x) - m)
+		z += e
+		if h != nil {
+			h.add(x, i, e)
 		}
-		d0, d1 := x0-m, x1-m
-		if d0 < expFloor {
-			d0 = expFloor
+		if float64(x) > thr {
+			thr = top.add(float64(x), i)
 		}
-		if d1 < expFloor {
-			d1 = expFloor
-		}
-		e0, e1 := expFast(d0), expFast(d1)
-		z0 += e0
-		z1 += e1
-		if e != nil {
-			e[i], e[i+1] = e0, e1
-		}
-		if x0 > thr {
-			thr = top.add(x0, i)
-		}
-		if x1 > thr {
-			thr = top.add(x1, i+1)
-		}
-		i += 2
+		i++
 	}
-	if i < len(row) {
-		x := float64(row[i])
-		if x > m {
-			f := math.Exp(m - x)
-			z0, z1, m, best = z0*f, z1*f, x, i
-			if t != nil {
-				t.runs = append(t.runs, termRun{i, m})
-			}
-		}
-		e0 := expNonPositive(x - m)
-		z0 += e0
-		if e != nil {
-			e[i] = e0
-		}
-		if x > thr {
-			top.add(x, i)
-		}
-	}
-	z := z0 + z1
-	if math.IsNaN(z) || math.IsInf(m, 1) {
+	if math.IsNaN(z) {
 		if err := firstNonFiniteLogit(row); err != nil {
 			return rowStats{}, err
 		}
 		return rowStats{}, ErrNumerical
 	}
-	if best < 0 {
-		return rowStats{}, ErrAllMasked
-	}
 	return rowStats{n: len(row), top: best, shift: m, lnZ: math.Log(z)}, nil
 }
 
-// addTerms adds the pairs from i on to the partial sums until a pair holds a
-// value above lim (the maximum m or top's threshold), and returns where it
-// stopped. It stores each term in e unless e is nil.
-func addTerms(row []float32, e []float64, i int, m, lim, z0, z1 float64) (int, float64, float64) {
-	for ; i+1 < len(row); i += 2 {
-		x0, x1 := float64(row[i]), float64(row[i+1])
-		if x0 > lim || x1 > lim {
-			break
-		}
-		d0, d1 := x0-m, x1-m
-		if d0 < expFloor { // not max(): that spends time on NaN and -0 rules
-			d0 = expFloor
-		}
-		if d1 < expFloor {
-			d1 = expFloor
-		}
-		e0, e1 := expFast(d0), expFast(d1)
-		z0 += e0
-		z1 += e1
-		if e != nil {
-			e[i], e[i+1] = e0, e1
+// rowMax returns the largest logit and its smallest index, or index -1 when
+// every logit is -Inf or NaN.
+func rowMax(row []float32) (float64, int) {
+	m, best := float32(math.Inf(-1)), -1
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		r := row[i : i+4 : i+4]
+		// One test per four tokens: the maximum rarely grows, about ln n times.
+		if r[0] > m || r[1] > m || r[2] > m || r[3] > m {
+			for j, x := range r {
+				if x > m {
+					m, best = x, i+j
+				}
+			}
 		}
 	}
-	return i, z0, z1
+	for ; i < len(row); i++ {
+		if x := row[i]; x > m {
+			m, best = x, i
+		}
+	}
+	return float64(m), best
+}
+
+// term is the normalizer's term exp(d), d <= 0: 0 for a masked token, and
+// clamped to expFloor otherwise: a term below e^-700 cannot change a sum
+// that includes e^0.
+func term(d float64) float64 {
+	if d < expFloor {
+		if math.IsInf(d, -1) {
+			return 0
+		}
+		d = expFloor
+	}
+	e, _ := expTermBits(d)
+	return e
+}
+
+// addTerms adds the terms from i on, less the maximum m, to the sum z
+// until a token is above lim (top's threshold) or more than 88.7 below m
+// (where term clamps), and returns where it stopped. Masked tokens add
+// nothing.
+func addTerms(row []float32, i int, m, lim, z float64) (int, float64) {
+	shifter := math.Float64bits(expShifter)
+	inv, sh, one, c1, c2, c3 := expTermVars[0], expTermVars[1], expTermVars[2], expTermVars[3], expTermVars[4], expTermVars[5]
+	for ; i < len(row); i++ {
+		x := float64(row[i])
+		if x > lim {
+			break
+		}
+		// expTermBits, written out so that its constants stay in registers.
+		u := float64((x - m) * inv)
+		kf := u + sh
+		k := math.Float64bits(kf)
+		f := u - (kf - sh)
+		scale := math.Float64frombits(expTermTable[k&(expTableSize-1)] + k<<42)
+		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
+		if (shifter-k)>>bandShift >= bands { // a branch on k costs less than one on x
+			if math.IsInf(x, -1) { // masked: no term
+				continue
+			}
+			break
+		}
+		z += e
+	}
+	return i, z
 }
 
 func firstNonFiniteLogit(row []float32) error {

@@ -65,7 +65,6 @@ type Sampler struct {
 	steps int
 	cands []cand    // scratch: candidates of the current row
 	probs []float64 // scratch: their original probabilities
-	terms terms     // scratch: the terms of the row's normalizer
 	hist  histogram // scratch: the row's candidates by band
 }
 
