@@ -57,7 +57,7 @@ bench-models: llama
 	$(GO) run ./internal/cmd/mkmodels -out $(MODELS) -bench
 
 demo: build models
-	$(BIN)/llamagen --demo -m $(MODELS)/demo.gguf
+	$(BIN)/llamagen --demo -m $(MODELS)/demo.gguf --threads 1
 
 bench: build bench-models
 	$(BIN)/llamabench --models $(MODELS) --json build/bench.json --chart build/bench.svg
