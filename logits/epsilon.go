@@ -31,13 +31,7 @@ func (*Epsilon) keepsCandidates() {}
 
 // Process removes the improbable tokens.
 func (p *Epsilon) Process(row *Row, scores []float32) {
-	if row == nil {
-		row = &Row{}
-	}
-	var cand []int32
-	if row.trustCandidates(scores) {
-		cand = row.cand.idx
-	}
+	row, cand := warpInput(row, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return
@@ -72,13 +66,7 @@ func (*Eta) keepsCandidates() {}
 
 // Process removes the tokens less probable than η.
 func (p *Eta) Process(row *Row, scores []float32) {
-	if row == nil {
-		row = &Row{}
-	}
-	var cand []int32
-	if row.trustCandidates(scores) {
-		cand = row.cand.idx
-	}
+	row, cand := warpInput(row, scores)
 	m, ok := finiteMax(scores, cand)
 	if !ok {
 		return

@@ -33,13 +33,7 @@ func (*MinP) keepsCandidates() {}
 
 // Process removes the tokens far less probable than the most probable one.
 func (p *MinP) Process(row *Row, scores []float32) {
-	if row == nil {
-		row = &Row{}
-	}
-	var cand []int32
-	if row.trustCandidates(scores) {
-		cand = row.cand.idx
-	}
+	row, cand := warpInput(row, scores)
 	m, ok := finiteMax(scores, cand)
 	if !ok {
 		return

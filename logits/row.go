@@ -117,6 +117,19 @@ func (r *Row) trustCandidates(scores []float32) bool {
 	return r.running && r.cand.describes(scores)
 }
 
+// warpInput returns the row a warper works in (a scratch one when r is nil)
+// and the candidates that hold every finite entry of scores, or nil when the
+// whole row must be scanned.
+func warpInput(r *Row, scores []float32) (*Row, []int32) {
+	if r == nil {
+		return &Row{}, nil
+	}
+	if r.trustCandidates(scores) {
+		return r, r.cand.idx
+	}
+	return r, nil
+}
+
 // setCandidates records that only the entries listed in r.cand.idx are not -inf.
 func (r *Row) setCandidates(scores []float32) {
 	r.cand.valid = r.running && len(scores) > 0

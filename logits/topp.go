@@ -35,13 +35,7 @@ func (*TopP) keepsCandidates() {}
 
 // Process removes the tokens outside the nucleus.
 func (p *TopP) Process(row *Row, scores []float32) {
-	if row == nil {
-		row = &Row{}
-	}
-	var cand []int32
-	if row.trustCandidates(scores) {
-		cand = row.cand.idx
-	}
+	row, cand := warpInput(row, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return

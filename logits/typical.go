@@ -32,13 +32,7 @@ func (*Typical) keepsCandidates() {}
 
 // Process removes the atypical tokens.
 func (p *Typical) Process(row *Row, scores []float32) {
-	if row == nil {
-		row = &Row{}
-	}
-	var cand []int32
-	if row.trustCandidates(scores) {
-		cand = row.cand.idx
-	}
+	row, cand := warpInput(row, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return
