@@ -116,6 +116,21 @@ func (b *bench) newContext(cells, seqs int, unified bool) (*llamacpp.Context, er
 		Threads: b.o.threads})
 }
 
+// newSingleContext makes a one-sequence context of cells cells and a batch
+// of its batch size, for the measurements that drive llama.cpp directly.
+func (b *bench) newSingleContext(cells int) (*llamacpp.Context, *llamacpp.Batch, error) {
+	lc, err := b.newContext(cells, 1, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
+	if err != nil {
+		lc.Close()
+		return nil, nil, err
+	}
+	return lc, batch, nil
+}
+
 // repeat runs f o.reps times and returns its samples.
 func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float64, error) {
 	var out []float64
@@ -136,15 +151,11 @@ func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float6
 // time to the first token through package generation.
 func (b *bench) promptProcessing(ctx context.Context) error {
 	longest := slices.Max(b.o.promptLengths)
-	lc, err := b.newContext(longest+256, 1, false)
+	lc, batch, err := b.newSingleContext(longest + 256)
 	if err != nil {
 		return err
 	}
 	defer lc.Close()
-	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
-	if err != nil {
-		return err
-	}
 	defer batch.Close()
 	for _, n := range b.o.promptLengths {
 		b.status(fmt.Sprintf("pp%d raw decode", n))
@@ -242,15 +253,11 @@ func mirostatConfig() *mirostat.Config {
 // the sampling chain and Mirostat v2 through package generation.
 func (b *bench) generation(ctx context.Context) error {
 	p, g := b.o.promptTokens, b.o.newTokens
-	lc, err := b.newContext(p+g+256, 1, false)
+	lc, batch, err := b.newSingleContext(p + g + 256)
 	if err != nil {
 		return err
 	}
 	defer lc.Close()
-	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
-	if err != nil {
-		return err
-	}
 	defer batch.Close()
 	b.status(fmt.Sprintf("tg%d raw decode", g))
 	samples, err := b.repeat(ctx, func() (float64, error) {

@@ -17,15 +17,11 @@ import (
 // builds its candidate array from it.
 func (b *bench) samplers(ctx context.Context) ([]samplerResult, error) {
 	p := b.o.promptTokens
-	lc, err := b.newContext(p+256, 1, false)
+	lc, batch, err := b.newSingleContext(p + 256)
 	if err != nil {
 		return nil, err
 	}
 	defer lc.Close()
-	batch, err := llamacpp.NewBatch(lc.BatchSize(), 1)
-	if err != nil {
-		return nil, err
-	}
 	defer batch.Close()
 	prompt := b.randomPrompt(p)
 	last, err := decodePrompt(ctx, lc, batch, prompt)
