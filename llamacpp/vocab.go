@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/cgo"
@@ -180,7 +181,7 @@ func (v *Vocab) AppendPiece(dst []byte, t int32, special bool) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, 0, 32)...)[:start]
+	dst = slices.Grow(dst, 32)
 	for {
 		free := dst[start:cap(dst)]
 		free = free[:min(len(free), 1<<20)] // a piece is short; lengths are int32 in C
@@ -188,7 +189,7 @@ func (v *Vocab) AppendPiece(dst []byte, t int32, special bool) ([]byte, error) {
 		if n >= 0 {
 			return dst[:start+int(n)], nil
 		}
-		dst = append(dst[:start], make([]byte, -n)...)[:start]
+		dst = slices.Grow(dst[:start], int(-n))
 	}
 }
 

@@ -301,3 +301,21 @@ func TestLateCancellationIsHarmless(t *testing.T) {
 		require.NoError(t, ctx.SeqRemove(0, -1, -1))
 	}
 }
+
+// Streaming pieces into a buffer with room allocates nothing.
+func TestAppendPieceAllocations(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	v := m.Vocab()
+	buf := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(100, func() {
+		buf = buf[:0]
+		for tok := int32(300); tok < 340; tok++ {
+			buf, _ = v.AppendPiece(buf, tok, false)
+		}
+	})
+	assert.Zero(t, allocs)
+	long, err := v.AppendPiece(nil, 300, false)
+	require.NoError(t, err)
+	p, _ := v.Piece(300, false)
+	assert.Equal(t, p, string(long))
+}
