@@ -37,6 +37,67 @@ struct llama_model * llamaloop_model_load(const char * path, struct llama_model_
 	return llama_model_load_from_file(path, params);
 }
 
+// ---- deferred backend frees (see shim.h)
+
+void __real_ggml_backend_free(ggml_backend_t backend);
+
+static __thread bool llamaloop_deferring = false;
+static __thread ggml_backend_t * llamaloop_deferred = NULL;
+static __thread int llamaloop_n_deferred = 0;
+static __thread int llamaloop_cap_deferred = 0;
+static __thread int llamaloop_last_deferred = 0;
+
+void __wrap_ggml_backend_free(ggml_backend_t backend) {
+	if (!llamaloop_deferring || backend == NULL) {
+		__real_ggml_backend_free(backend);
+		return;
+	}
+	if (llamaloop_n_deferred == llamaloop_cap_deferred) {
+		int cap = llamaloop_cap_deferred ? 2 * llamaloop_cap_deferred : 8;
+		ggml_backend_t * grown = realloc(llamaloop_deferred, (size_t) cap * sizeof(ggml_backend_t));
+		if (grown == NULL) {
+			// Out of memory: freeing now is the old behaviour, still better than a leak.
+			__real_ggml_backend_free(backend);
+			return;
+		}
+		llamaloop_deferred = grown;
+		llamaloop_cap_deferred = cap;
+	}
+	llamaloop_deferred[llamaloop_n_deferred++] = backend;
+}
+
+static void llamaloop_defer_begin(void) {
+	llamaloop_deferring = true;
+	llamaloop_n_deferred = 0;
+}
+
+static void llamaloop_defer_end(void) {
+	llamaloop_deferring = false;
+	for (int i = 0; i < llamaloop_n_deferred; i++) {
+		__real_ggml_backend_free(llamaloop_deferred[i]);
+	}
+	llamaloop_last_deferred = llamaloop_n_deferred;
+	llamaloop_n_deferred = 0;
+	free(llamaloop_deferred);
+	llamaloop_deferred = NULL;
+	llamaloop_cap_deferred = 0;
+}
+
+struct llama_context * llamaloop_init_from_model(struct llama_model * model, struct llama_context_params params) {
+	llamaloop_defer_begin();
+	struct llama_context * ctx = llama_init_from_model(model, params);
+	llamaloop_defer_end();
+	return ctx;
+}
+
+void llamaloop_free(struct llama_context * ctx) {
+	llamaloop_defer_begin();
+	llama_free(ctx);
+	llamaloop_defer_end();
+}
+
+int llamaloop_deferred_backend_frees(void) { return llamaloop_last_deferred; }
+
 static bool llamaloop_abort_cb(void * data) {
 	return __atomic_load_n((int32_t *) data, __ATOMIC_RELAXED) != 0;
 }

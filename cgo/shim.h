@@ -16,6 +16,20 @@ void llamaloop_log_set_min(int level);
 // Model loading with an optional progress callback into Go (handle != 0).
 struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle);
 
+// Context lifetime. The pinned ggml's ggml_backend_sched_free calls every
+// backend's reset hook, but ~llama_context destroys its backends before its
+// scheduler: a use after free that the CPU backend (no reset hook) hides and
+// CUDA turns into a crash. These two calls run llama_init_from_model (whose
+// failure path destroys a half-built context the same way) and llama_free
+// with ggml_backend_free deferred until llama.cpp returns; the link wraps
+// ggml_backend_free (-Wl,--wrap) to make that possible.
+struct llama_context * llamaloop_init_from_model(struct llama_model * model, struct llama_context_params params);
+void llamaloop_free(struct llama_context * ctx);
+
+// The number of backend frees that the last llamaloop_free or
+// llamaloop_init_from_model on this thread deferred (tests check the wrap).
+int llamaloop_deferred_backend_frees(void);
+
 // The abort callback reads *flag atomically; Go sets it.
 void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag);
 
