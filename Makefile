@@ -29,7 +29,16 @@ COMMANDS := $(notdir $(wildcard cmd/*))
 # A stamp per flag set: the notice shows when llama.cpp is about to be compiled.
 LLAMA_STAMP := build/.llama-$(shell echo '$(CGO_CPPFLAGS) $(CGO_CFLAGS) $(CGO_CXXFLAGS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all build test demo bench env clean cuda metal models bench-models llama
+# The packages whose tests run llama.cpp (directly or through a command they
+# build): test-asan and test-gpu run these.
+LLAMA_TEST_PKGS = $(shell $(GO) list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... | grep ' github.com/llamaloop/llamaloop/cgo' | cut -d' ' -f1 | sort -u)
+
+# AddressSanitizer: go test -asan instruments Go and the C files; the C++
+# flags need it too. -O1 keeps the instrumented build of llama.cpp quick.
+ASAN_FLAGS := -O1 $(ARCH_FLAGS) -fno-omit-frame-pointer
+ASAN_STAMP := build/.llama-asan-$(shell echo '$(CGO_CPPFLAGS) $(ASAN_FLAGS)' | cksum | cut -d' ' -f1)
+
+.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle
 
 all: build
 
@@ -47,6 +56,24 @@ build: llama
 
 test: llama
 	$(GO) test -count=1 -timeout 30m ./...
+
+# test-asan runs the llama.cpp-backed tests under AddressSanitizer (and its
+# leak check at exit): the CPU hides memory errors that a GPU turns into
+# crashes. It compiles llama.cpp once more, instrumented.
+test-asan:
+	@test -f $(ASAN_STAMP) || echo "note: compiling llama.cpp with AddressSanitizer (first run only: about 5 minutes on 2 cores)"
+	CGO_CFLAGS='$(ASAN_FLAGS)' CGO_CXXFLAGS='$(ASAN_FLAGS) -fsanitize=address' \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp:print_suppressions=0 \
+		$(GO) test -asan -ldflags='-s=false -w=false' -count=1 -timeout 60m $(LLAMA_TEST_PKGS)
+	@mkdir -p build && touch $(ASAN_STAMP)
+
+# test-gpu runs the llama.cpp-backed tests with every layer of every test
+# model offloaded to the GPU backend in build/lib (make cuda first).
+GPU_LAYERS ?= -1
+test-gpu: llama
+	@ls build/lib/libggml-*.so >/dev/null 2>&1 || { echo "test-gpu: no GPU backend in build/lib: run 'make cuda' first" >&2; exit 1; }
+	LLAMALOOP_BACKEND_DIR=$(CURDIR)/build/lib LLAMALOOP_TEST_GPU_LAYERS=$(GPU_LAYERS) \
+		$(GO) test -count=1 -timeout 30m $(LLAMA_TEST_PKGS)
 
 $(MODELS)/demo.gguf:
 	$(GO) run ./internal/cmd/mkmodels -out $(MODELS)
@@ -71,17 +98,25 @@ env:
 	@echo "export CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
 
 clean:
-	rm -rf build/bin build/lib
+	rm -rf build/bin build/lib build/cmake-* build/gpu-bundle build/gpu-bundle.tar.xz
 	$(GO) clean -cache -testcache
 
 # cuda builds ggml's CUDA backend from the pinned sources as a shared library
-# into build/lib; run programs with LLAMALOOP_BACKEND_DIR=build/lib. Needs the
-# CUDA toolkit and CMake; untested where no GPU exists.
+# into build/lib (with the libggml-base.so it needs, found through $$ORIGIN);
+# run programs with LLAMALOOP_BACKEND_DIR=build/lib. Needs the CUDA toolkit
+# and CMake.
 CUDA_ARCH ?= native
 cuda:
-	third_party/build-gpu-backend.sh cuda "$(OLLAMA_DIR)" build/lib "$(CUDA_ARCH)"
+	build/backend.sh cuda "$(OLLAMA_DIR)" build/lib "$(CUDA_ARCH)"
 
-# metal: on macOS llama.cpp's Metal backend is the default GPU path; see
-# third_party/README.md.
+# metal: on macOS llama.cpp's Metal backend is the default GPU path; this
+# prints the recipe.
 metal:
-	third_party/build-gpu-backend.sh metal "$(OLLAMA_DIR)" build/lib
+	build/backend.sh metal "$(OLLAMA_DIR)" build/lib
+
+# gpu-bundle packs what a GPU machine without Go needs to run build/gpu-check.sh:
+# the commands, the model writer and the llama.cpp-backed test binaries
+# (x86-64-v3, stripped) and the module's CMake project, in build/gpu-bundle.tar.xz.
+gpu-bundle:
+	@echo "note: compiles llama.cpp once more for x86-64-v3 (first run only: about 3-5 minutes on 2 cores)"
+	build/gpu-bundle.sh "$(OLLAMA_DIR)" build/gpu-bundle $(LLAMA_TEST_PKGS)

@@ -1,38 +1,74 @@
 #!/usr/bin/env bash
-# Builds one ggml GPU backend from the pinned ollama module's sources as a
-# shared library that llamaloop loads at run time (LLAMALOOP_BACKEND_DIR).
-# usage: build-gpu-backend.sh cuda|metal MODULE_DIR OUT_DIR [CUDA_ARCH]
+# Builds one ggml backend from the pinned ollama module's CMake project as a
+# shared library that llamaloop loads at run time (LLAMALOOP_BACKEND_DIR), and
+# copies it with the libggml-base.so it links into OUT_DIR. The libraries find
+# each other through an $ORIGIN run path, so OUT_DIR can be moved or copied.
+#
+# usage: build/backend.sh cuda|cpu|metal SOURCE_DIR OUT_DIR [CUDA_ARCH]
+#   SOURCE_DIR  the module's directory (go list -m -f '{{.Dir}}' github.com/ollama/ollama)
+#               or a GPU bundle's cmake-src folder: it needs the top CMakeLists.txt
+#               and ml/backend/ggml/ggml
+#   cuda        libggml-cuda.so; needs the CUDA toolkit (nvcc) and CMake.
+#               CUDA_ARCH: native (default) or a list such as 90 for H100/H200
+#   cpu         libggml-cpu-haswell.so (AVX2): a CPU backend built by the same
+#               recipe, to rehearse loading on machines without a GPU
+#   metal       prints the macOS recipe (untested on the project's machines)
 set -euo pipefail
-kind=${1:?backend: cuda or metal}
-src=${2:?module directory}
+kind=${1:?backend: cuda, cpu or metal}
+src=${2:?source directory}
 out=${3:?output directory}
 arch=${4:-native}
-command -v cmake >/dev/null || { echo "cmake is required (apt-get install cmake)" >&2; exit 1; }
-build="build/$kind"
+build="${LLAMALOOP_CMAKE_BUILD_DIR:-build/cmake-$kind}"
+
+fail() { echo "backend.sh: $*" >&2; exit 1; }
+
 case "$kind" in
 cuda)
-	command -v nvcc >/dev/null || { echo "nvcc not found: install the CUDA toolkit" >&2; exit 1; }
-	cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch"
-	cmake --build "$build" --target ggml-cuda -j "$(nproc)"
+	target=ggml-cuda
+	command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || fail "nvcc not found: install the CUDA toolkit (or put /usr/local/cuda/bin on PATH)"
+	[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+	extra=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
+	;;
+cpu)
+	target=ggml-cpu-haswell
+	extra=()
 	;;
 metal)
 	cat <<'MSG'
 On macOS the Metal backend is compiled into ggml by CMake (GGML_METAL=ON, the
 default on Apple). Build it from the module the same way:
-  cmake -S "$(go list -m -f '{{.Dir}}' github.com/ollama/ollama)" -B build/metal -DCMAKE_BUILD_TYPE=Release
-  cmake --build build/metal --target ggml-metal -j
-then copy build/metal/lib/ollama/libggml-metal.* into build/lib and set
-LLAMALOOP_BACKEND_DIR. This recipe is untested on the project's Linux machines.
+  cmake -S "$(go list -m -f '{{.Dir}}' github.com/ollama/ollama)" -B build/cmake-metal -DCMAKE_BUILD_TYPE=Release
+  cmake --build build/cmake-metal --target ggml-metal -j
+then copy build/cmake-metal/lib/ollama/libggml-metal.* and libggml-base.* into
+build/lib and set LLAMALOOP_BACKEND_DIR. This recipe is untested on the
+project's Linux machines.
 MSG
 	exit 0
 	;;
 *)
-	echo "unknown backend $kind" >&2
-	exit 2
+	fail "unknown backend $kind (cuda, cpu or metal)"
 	;;
 esac
+command -v cmake >/dev/null || fail "cmake not found (apt-get install cmake)"
+[ -f "$src/CMakeLists.txt" ] && [ -d "$src/ml/backend/ggml/ggml/src" ] || fail "$src is not the ollama module's CMake project"
+
+jobs=$(nproc 2>/dev/null || echo 2)
+# Install-style run paths ($ORIGIN) already in the build tree; no Vulkan,
+# which the project would otherwise pick up wherever its SDK is installed.
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+	-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH='$ORIGIN' \
+	-DCMAKE_DISABLE_FIND_PACKAGE_Vulkan=ON "${extra[@]}" \
+	|| fail "cmake could not configure $src for $kind"
+cmake --build "$build" --target "$target" -j "$jobs" || fail "building $target failed"
+
 mkdir -p "$out"
-find "$build" -name "libggml-$kind*.so*" -exec cp -a {} "$out" \;
-find "$build" -name "libggml-base*.so*" -exec cp -a {} "$out" \;
-echo "built $(ls "$out")"
+found=0
+for lib in "$build"/lib/ollama/lib"$target".so* "$build"/lib/ollama/libggml-base.so*; do
+	[ -e "$lib" ] || continue
+	cp -a "$lib" "$out"/
+	found=1
+done
+[ "$found" = 1 ] || fail "no lib$target.so under $build/lib/ollama"
+readelf -d "$out/lib$target.so" | grep -q 'R.*PATH.*\$ORIGIN' || fail "lib$target.so has no \$ORIGIN run path"
+echo "built $(cd "$out" && ls lib"$target".so* libggml-base.so* | tr '\n' ' ')in $out"
 echo "run with LLAMALOOP_BACKEND_DIR=$(cd "$out" && pwd)"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			m, err := llamacpp.LoadModel(c.path, llamacpp.ModelParams{})
+			m, err := llamacpp.LoadModel(c.path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
 			require.Error(t, err)
 			assert.Nil(t, m)
 			assert.ErrorIs(t, err, llamacpp.ErrLoad)
@@ -43,10 +44,10 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 	// A panicking progress callback cancels the load instead of crashing.
-	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{Progress: func(float32) bool { panic("boom") }})
+	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{Progress: func(float32) bool { panic("boom") }}))
 	assert.ErrorIs(t, err, llamacpp.ErrLoad)
 	// A cancelled progress callback aborts the load.
-	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{Progress: func(float32) bool { return false }})
+	_, err = llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{Progress: func(float32) bool { return false }}))
 	assert.ErrorIs(t, err, llamacpp.ErrLoad)
 }
 
@@ -158,7 +159,7 @@ func TestBadParameters(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{})
+	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.NoError(t, err)
 	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256, Threads: 1})
 	require.NoError(t, err)
@@ -220,7 +221,7 @@ func TestVocabularyMismatch(t *testing.T) {
 	require.NoError(t, w.Close())
 	require.NoError(t, f.Close())
 
-	_, err = llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	_, err = llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.ErrorIs(t, err, llamacpp.ErrLoad)
 	assert.Contains(t, err.Error(), "token_embd.weight")
 	t.Log(err)
@@ -232,7 +233,7 @@ func TestForgottenObjectsAreFreed(t *testing.T) {
 	path := modelPath(t, "tiny-f32")
 	for range 3 {
 		func() {
-			m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+			m, err := llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
 			require.NoError(t, err)
 			ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256, Threads: 1})
 			require.NoError(t, err)
@@ -267,7 +268,7 @@ func TestMoreBadInput(t *testing.T) {
 	assert.ErrorIs(t, llamacpp.Quantize(p, p, llamacpp.Q8_0, 1), llamacpp.ErrInvalidArgument, "quantize onto itself")
 
 	// The vocabulary's constants survive Close.
-	m2, err := llamacpp.LoadModel(p, llamacpp.ModelParams{VocabOnly: true})
+	m2, err := llamacpp.LoadModel(p, llamatest.ModelParams(t, llamacpp.ModelParams{VocabOnly: true}))
 	require.NoError(t, err)
 	v := m2.Vocab()
 	require.NoError(t, m2.Close())

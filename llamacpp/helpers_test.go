@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -58,7 +59,7 @@ func modelPath(t testing.TB, name string) string {
 
 func loadModel(t testing.TB, name string) *llamacpp.Model {
 	t.Helper()
-	m, err := llamacpp.LoadModel(modelPath(t, name), llamacpp.ModelParams{})
+	m, err := llamacpp.LoadModel(modelPath(t, name), llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m

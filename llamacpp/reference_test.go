@@ -5,22 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/require"
 )
-
-// Tolerances against the float64 reference forward pass, in absolute logit
-// units (the tiny model's logits have a standard deviation of about 3), for
-// contexts with an f32 KV cache and flash attention off (newContext's
-// defaults in these tests). llama.cpp then computes in float32 (measured:
-// 1.5e-5 on tiny-f32, 1.7e-6 on the prefix oracle); with f16 weights the CPU
-// backend also rounds the activations to f16 before each matrix product
-// (measured: 1e-2).
-var referenceTolerance = map[string]float64{
-	"tiny-f32": 1e-4,
-	"tiny-f16": 3e-2,
-	"prefix":   2e-5,
-}
 
 // llama.cpp's defaults (f16 KV cache, flash attention chosen automatically,
 // which on the CPU rounds attention inputs to f16) stay close to the
@@ -36,7 +24,7 @@ func TestDefaultContextNearReference(t *testing.T) {
 	require.NoError(t, err)
 	d := maxDiff(t, decodeSeq(t, ctx, b, 0, 0, tokens), want)
 	t.Logf("default context: largest |llama.cpp - reference|: %.3g", d)
-	require.LessOrEqual(t, d, 5e-2)
+	require.LessOrEqual(t, d, llamatest.Tolerance(t, llamatest.DefaultContext))
 }
 
 // Every position of one sequence agrees with the reference.
@@ -54,7 +42,7 @@ func TestLogitsMatchReference(t *testing.T) {
 			got := append(decodeSeq(t, ctx, b, 0, 0, tokens[:60]), decodeSeq(t, ctx, b, 0, 60, tokens[60:])...)
 			d := maxDiff(t, got, want)
 			t.Logf("%s: largest |llama.cpp - reference| over %d positions x %d logits: %.3g", name, len(tokens), m.Vocab().Size(), d)
-			require.LessOrEqual(t, d, referenceTolerance[name])
+			require.LessOrEqual(t, d, llamatest.Tolerance(t, llamatest.Check(name)))
 		})
 	}
 }
@@ -88,7 +76,7 @@ func TestBatchedSequencesMatchReference(t *testing.T) {
 				}
 				want, err := ref.Logits(p)
 				require.NoError(t, err)
-				require.LessOrEqual(t, maxDiff(t, got, want), referenceTolerance["tiny-f32"], "sequence %d", s)
+				require.LessOrEqual(t, maxDiff(t, got, want), llamatest.Tolerance(t, llamatest.TinyF32), "sequence %d", s)
 			}
 		})
 	}
@@ -118,7 +106,7 @@ func TestSeqCopyKeepsHistory(t *testing.T) {
 				}{{tailA, gotA}, {tailB, gotB}} {
 					full, err := ref.Logits(append(append([]int32{}, prefix...), c.tail...))
 					require.NoError(t, err)
-					require.LessOrEqual(t, maxDiff(t, c.got, full[len(prefix):]), referenceTolerance[name])
+					require.LessOrEqual(t, maxDiff(t, c.got, full[len(prefix):]), llamatest.Tolerance(t, llamatest.Check(name)))
 				}
 				if unified {
 					// A partial copy shares only [0, 10): seq 1 continues from 10.
@@ -128,7 +116,7 @@ func TestSeqCopyKeepsHistory(t *testing.T) {
 					got := decodeSeq(t, ctx, b, 1, 10, tailB)
 					full, err := ref.Logits(append(append([]int32{}, prefix[:10]...), tailB...))
 					require.NoError(t, err)
-					require.LessOrEqual(t, maxDiff(t, got, full[10:]), referenceTolerance[name])
+					require.LessOrEqual(t, maxDiff(t, got, full[10:]), llamatest.Tolerance(t, llamatest.Check(name)))
 				} else {
 					require.ErrorIs(t, ctx.SeqCopy(0, 1, 0, 10), llamacpp.ErrInvalidArgument)
 				}
@@ -153,7 +141,7 @@ func TestSeqRemoveForgets(t *testing.T) {
 	got := decodeSeq(t, ctx, b, 0, 12, next)
 	want, err := ref.Logits(append(append([]int32{}, first[:12]...), next...))
 	require.NoError(t, err)
-	require.LessOrEqual(t, maxDiff(t, got, want[12:]), referenceTolerance["prefix"])
+	require.LessOrEqual(t, maxDiff(t, got, want[12:]), llamatest.Tolerance(t, llamatest.Prefix))
 
 	// Keep, shift, divide and clear act on positions as documented.
 	decodeSeq(t, ctx, b, 1, 0, first[:5])

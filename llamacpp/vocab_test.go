@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
@@ -161,7 +162,7 @@ func TestDecodeCancel(t *testing.T) {
 	got := decodeSeq(t, ctx, b2, 0, 0, tokens[:20])
 	want, err := ref.Logits(tokens[:20])
 	require.NoError(t, err)
-	require.LessOrEqual(t, maxDiff(t, got, want), referenceTolerance["tiny-f32"])
+	require.LessOrEqual(t, maxDiff(t, got, want), llamatest.Tolerance(t, llamatest.TinyF32))
 }
 
 // A model is shared by contexts on several goroutines.
@@ -263,7 +264,7 @@ func TestLogger(t *testing.T) {
 	}), &slog.HandlerOptions{Level: slog.LevelDebug})
 	llamacpp.SetLogger(slog.New(h), slog.LevelInfo)
 	defer llamacpp.SetLogger(nil, 0)
-	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{VocabOnly: true})
+	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{VocabOnly: true}))
 	require.NoError(t, err)
 	defer m.Close()
 	// A vocabulary-only model tokenizes but cannot evaluate.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
@@ -28,7 +29,7 @@ func Load(b *testing.B) *llamacpp.Model {
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("no benchmark model at %q: run `make bench-models` first, or set %s", path, Env)
 	}
-	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	m, err := llamacpp.LoadModel(path, llamatest.ModelParams(b, llamacpp.ModelParams{}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,15 +16,31 @@ import (
 	"time"
 )
 
+// BinDirEnv names a folder of prebuilt commands that Build uses instead of
+// compiling them: the GPU bundle runs these tests on machines without Go.
+const BinDirEnv = "LLAMALOOP_TEST_BIN_DIR"
+
 // Build compiles the main package in the current directory into dir/name
-// with the go command that runs the tests.
+// with the go command that runs the tests, or returns the prebuilt command
+// of that name in the folder named by BinDirEnv.
 func Build(dir, name string) (string, error) {
+	if prebuilt := os.Getenv(BinDirEnv); prebuilt != "" {
+		bin, err := filepath.Abs(filepath.Join(prebuilt, name))
+		if err == nil {
+			_, err = os.Stat(bin)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %w", BinDirEnv, prebuilt, err)
+		}
+		return bin, nil
+	}
 	bin := filepath.Join(dir, name)
 	goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
 	}
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	args := append(append([]string{"build"}, buildFlags...), "-o", bin, ".")
+	out, err := exec.Command(goTool, args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}

@@ -1,0 +1,5 @@
+//go:build !asan
+
+package clitest
+
+var buildFlags []string
