@@ -36,8 +36,8 @@
 // [Transformers] (the default) reproduces transformers 4.57's generate():
 // _beam_search for num_beams > 1 (beam sampling with do_sample), and _sample
 // (greedy or multinomial sampling) for num_beams == 1. [Narrowing] is the
-// generic search of the beam-search course, in which finished hypotheses keep
-// their place and the beam narrows; with one beam it is greedy decoding.
+// textbook beam search, in which finished hypotheses keep their place and the
+// beam narrows; with one beam it is greedy decoding.
 package beam
 
 import (
@@ -65,7 +65,7 @@ const (
 	// first; a NaN candidate, which torch ranks first, is never chosen.
 	Transformers Rule = iota
 
-	// Narrowing is the search of the beam-search course: each step ranks the
+	// Narrowing is the textbook beam search: each step ranks the
 	// k*V extensions of the k live hypotheses by summed log-probability and
 	// keeps the first NumBeams-finished finite ones (ties to the lower beam,
 	// then the lower token id). A kept candidate ending in eos finishes and

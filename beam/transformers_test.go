@@ -18,7 +18,7 @@ import (
 )
 
 func TestParityVectors(t *testing.T) {
-	data, err := os.ReadFile("../../shared/parity/beam.json")
+	data, err := os.ReadFile("../internal/parity/testdata/beam.json")
 	require.NoError(t, err)
 	var file struct {
 		Kind  string            `json:"kind"`
@@ -32,8 +32,8 @@ func TestParityVectors(t *testing.T) {
 	}
 }
 
-// lastTokenModel is the model of hf-generation-semantics.md §5.9: the
-// next-token distribution depends only on the last token.
+// lastTokenModel is the model of a small worked example of transformers'
+// beam search: the next-token distribution depends only on the last token.
 func lastTokenModel() generation.ModelFunc {
 	p := [][]float64{
 		{.12, .50, .30, .08},
@@ -71,8 +71,8 @@ func transformers(t *testing.T, model generation.ModelFunc, vocab int, prompts [
 	return res
 }
 
-// TestWorkedExample checks the numbers of §5.9, which were produced by
-// running transformers 4.57.6's code.
+// TestWorkedExample checks the numbers of the worked example on
+// lastTokenModel, which were produced by running transformers 4.57.6's code.
 func TestWorkedExample(t *testing.T) {
 	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(*logits.GenerationConfig) {}))
 	assert.Equal(t, [][]int32{{0, 1, 3, 2}, {0, 2, 1, 3}}, res.Sequences)

@@ -23,9 +23,8 @@
 //
 // # Arithmetic
 //
-// Everything follows transformers on CPU in float32 (section 0 of the semantics spec): config
-// scalars are rounded to float32 before they meet the scores, divisions are true divisions, filtered
-// scores are -inf, TopK keeps every score tied with the k-th, [Argmax] takes the lowest index (the
+// Everything follows transformers on CPU in float32: config scalars are rounded to float32 before
+// they meet the scores, divisions are true divisions, filtered scores are -inf, TopK keeps every score tied with the k-th, [Argmax] takes the lowest index (the
 // first NaN, as torch.argmax), cumulative sums and softmax sums accumulate in float64. The
 // element-wise processors (penalties, biases, masks, temperature, top-k and the forced tokens) are
 // bit-exact with transformers; values derived from a softmax ([LogSoftmax], LogitNormalization) agree
@@ -44,8 +43,7 @@
 //   - Ties that torch's sort leaves in unspecified order (the boundary of TopP, MinP's
 //     min_tokens_to_keep) are broken lowest index first.
 //   - EncoderRepetitionPenalty and EncoderNoRepeatNGram use each row's own prompt as its encoder
-//     input; transformers' EncoderRepetitionPenalty only touches the first B rows under beam search
-//     (its trap T17).
+//     input; transformers' EncoderRepetitionPenalty only touches the first B rows under beam search.
 //   - Token ids outside the row in a history are ignored (torch would raise); ids in the config are
 //     checked against the vocabulary by Validate.
 //   - The warpers leave a row that holds NaN or +inf, or is all -inf, unchanged (torch produces NaN or

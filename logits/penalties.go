@@ -108,8 +108,9 @@ func (s *tokenSet) CopyFrom(src RowState) {
 // EncoderRepetitionPenalty is transformers' EncoderRepetitionPenaltyLogitsProcessor with the prompt
 // as the encoder input (transformers enables it for decoder-only models too): with q = 1/penalty in
 // double, for every distinct prompt token s becomes s*f32(q) when s < 0 and s/f32(q) otherwise, so a
-// penalty above 1 favours tokens of the prompt. Unlike transformers (its trap T17), every row uses its
-// own prompt, also under beam search.
+// penalty above 1 favours tokens of the prompt. Unlike transformers, whose processor holds the
+// batch's B prompts and so under beam search penalises only the first B of the B*num_beams rows,
+// every row uses its own prompt, also under beam search.
 type EncoderRepetitionPenalty struct {
 	inv float32
 }

@@ -1,5 +1,5 @@
 // Package replay replays transformers' beam-search parity vectors
-// (shared/parity/beam.json) through package beam over the in-memory backend.
+// (internal/parity/testdata/beam.json) through package beam over the in-memory backend.
 // It is the one implementation of the replay, used by beam's tests and by
 // cmd/parity.
 package replay

@@ -1,9 +1,8 @@
 package beam_test
 
-// The tests of beam-search-course.md (section 4), written for this API: the
-// Narrowing rule over the memory backend, with oracles computed
-// independently (by hand, brute-force enumeration, an independent greedy
-// loop, teacher-forced rescoring).
+// The tests of the Narrowing rule over the memory backend, with oracles
+// computed independently: by hand, by brute-force enumeration of every
+// sequence, by an independent greedy loop, and by teacher-forced rescoring.
 
 import (
 	"context"
@@ -20,8 +19,9 @@ import (
 	"github.com/llamaloop/llamaloop/logits"
 )
 
-// The worked example of section 3: eos = 0, a = 1, b = 2, and a prompt
-// token 3 that the model never produces.
+// A worked example small enough to check by hand: eos = 0, a = 1, b = 2,
+// and a prompt token 3 that the model never produces. Two beams find b eos
+// (0.4*0.9 = 0.36), which greedy decoding misses (a takes 0.5 first).
 const (
 	eos = 0
 	ta  = 1
