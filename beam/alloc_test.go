@@ -5,11 +5,10 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestNoPerStepAllocation compares the allocations of a search of 16 new
@@ -18,7 +17,7 @@ import (
 func TestNoPerStepAllocation(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		allocs := func(maxNew int) float64 {
-			backend := generation.NewMemoryBackend(64, 8, benchModel(64))
+			backend := backend.NewMemoryBackend(64, 8, benchModel(64))
 			cfg := logits.DefaultGenerationConfig()
 			cfg.NumBeams = 4
 			cfg.MaxNewTokens = intp(maxNew)
@@ -46,7 +45,7 @@ func TestParallelRowsMatch(t *testing.T) {
 	cfg.EOSTokenID = []int32{3}
 	cfg.RepetitionPenalty = 1.2
 	run := func() *beam.Result {
-		b := generation.NewMemoryBackend(vocab, 8, hashModel(vocab, 3))
+		b := backend.NewMemoryBackend(vocab, 8, hashModel(vocab, 3))
 		res, err := beam.Search(context.Background(), b, [][]int32{{1, 2}, {5}}, beam.Options{Config: cfg, OutputScores: true})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package beam finds high-probability continuations of prompts by beam search.
 //
-// The search is written once over a [generation.Backend] and talks to it only
+// The search is written once over a [backend.Backend] and talks to it only
 // through Eval, Logits, Copy, Clear, Room and Slots. Every live beam owns a
 // backend slot (a llama.cpp sequence, or a token history in memory). A prompt
 // is evaluated once, into one slot; after each step the slots follow the
@@ -46,7 +46,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -116,10 +116,6 @@ type Options struct {
 	// the best hypothesis so far. Beam search cannot stream tokens (a later
 	// step can replace any of them), so this is its only progress report.
 	Progress func(Progress)
-
-	// skipCopy makes the reorder skip Backend.Copy: a deliberately broken
-	// search, for tests that must detect it (see export_test.go).
-	skipCopy bool
 }
 
 // Progress reports the state of one prompt's search after one step.
@@ -245,7 +241,7 @@ const neg float32 = -1e9
 //
 // On error no result is returned and every slot the search used is cleared,
 // so the backend stays usable.
-func Search(ctx context.Context, backend generation.Backend, prompts [][]int32, opts Options) (*Result, error) {
+func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*Result, error) {
 	s, err := newSearch(ctx, backend, prompts, opts)
 	if err != nil {
 		return nil, err

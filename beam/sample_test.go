@@ -5,24 +5,23 @@ import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // oneStep is a model whose first token has probabilities .5, .3, .2 (token
 // 3 is the prompt, never produced).
-func oneStep() generation.ModelFunc {
+func oneStep() backend.ModelFunc {
 	return probModel(4, 1, nil, []float64{.5, .3, .2, 0})
 }
 
 // sampleFreq runs n seeded searches of one new token and counts the first
 // returned hypothesis's token.
 func sampleFreq(t *testing.T, k, n int) []float64 {
-	b := generation.NewMemoryBackend(4, k, oneStep())
+	b := backend.NewMemoryBackend(4, k, oneStep())
 	cfg := cfgOf(func(c *logits.GenerationConfig) {
 		c.NumBeams = k
 		c.DoSample = true
@@ -71,7 +70,7 @@ func TestSamplingIsSeeded(t *testing.T) {
 		c.NumReturnSequences = 3
 	})
 	run := func(seed uint64) *beam.Result {
-		b := generation.NewMemoryBackend(8, 3, model)
+		b := backend.NewMemoryBackend(8, 3, model)
 		res, err := beam.Search(context.Background(), b, [][]int32{{7}}, beam.Options{Config: cfg, Seed: seed})
 		require.NoError(t, err)
 		return res
@@ -100,7 +99,7 @@ func TestSamplingIsSeeded(t *testing.T) {
 func TestProgress(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		model := hashModel(7, 8)
-		b := generation.NewMemoryBackend(7, 6, model)
+		b := backend.NewMemoryBackend(7, 6, model)
 		var got []beam.Progress
 		res, err := beam.Search(context.Background(), b, [][]int32{{6, 1}, {6, 2}}, beam.Options{
 			Rule:   rule,

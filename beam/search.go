@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -17,7 +17,7 @@ import (
 // that search them, and the path arena of every hypothesis.
 type search struct {
 	ctx     context.Context
-	backend generation.Backend
+	backend backend.Backend
 	opts    Options
 	cfg     *logits.GenerationConfig
 	pipe    *logits.Pipeline
@@ -38,7 +38,7 @@ type search struct {
 	next    int   // next prompt to admit
 	groups  []*group
 	pending []pendingFeed
-	feeds   []generation.Feed
+	feeds   []backend.Feed
 	slot    []slotState
 	nodes   []node
 	rows    [][]outRow // Transformers: per prompt, the returned rows
@@ -88,7 +88,7 @@ type beam struct {
 
 // pendingFeed is a feed of the next Eval and the beam it belongs to.
 type pendingFeed struct {
-	feed generation.Feed
+	feed backend.Feed
 	g    *group
 	beam int
 }
@@ -128,7 +128,7 @@ const (
 	earlyNever
 )
 
-func newSearch(ctx context.Context, backend generation.Backend, prompts [][]int32, opts Options) (*search, error) {
+func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*search, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
 	}
@@ -330,7 +330,7 @@ func (s *search) run() (*Result, error) {
 				if g.step == 0 {
 					toks = s.prompts[g.prompt]
 				}
-				s.pending = append(s.pending, pendingFeed{feed: generation.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
+				s.pending = append(s.pending, pendingFeed{feed: backend.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
 			}
 		}
 		if len(s.pending) == 0 {
@@ -459,12 +459,10 @@ func (s *search) reorder(g *group) error {
 		if taken[c.parent] {
 			nb = g.free[len(g.free)-1]
 			g.free = g.free[:len(g.free)-1]
-			if !s.opts.skipCopy {
-				if err := s.backend.Copy(nb.slot, p.slot); err != nil {
-					return fmt.Errorf("beam: copy slot %d to %d: %w", p.slot, nb.slot, err)
-				}
-				s.res.Stats.Copies++
+			if err := s.backend.Copy(nb.slot, p.slot); err != nil {
+				return fmt.Errorf("beam: copy slot %d to %d: %w", p.slot, nb.slot, err)
 			}
+			s.res.Stats.Copies++
 			s.slot[nb.slot] = slotDirty
 			if nb.row == nil {
 				nb.row = p.row.Clone()

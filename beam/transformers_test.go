@@ -7,14 +7,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/beam/replay"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParityVectors(t *testing.T) {
@@ -34,7 +33,7 @@ func TestParityVectors(t *testing.T) {
 
 // lastTokenModel is the model of a small worked example of transformers'
 // beam search: the next-token distribution depends only on the last token.
-func lastTokenModel() generation.ModelFunc {
+func lastTokenModel() backend.ModelFunc {
 	p := [][]float64{
 		{.12, .50, .30, .08},
 		{.05, .05, .30, .60},
@@ -62,9 +61,9 @@ func workedConfig(set func(c *logits.GenerationConfig)) *logits.GenerationConfig
 	})
 }
 
-func transformers(t *testing.T, model generation.ModelFunc, vocab int, prompts [][]int32, cfg *logits.GenerationConfig) *beam.Result {
+func transformers(t *testing.T, model backend.ModelFunc, vocab int, prompts [][]int32, cfg *logits.GenerationConfig) *beam.Result {
 	t.Helper()
-	b := generation.NewMemoryBackend(vocab, len(prompts)*cfg.NumBeams, model)
+	b := backend.NewMemoryBackend(vocab, len(prompts)*cfg.NumBeams, model)
 	res, err := beam.Search(context.Background(), b, prompts, beam.Options{Config: cfg})
 	require.NoError(t, err)
 	requireEmpty(t, b)
@@ -135,12 +134,12 @@ func TestPromptsAreIndependent(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		var alone []beam.Hypothesis
 		for _, p := range prompts {
-			res, err := beam.Search(context.Background(), generation.NewMemoryBackend(9, 3, model), [][]int32{p}, beam.Options{Rule: rule, Config: cfg})
+			res, err := beam.Search(context.Background(), backend.NewMemoryBackend(9, 3, model), [][]int32{p}, beam.Options{Rule: rule, Config: cfg})
 			require.NoError(t, err)
 			alone = append(alone, res.Hypotheses[0]...)
 		}
 		for _, slots := range []int{3, 5, 12} {
-			b := generation.NewMemoryBackend(9, slots, model)
+			b := backend.NewMemoryBackend(9, slots, model)
 			rec := &recorder{Backend: b}
 			res, err := beam.Search(context.Background(), rec, prompts, beam.Options{Rule: rule, Config: cfg})
 			require.NoError(t, err)

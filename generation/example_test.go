@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -52,7 +53,7 @@ func Example() {
 		row[next[history[len(history)-1]]] = 5
 		return row, nil
 	}
-	backend := generation.NewMemoryBackend(len(vocab), 2, model)
+	backend := backend.NewMemoryBackend(len(vocab), 2, model)
 	g := generation.NewGenerator(backend, vocab)
 
 	cfg := logits.DefaultGenerationConfig()

@@ -1,5 +1,6 @@
 // Package generation is the decoding loop: it evaluates a batch of prompts
-// on a Backend, applies the processors of package logits to each row's
+// on a [backend.Backend] (in memory, or llama.cpp through package
+// llamacpp/llamabackend), applies the processors of package logits to each row's
 // next-token logits, chooses each row's next token (greedy, seeded sampling
 // or Mirostat) and repeats until every row stops.
 //
@@ -45,15 +46,17 @@
 // tokens (the config's eos_token_id plus the tokenizer's end-of-generation
 // tokens), FinishStop when its generated text contains one of its stop
 // strings, FinishLength at max_length, FinishContextFull when its slot has
-// no room for its prompt or its next token (or the backend reports
-// ErrContextFull), FinishCancelled when the context ends, and FinishError
+// no room for its prompt or its next token (or an Eval reports
+// [backend.ErrContextFull]: every row of that Eval then ends so, and the
+// rows still waiting go on), FinishCancelled when the context ends, and FinishError
 // when its scores make no choice possible (a NaN, or every score -inf; torch
-// would pick the NaN, or token 0). The token that ends a row (an EOS token, the token that completes
-// a stop string) is part of its output, as in transformers.
+// would pick the NaN, or token 0). The token that ends a row (an EOS token,
+// the token that completes a stop string) is part of its output, as in
+// transformers.
 //
 // # Text
 //
-// With a Tokenizer, each token's bytes are appended to the row's text, and
+// With a [backend.Tokenizer], each token's bytes are appended to the row's text, and
 // events carry the new text with a multi-byte UTF-8 character held back
 // until its last byte arrives. Stop strings match the generated text only
 // (not the prompt), across token boundaries, as transformers'
@@ -66,6 +69,7 @@ import (
 	"errors"
 	"iter"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -73,39 +77,6 @@ import (
 // SeedStream is the second seed word of every row's PCG generator; the first
 // is Request.Seed. See the package documentation.
 const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
-
-// Tokenizer turns text into tokens and tokens into bytes with a model's
-// rules. llamacpp's Vocab implements it.
-type Tokenizer interface {
-	// Tokenize returns the tokens of text. addSpecial adds the model's BOS
-	// (and EOS) tokens where it wants them; parseSpecial reads the text of
-	// special tokens, such as "<|eot_id|>", as those tokens.
-	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
-	// AppendPiece appends the bytes of token to dst, which may be part of a
-	// UTF-8 sequence. Special (control) tokens have bytes only when special
-	// is true.
-	AppendPiece(dst []byte, token int32, special bool) ([]byte, error)
-	// IsEOG reports whether token ends generation (EOS, EOT, ...).
-	IsEOG(token int32) bool
-	// EOGTokens lists every end-of-generation token.
-	EOGTokens() []int32
-	// AddsBOS reports whether Tokenize with addSpecial prepends a BOS token.
-	AddsBOS() bool
-}
-
-// ChatTemplater is implemented by a Tokenizer whose model has a chat
-// template.
-type ChatTemplater interface {
-	// ApplyChatTemplate renders messages as prompt text; addAssistant ends
-	// it with the opening of an assistant message.
-	ApplyChatTemplate(messages []Message, addAssistant bool) (string, error)
-}
-
-// Message is one message of a chat prompt.
-type Message struct {
-	Role    string // "system", "user", "assistant", ...
-	Content string
-}
 
 // Request is one row of a generation. Exactly one of Prompt, Text and
 // Messages gives the prompt; when all are empty the prompt is empty (see
@@ -121,7 +92,7 @@ type Request struct {
 	// with an assistant opening, then tokenized with special-token text
 	// parsed and no special tokens added (the template writes them), as
 	// transformers' apply_chat_template does.
-	Messages []Message
+	Messages []backend.Message
 
 	// Config is the row's generation config; nil means
 	// logits.DefaultGenerationConfig(). When it has no eos_token_id and the
@@ -221,7 +192,7 @@ type Event struct {
 	StopString string
 	// Err explains FinishError, and a FinishContextFull that came from a
 	// prompt too long for its slot (ErrPromptTooLong) or from an Eval that
-	// found the backend full (ErrContextFull).
+	// found the backend full (backend.ErrContextFull).
 	Err error
 }
 
@@ -248,8 +219,8 @@ type Result struct {
 // token. A Generator is not safe for concurrent use, and neither is its
 // backend: one Stream or Generate at a time.
 type Generator struct {
-	backend Backend
-	tok     Tokenizer
+	backend backend.Backend
+	tok     backend.Tokenizer
 	vocab   int
 	busy    bool
 
@@ -257,15 +228,15 @@ type Generator struct {
 	pool          []*row // rows of earlier calls, for reuse
 	free          []int  // free slots, a stack
 	active        []*row // rows holding a slot, in admission order
-	feeds         []Feed
+	feeds         []backend.Feed
 	fedRows       []*row // fedRows[i] is the row of feeds[i]
 	logprobs      []float32
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
-func NewGenerator(backend Backend, tok Tokenizer) *Generator {
-	return &Generator{backend: backend, tok: tok, vocab: backend.VocabSize()}
+func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
+	return &Generator{backend: b, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each

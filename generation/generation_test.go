@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
@@ -54,14 +55,14 @@ func mixedRequests() []Request {
 	}
 }
 
-func generate(t *testing.T, b Backend, tok Tokenizer, reqs []Request) []Result {
+func generate(t *testing.T, b backend.Backend, tok backend.Tokenizer, reqs []Request) []Result {
 	t.Helper()
 	res, err := NewGenerator(b, tok).Generate(context.Background(), reqs)
 	require.NoError(t, err)
 	return res
 }
 
-func requireEmptySlots(t *testing.T, b *MemoryBackend) {
+func requireEmptySlots(t *testing.T, b *backend.MemoryBackend) {
 	t.Helper()
 	for s := range b.Slots() {
 		require.Empty(t, b.History(s), "slot %d", s)
@@ -75,7 +76,7 @@ func TestBatchEqualsAlone(t *testing.T) {
 	reqs := mixedRequests()
 	var alone []Result
 	for i := range reqs {
-		b := NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, hashModel(16))
 		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
 	}
 	for _, tc := range []struct {
@@ -83,14 +84,14 @@ func TestBatchEqualsAlone(t *testing.T) {
 		slots, batch int
 	}{{"all slots", len(reqs), 0}, {"3 slots", 3, 0}, {"1 slot", 1, 0}, {"batch 3", len(reqs), 3}, {"2 slots batch 1", 2, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewMemoryBackend(16, tc.slots, hashModel(16))
+			b := backend.NewMemoryBackend(16, tc.slots, hashModel(16))
 			b.SetBatchSize(tc.batch)
 			got := generate(t, b, nil, reqs)
 			require.Equal(t, alone, got)
 			requireEmptySlots(t, b)
 
 			// Each prompt is evaluated once, each token but the last once.
-			want := MemoryStats{}
+			want := backend.MemoryStats{}
 			for i, r := range got {
 				want.ModelCalls += len(r.Tokens)
 				want.Tokens += len(reqs[i].Prompt) + len(r.Tokens) - 1
@@ -111,7 +112,7 @@ func TestSeedDeterminism(t *testing.T) {
 	cfg := samplingConfig(40)
 	cfg.TopK = 0
 	run := func(seed uint64) []int32 {
-		b := NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, hashModel(16))
 		return generate(t, b, nil, []Request{{Prompt: []int32{1, 2}, Config: cfg, Seed: seed}})[0].Tokens
 	}
 	first := run(11)
@@ -126,7 +127,7 @@ func TestSeededDrawsAreDocumented(t *testing.T) {
 	// A model with 2 tokens of equal probability: token 1 is drawn when u >= 0.5.
 	model := func([]int32) ([]float32, error) { return []float32{0, 0}, nil }
 	cfg := samplingConfig(64)
-	res := generate(t, NewMemoryBackend(2, 1, model), nil, []Request{{Prompt: []int32{0}, Config: cfg, Seed: 99}})[0]
+	res := generate(t, backend.NewMemoryBackend(2, 1, model), nil, []Request{{Prompt: []int32{0}, Config: cfg, Seed: 99}})[0]
 	var src row
 	src.rng.Seed(99, SeedStream)
 	for i, tok := range res.Tokens {
@@ -162,7 +163,7 @@ func TestSamplingFrequencies(t *testing.T) {
 		{0.7, 0.1, 0.1, 0.1},
 	}
 	check := func(t *testing.T, cfg *logits.GenerationConfig, want [][]float64, quantile float64) {
-		b := NewMemoryBackend(4, 4, markovModel(p))
+		b := backend.NewMemoryBackend(4, 4, markovModel(p))
 		var reqs []Request
 		for s := range 8 {
 			reqs = append(reqs, Request{Prompt: []int32{int32(s % 4)}, Config: cfg, Seed: uint64(1000 + s)})
@@ -224,7 +225,7 @@ func TestStopStringAcrossTokens(t *testing.T) {
 		tokenID(" wo"): tokenID("rld"), tokenID("rld"): tokenID("!"),
 	}
 	run := func(stops ...string) Result {
-		b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+		b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 		return generate(t, b, tok, []Request{{Prompt: []int32{tokenID("He")}, Config: greedyConfig(10), StopStrings: stops}})[0]
 	}
 	r := run()
@@ -253,7 +254,7 @@ func TestUTF8SplitAcrossTokens(t *testing.T) {
 		tokenID("\xa9"): tokenID("\xe2\x82"), tokenID("\xe2\x82"): tokenID("\xac"),
 		tokenID("\xac"): tokenID("\xff"), tokenID("\xff"): tokenID("\xe2\x82"),
 	}
-	b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+	b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 	var pieces []string
 	g := NewGenerator(b, tok)
 	for ev, err := range g.Stream(context.Background(), []Request{{Prompt: []int32{tokenID("a")}, Config: greedyConfig(6)}}) {
@@ -287,10 +288,10 @@ func TestChatAndTextPrompts(t *testing.T) {
 		row[tokEOT] = 1
 		return row, nil
 	}
-	b := NewMemoryBackend(len(testPieces), 3, model)
+	b := backend.NewMemoryBackend(len(testPieces), 3, model)
 	g := NewGenerator(b, tok)
 	res, err := g.Generate(context.Background(), []Request{
-		{Messages: []Message{{Role: "user", Content: "Hello"}}, Config: greedyConfig(3)},
+		{Messages: []backend.Message{{Role: "user", Content: "Hello"}}, Config: greedyConfig(3)},
 		{Text: "Hello", Config: greedyConfig(3)},
 		{Text: "He<|end|>", ParseSpecial: true, Config: greedyConfig(3)},
 	})
@@ -309,7 +310,7 @@ func TestChatAndTextPrompts(t *testing.T) {
 }
 
 func TestContextFull(t *testing.T) {
-	b := NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, hashModel(16))
 	b.SetCapacity(10)
 	res := generate(t, b, nil, []Request{
 		{Prompt: []int32{1, 2, 3, 4}, Config: greedyConfig(50)},
@@ -331,12 +332,12 @@ func TestContextFull(t *testing.T) {
 // cancellingBackend cancels its context when it sees a feed of at least n
 // tokens, before it evaluates anything.
 type cancellingBackend struct {
-	*MemoryBackend
+	*backend.MemoryBackend
 	n      int
 	cancel context.CancelFunc
 }
 
-func (c cancellingBackend) Eval(ctx context.Context, feeds []Feed) error {
+func (c cancellingBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	for _, f := range feeds {
 		if len(f.Tokens) >= c.n {
 			c.cancel()
@@ -352,7 +353,7 @@ func TestCancellation(t *testing.T) {
 		{Prompt: []int32{3, 4}, Config: greedyConfig(20)},
 		{Prompt: []int32{4}, Config: samplingConfig(20), Seed: 4},
 	}
-	mem := NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, mem, nil, reqs)
 
 	t.Run("during generation", func(t *testing.T) {
@@ -404,7 +405,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestStopIterationEarly(t *testing.T) {
-	b := NewMemoryBackend(16, 3, hashModel(16))
+	b := backend.NewMemoryBackend(16, 3, hashModel(16))
 	g := NewGenerator(b, nil)
 	for range g.Stream(context.Background(), mixedRequests()) {
 		break
@@ -420,7 +421,7 @@ func TestStopIterationEarly(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	b := NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, b, nil, mixedRequests()[:2])
 	beams := greedyConfig(5)
 	beams.NumBeams = 2
@@ -429,14 +430,14 @@ func TestBadInput(t *testing.T) {
 	maxLen := logits.DefaultGenerationConfig()
 	maxLen.MaxLength = 3
 	for name, tc := range map[string]struct {
-		tok Tokenizer
+		tok backend.Tokenizer
 		req Request
 		err error
 	}{
 		"empty prompt without tokenizer": {nil, Request{Config: greedyConfig(3)}, ErrEmptyPrompt},
 		"empty prompt without BOS":       {testTokenizer{}, Request{Config: greedyConfig(3)}, ErrEmptyPrompt},
-		"token out of range":             {nil, Request{Prompt: []int32{3, 16}}, ErrTokenOutOfRange},
-		"negative token":                 {nil, Request{Prompt: []int32{-1}}, ErrTokenOutOfRange},
+		"token out of range":             {nil, Request{Prompt: []int32{3, 16}}, backend.ErrTokenOutOfRange},
+		"negative token":                 {nil, Request{Prompt: []int32{-1}}, backend.ErrTokenOutOfRange},
 		"text without tokenizer":         {nil, Request{Text: "He"}, ErrNoTokenizer},
 		"stop strings without tokenizer": {nil, Request{Prompt: []int32{1}, StopStrings: []string{"x"}}, ErrNoTokenizer},
 		"empty stop string":              {testTokenizer{}, Request{Prompt: []int32{1}, StopStrings: []string{""}}, nil},
@@ -471,7 +472,7 @@ func TestEmptyPromptIsBOS(t *testing.T) {
 		}
 		return make([]float32, len(testPieces)), nil
 	}
-	b := NewMemoryBackend(len(testPieces), 1, model)
+	b := backend.NewMemoryBackend(len(testPieces), 1, model)
 	res := generate(t, b, testTokenizer{addBOS: true}, []Request{{Config: greedyConfig(2)}})
 	require.Equal(t, []int32{tokBOS}, first)
 	require.Equal(t, []int32{0, 0}, res[0].Tokens)
@@ -488,7 +489,7 @@ func TestNaNLogits(t *testing.T) {
 		return row, nil
 	}
 	for _, cfg := range []*logits.GenerationConfig{greedyConfig(10), samplingConfig(10)} {
-		b := NewMemoryBackend(8, 2, model)
+		b := backend.NewMemoryBackend(8, 2, model)
 		res := generate(t, b, nil, []Request{{Prompt: []int32{7, 1}, Config: cfg}, {Prompt: []int32{3}, Config: cfg}})
 		require.Equal(t, FinishError, res[0].Finish)
 		require.ErrorIs(t, res[0].Err, ErrInvalidScores)
@@ -499,7 +500,7 @@ func TestNaNLogits(t *testing.T) {
 	// All -inf (every token suppressed) is an error too, not token 0.
 	cfg := greedyConfig(4)
 	cfg.SuppressTokens = []int32{0, 1, 2, 3, 4, 5, 6, 7}
-	b := NewMemoryBackend(8, 1, model)
+	b := backend.NewMemoryBackend(8, 1, model)
 	res := generate(t, b, nil, []Request{{Prompt: []int32{3}, Config: cfg}})
 	require.Equal(t, FinishError, res[0].Finish)
 	require.ErrorIs(t, res[0].Err, ErrInvalidScores)
@@ -507,7 +508,7 @@ func TestNaNLogits(t *testing.T) {
 
 // A long run of requests leaves no slot filled and the heap does not grow.
 func TestNoGrowthOver100Requests(t *testing.T) {
-	b := NewMemoryBackend(16, 4, hashModel(16))
+	b := backend.NewMemoryBackend(16, 4, hashModel(16))
 	g := NewGenerator(b, testTokenizer{})
 	reqs := mixedRequests()
 	run := func() {
@@ -538,7 +539,7 @@ func TestNoGrowthOver100Requests(t *testing.T) {
 // grown (the histories still double now and then).
 func TestSteadyStateAllocations(t *testing.T) {
 	for _, cfg := range []*logits.GenerationConfig{greedyConfig(4000), samplingConfig(4000)} {
-		b := NewMemoryBackend(64, 1, cheapModel(64))
+		b := backend.NewMemoryBackend(64, 1, cheapModel(64))
 		g := NewGenerator(b, nil)
 		reqs := []Request{{Prompt: []int32{1}, Config: cfg, Logprobs: true, TopLogprobs: 2}}
 		for range g.Stream(context.Background(), reqs) {
@@ -572,7 +573,7 @@ func TestMirostat(t *testing.T) {
 		{Version: mirostat.V1, Tau: 5, Eta: 0.1},
 		{Version: mirostat.V2, Tau: 4, Eta: 0.3, Mu: 8},
 	} {
-		res := generate(t, NewMemoryBackend(vocab, 1, model), nil,
+		res := generate(t, backend.NewMemoryBackend(vocab, 1, model), nil,
 			[]Request{{Prompt: []int32{0}, Config: greedyConfig(300), Seed: 5, Mirostat: &cfg, Logprobs: true}})[0]
 		require.Len(t, res.Tokens, 300)
 		s, err := mirostat.New(cfg)
@@ -589,7 +590,7 @@ func TestMirostat(t *testing.T) {
 		}
 		require.Greater(t, len(distinct), 3, "mirostat samples, it is not greedy")
 	}
-	_, err := NewGenerator(NewMemoryBackend(vocab, 1, model), nil).Generate(context.Background(),
+	_, err := NewGenerator(backend.NewMemoryBackend(vocab, 1, model), nil).Generate(context.Background(),
 		[]Request{{Prompt: []int32{0}, Mirostat: &mirostat.Config{Version: mirostat.V2}}})
 	require.ErrorContains(t, err, "request 0")
 }
@@ -604,7 +605,7 @@ func TestLogprobs(t *testing.T) {
 	var observed [][]float32
 	req := Request{Prompt: []int32{1, 2}, Config: cfg, Seed: 3, Logprobs: true, TopLogprobs: 6,
 		ObserveScores: func(s []float32) { observed = append(observed, append([]float32(nil), s...)) }}
-	res := generate(t, NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0]
+	res := generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0]
 	require.Len(t, observed, 20)
 	for k, scores := range observed {
 		sum := 0.0
@@ -639,7 +640,7 @@ func TestTopLogprobsTies(t *testing.T) {
 // bytes it held back.
 func TestEndFlushesHeldText(t *testing.T) {
 	next := map[int32]int32{tokenID("a"): tokenID("\xc3"), tokenID("\xc3"): tokenID("\xa9")}
-	b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+	b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var evs []Event
@@ -655,28 +656,28 @@ func TestEndFlushesHeldText(t *testing.T) {
 }
 
 func TestNoSlots(t *testing.T) {
-	_, err := NewGenerator(NewMemoryBackend(4, 0, hashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
+	_, err := NewGenerator(backend.NewMemoryBackend(4, 0, hashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
 	require.Error(t, err)
 }
 
-// fullBackend fails its evalth Eval with ErrContextFull, as a llama.cpp
+// fullBackend fails its evalth Eval with backend.ErrContextFull, as a llama.cpp
 // cache shared by all sequences does when it runs out of cells.
 type fullBackend struct {
-	*MemoryBackend
+	*backend.MemoryBackend
 	calls *int
 	at    int
 }
 
-func (f fullBackend) Eval(ctx context.Context, feeds []Feed) error {
+func (f fullBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	if *f.calls++; *f.calls == f.at {
-		return fmt.Errorf("decode: %w", ErrContextFull)
+		return fmt.Errorf("decode: %w", backend.ErrContextFull)
 	}
 	return f.MemoryBackend.Eval(ctx, feeds)
 }
 
 func TestSharedContextFull(t *testing.T) {
 	reqs := mixedRequests()[:3]
-	mem := NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, mem, nil, reqs)
 	calls := 0
 	res := generate(t, fullBackend{mem, &calls, 3}, nil, reqs)
@@ -684,7 +685,7 @@ func TestSharedContextFull(t *testing.T) {
 	// and then ran in full.
 	for i := range 2 {
 		require.Equal(t, FinishContextFull, res[i].Finish)
-		require.ErrorIs(t, res[i].Err, ErrContextFull)
+		require.ErrorIs(t, res[i].Err, backend.ErrContextFull)
 		require.Equal(t, want[i].Tokens[:2], res[i].Tokens)
 	}
 	require.Equal(t, want[2], res[2])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -68,7 +69,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 				}
 				continue
 			}
-			g.feeds = append(g.feeds, Feed{Slot: r.slot, Tokens: toks})
+			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks})
 			g.fedRows = append(g.fedRows, r)
 		}
 		if len(g.feeds) > 0 {
@@ -76,7 +77,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 				switch {
 				case ctx.Err() != nil:
 					g.cancel(pending, yield)
-				case errors.Is(err, ErrContextFull):
+				case errors.Is(err, backend.ErrContextFull):
 					// The rows keep what they generated; their slots,
 					// whose histories are now undefined, are cleared.
 					for _, r := range g.fedRows {

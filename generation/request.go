@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -65,7 +66,7 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 		if g.tok == nil {
 			return nil, fmt.Errorf("chat prompt: %w", ErrNoTokenizer)
 		}
-		tmpl, ok := g.tok.(ChatTemplater)
+		tmpl, ok := g.tok.(backend.ChatTemplater)
 		if !ok {
 			return nil, errors.New("chat prompt: the tokenizer has no chat template")
 		}
@@ -97,7 +98,7 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 	}
 	for i, t := range toks {
 		if t < 0 || int(t) >= g.vocab {
-			return nil, fmt.Errorf("prompt token %d: %w: %d not in [0,%d)", i, ErrTokenOutOfRange, t, g.vocab)
+			return nil, fmt.Errorf("prompt token %d: %w: %d not in [0,%d)", i, backend.ErrTokenOutOfRange, t, g.vocab)
 		}
 	}
 	return toks, nil

@@ -52,14 +52,14 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 		maxCells = s.o.ctx
 	}
 	slots := min(len(reqs), s.o.parallel)
-	backend, err := s.newBackend(slots, maxCells, false)
+	lb, err := s.newBackend(slots, maxCells, false)
 	if err != nil {
 		return err
 	}
-	defer closeBackend(backend)
+	defer closeBackend(lb)
 
 	p := s.newPrinter(len(rows) > 1)
-	st, err := s.stream(ctx, generation.NewGenerator(backend, s.tok), reqs, rows, slots, p)
+	st, err := s.stream(ctx, generation.NewGenerator(lb, s.tok), reqs, rows, slots, p)
 	p.close()
 	if err == nil || ctx.Err() != nil {
 		s.summary(st, "")
