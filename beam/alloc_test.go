@@ -13,24 +13,33 @@ import (
 
 // TestNoPerStepAllocation compares the allocations of a search of 16 new
 // tokens with one of 256: steps cost no allocation, only the amortised
-// growth of token histories (logarithmic in the length) remains.
+// growth of token histories (logarithmic in the length) remains. Beam
+// sampling and the one-beam paths (the chooser) are covered too.
 func TestNoPerStepAllocation(t *testing.T) {
-	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
+	for _, c := range []struct {
+		rule   beam.Rule
+		beams  int
+		sample bool
+	}{
+		{beam.Transformers, 4, false}, {beam.Narrowing, 4, false}, {beam.Transformers, 4, true},
+		{beam.Transformers, 1, false}, {beam.Transformers, 1, true},
+	} {
 		allocs := func(maxNew int) float64 {
-			backend := backend.NewMemoryBackend(64, 8, benchModel(64))
+			b := backend.NewMemoryBackend(64, 8, benchModel(64))
 			cfg := logits.DefaultGenerationConfig()
-			cfg.NumBeams = 4
+			cfg.NumBeams = c.beams
+			cfg.DoSample = c.sample
 			cfg.MaxNewTokens = intp(maxNew)
 			prompts := [][]int32{{1, 2, 3}, {4, 5}}
 			return testing.AllocsPerRun(5, func() {
-				if _, err := beam.Search(context.Background(), backend, prompts, beam.Options{Rule: rule, Config: cfg}); err != nil {
+				if _, err := beam.Search(context.Background(), b, prompts, beam.Options{Rule: c.rule, Config: cfg}); err != nil {
 					t.Fatal(err)
 				}
 			})
 		}
 		short, long := allocs(16), allocs(256)
-		t.Logf("%v: %v allocations for 16 tokens, %v for 256", rule, short, long)
-		assert.Less(t, long-short, 80.0, "%v: 240 more steps of 8 beams", rule)
+		t.Logf("%+v: %v allocations for 16 tokens, %v for 256", c, short, long)
+		assert.Less(t, long-short, 80.0, "%+v: 240 more steps", c)
 	}
 }
 

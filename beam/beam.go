@@ -104,8 +104,12 @@ type Options struct {
 	// sampling warpers, as a logits_processor argument of generate() does.
 	User []logits.Processor
 
-	// Seed seeds the random draws of DoSample (PCG); the same seed and inputs
-	// give the same result.
+	// Seed seeds the search's logits.Source, the draws of DoSample; the same
+	// seed and inputs give the same result. With one beam the search ends
+	// its chain in the config's logits.Chooser, as the decoding loop does,
+	// so it draws the tokens that generation draws for a request with the
+	// same config and Seed. Beam sampling takes one exponential variate per
+	// candidate from the same Source (logits.Source.ExpFloat64).
 	Seed uint64
 
 	// OutputScores keeps every step's processed scores in Result.Scores

@@ -39,7 +39,7 @@ func BenchmarkSearch(b *testing.B) {
 					for i := range ps {
 						ps[i] = []int32{int32(i), 7, 9, 11}
 					}
-					backend := backend.NewMemoryBackend(vocab, prompts*k, benchModel(vocab))
+					b0 := backend.NewMemoryBackend(vocab, prompts*k, benchModel(vocab))
 					cfg := logits.DefaultGenerationConfig()
 					cfg.NumBeams = k
 					cfg.MaxNewTokens = &[]int{maxNew}[0]
@@ -49,7 +49,7 @@ func BenchmarkSearch(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						res, err := beam.Search(ctx, backend, ps, opts)
+						res, err := beam.Search(ctx, b0, ps, opts)
 						if err != nil {
 							b.Fatal(err)
 						}

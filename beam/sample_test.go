@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,5 +128,52 @@ func TestProgress(t *testing.T) {
 			assert.InDelta(t, best.Score, last.Score, 1e-9)
 			assert.Equal(t, best.Finished, last.Finished)
 		}
+	}
+}
+
+// One request, one seed, the same tokens whichever entry point runs it: the
+// decoding loop (generation.Stream) and beam search with one beam end their
+// chains in the same chooser and draw from the same logits.Source. Greedy
+// configs must agree too, and the sampled ones must depend on the seed (so
+// that agreement is not an accident of a deterministic model).
+func TestSameTokensAsTheDecodingLoop(t *testing.T) {
+	const vocab, seeds = 24, 200
+	model := hashModel(vocab, 3)
+	prompt := []int32{7, 9, 11}
+	for name, set := range map[string]func(c *logits.GenerationConfig){
+		"greedy":   func(c *logits.GenerationConfig) {},
+		"sampling": func(c *logits.GenerationConfig) { c.DoSample = true; c.TopK = 0 },
+		"warped": func(c *logits.GenerationConfig) {
+			c.DoSample, c.Temperature, c.TopK, c.TopP, c.RepetitionPenalty = true, 0.7, 10, 0.9, 1.3
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := cfgOf(func(c *logits.GenerationConfig) {
+				c.MaxNewTokens = intp(16)
+				c.EOSTokenID = []int32{0, 1}
+				set(c)
+			})
+			distinct := map[string]bool{}
+			loop := generation.NewGenerator(backend.NewMemoryBackend(vocab, 1, model), nil)
+			searched := backend.NewMemoryBackend(vocab, 1, model)
+			for seed := range uint64(seeds) {
+				var streamed []int32
+				for ev, err := range loop.Stream(context.Background(), []generation.Request{{Prompt: prompt, Config: cfg, Seed: seed}}) {
+					require.NoError(t, err)
+					if ev.Token >= 0 {
+						streamed = append(streamed, ev.Token)
+					}
+				}
+				res, err := beam.Search(context.Background(), searched, [][]int32{prompt}, beam.Options{Config: cfg, Seed: seed})
+				require.NoError(t, err)
+				require.Equal(t, streamed, res.Hypotheses[0][0].Tokens, "seed %d", seed)
+				distinct[key(streamed)] = true
+			}
+			if cfg.DoSample {
+				assert.Greater(t, len(distinct), seeds/2, "seeds draw different sequences")
+			} else {
+				assert.Len(t, distinct, 1)
+			}
+		})
 	}
 }

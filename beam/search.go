@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -21,7 +20,8 @@ type search struct {
 	opts    Options
 	cfg     *logits.GenerationConfig
 	pipe    *logits.Pipeline
-	rng     *rand.Rand
+	choose  logits.Chooser // one beam: the config's greedy or multinomial choice
+	src     logits.Source  // the draws of sampling, seeded with Options.Seed
 
 	vocab int
 	k     int // beams per prompt
@@ -211,7 +211,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 		opts:       opts,
 		cfg:        cfg,
 		pipe:       pipe,
-		rng:        rand.New(rand.NewPCG(opts.Seed, 0x6c6c616d616c6f6f)),
+		choose:     pipe.Chooser(),
 		vocab:      vocab,
 		k:          k,
 		c:          c,
@@ -224,6 +224,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 		maxLen:     maxLen,
 		slot:       make([]slotState, backend.Slots()),
 	}
+	s.src.Seed(opts.Seed)
 	s.res.Hypotheses = make([][]Hypothesis, len(prompts))
 	if opts.Rule == Transformers {
 		s.rows = make([][]outRow, len(prompts))

@@ -13,9 +13,6 @@ var (
 	// ErrNoTokenizer reports a request that needs a Tokenizer (text, chat
 	// or stop strings) on a generator without one.
 	ErrNoTokenizer = errors.New("no tokenizer")
-	// ErrInvalidScores reports a step whose final scores allow no choice: a
-	// NaN, or no finite score. The row ends with FinishError.
-	ErrInvalidScores = errors.New("invalid scores")
 	// ErrBusy reports a Stream or Generate call while another one of the
 	// same Generator runs.
 	ErrBusy = errors.New("generator busy")

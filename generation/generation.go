@@ -25,20 +25,22 @@
 //
 // # Token choice
 //
-// Greedy decoding (do_sample false) takes logits.Argmax of the processed
-// scores: the lowest index among equal maxima.
+// Each row's processor chain ends in a [logits.Chooser], the stage that
+// selects the token: [logits.Greedy] when the config does not sample
+// (logits.Argmax of the processed scores, the lowest index among equal
+// maxima), [logits.Multinomial] when it does (the inverse CDF of
+// softmax(scores) at one uniform draw), and with Request.Mirostat a Mirostat
+// sampler of the row's own, given one uniform draw per token.
 //
-// Sampling (do_sample true) and Mirostat draw from a generator owned by the
-// row: math/rand/v2's PCG seeded with (Request.Seed, SeedStream). Each
-// sampled token takes exactly one 64-bit output x of that generator and uses
-// the uniform u = (x >> 11) / 2^53 in [0, 1): sampling takes the index of
-// logits.SampleIndex(scores, u), the inverse CDF of softmax(scores) in
-// index order (computed by Pipeline.Sample, which gives the same index);
-// Mirostat passes u to mirostat.Sampler.SampleLogits. Greedy rows draw
-// nothing. A row's tokens
-// therefore depend only on its prompt, config and seed, never on the other
-// rows of the batch or on the backend's batch size. They do not match
-// torch's random stream, only its distribution.
+// Every draw comes from the row's [logits.Source] seeded with Request.Seed,
+// whose documentation derives the uniform from the generator's bits. Beam
+// search (package beam) draws from the same Source the same way, so a
+// request and a seed give the same tokens through Generator.Stream and
+// through beam.Search with one beam, and mirostat.Sampler.Stream given a
+// logits.Source draws what the loop's Mirostat rows draw. A row's tokens
+// depend only on its prompt, config and seed, never on the other rows of
+// the batch or on the backend's batch size. They do not match torch's
+// random stream, only its distribution.
 //
 // # Stops
 //
@@ -48,9 +50,9 @@
 // strings, FinishLength at max_length, FinishContextFull when its slot has
 // no room for its prompt or its next token (or an Eval reports
 // [backend.ErrContextFull]: every row of that Eval then ends so, and the
-// rows still waiting go on), FinishCancelled when the context ends, and FinishError
-// when its scores make no choice possible (a NaN, or every score -inf; torch
-// would pick the NaN, or token 0). The token that ends a row (an EOS token,
+// rows still waiting go on), FinishCancelled when the context ends, and
+// FinishError when its scores make no choice possible (a NaN, or every score
+// -inf: [logits.ErrNoChoice]; torch would pick the NaN, or token 0). The token that ends a row (an EOS token,
 // the token that completes a stop string) is part of its output, as in
 // transformers.
 //
@@ -73,10 +75,6 @@ import (
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
-
-// SeedStream is the second seed word of every row's PCG generator; the first
-// is Request.Seed. See the package documentation.
-const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
 
 // Request is one row of a generation. Exactly one of Prompt, Text and
 // Messages gives the prompt; when all are empty the prompt is empty (see
@@ -106,7 +104,8 @@ type Request struct {
 	// a logits_processor argument (after the config's processors, before
 	// the sampling warpers).
 	Processors []logits.Processor
-	// Seed seeds the row's random generator (sampling and Mirostat).
+	// Seed seeds the row's logits.Source, the draws of sampling and
+	// Mirostat.
 	Seed uint64
 	// Mirostat, when set, chooses the tokens with a Mirostat sampler of its
 	// own after the config's processors (and warpers when do_sample).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -121,18 +122,27 @@ func TestSeedDeterminism(t *testing.T) {
 	require.NotEqual(t, first, run(12))
 }
 
-// The first uniform draws of a row are the documented ones: PCG(seed,
-// SeedStream), top 53 bits of each output.
+// documentedUniforms returns the first n uniforms of logits.Source's
+// documentation, computed here from math/rand/v2's PCG: PCG(seed,
+// "llamaloo"), the top 53 bits of each output.
+func documentedUniforms(seed uint64, n int) []float64 {
+	pcg := rand.NewPCG(seed, 0x6c6c616d616c6f6f)
+	u := make([]float64, n)
+	for i := range u {
+		u[i] = float64(pcg.Uint64()>>11) / (1 << 53)
+	}
+	return u
+}
+
+// The uniform draws of a row are the documented ones.
 func TestSeededDrawsAreDocumented(t *testing.T) {
 	// A model with 2 tokens of equal probability: token 1 is drawn when u >= 0.5.
 	model := func([]int32) ([]float32, error) { return []float32{0, 0}, nil }
 	cfg := samplingConfig(64)
 	res := generate(t, backend.NewMemoryBackend(2, 1, model), nil, []Request{{Prompt: []int32{0}, Config: cfg, Seed: 99}})[0]
-	var src row
-	src.rng.Seed(99, SeedStream)
-	for i, tok := range res.Tokens {
-		u := src.uniform()
-		require.Equal(t, u >= 0.5, tok == 1, "draw %d: u=%v", i, u)
+	require.Len(t, res.Tokens, 64)
+	for i, u := range documentedUniforms(99, len(res.Tokens)) {
+		require.Equal(t, u >= 0.5, res.Tokens[i] == 1, "draw %d: u=%v", i, u)
 	}
 }
 
@@ -492,7 +502,7 @@ func TestNaNLogits(t *testing.T) {
 		b := backend.NewMemoryBackend(8, 2, model)
 		res := generate(t, b, nil, []Request{{Prompt: []int32{7, 1}, Config: cfg}, {Prompt: []int32{3}, Config: cfg}})
 		require.Equal(t, FinishError, res[0].Finish)
-		require.ErrorIs(t, res[0].Err, ErrInvalidScores)
+		require.ErrorIs(t, res[0].Err, logits.ErrNoChoice)
 		require.Len(t, res[0].Tokens, 2)
 		require.Equal(t, FinishLength, res[1].Finish)
 		requireEmptySlots(t, b)
@@ -503,7 +513,7 @@ func TestNaNLogits(t *testing.T) {
 	b := backend.NewMemoryBackend(8, 1, model)
 	res := generate(t, b, nil, []Request{{Prompt: []int32{3}, Config: cfg}})
 	require.Equal(t, FinishError, res[0].Finish)
-	require.ErrorIs(t, res[0].Err, ErrInvalidScores)
+	require.ErrorIs(t, res[0].Err, logits.ErrNoChoice)
 }
 
 // A long run of requests leaves no slot filled and the heap does not grow.
@@ -538,10 +548,14 @@ func TestNoGrowthOver100Requests(t *testing.T) {
 // Streaming a long row allocates nothing per token once its buffers have
 // grown (the histories still double now and then).
 func TestSteadyStateAllocations(t *testing.T) {
-	for _, cfg := range []*logits.GenerationConfig{greedyConfig(4000), samplingConfig(4000)} {
+	miro := &mirostat.Config{Version: mirostat.V2, Tau: 5, Eta: 0.1}
+	for _, req := range []Request{
+		{Config: greedyConfig(4000)}, {Config: samplingConfig(4000)}, {Config: greedyConfig(4000), Mirostat: miro},
+	} {
 		b := backend.NewMemoryBackend(64, 1, cheapModel(64))
 		g := NewGenerator(b, nil)
-		reqs := []Request{{Prompt: []int32{1}, Config: cfg, Logprobs: true, TopLogprobs: 2}}
+		req.Prompt, req.Logprobs, req.TopLogprobs = []int32{1}, true, 2
+		reqs := []Request{req}
 		for range g.Stream(context.Background(), reqs) {
 		}
 		var ms runtime.MemStats
@@ -578,11 +592,10 @@ func TestMirostat(t *testing.T) {
 		require.Len(t, res.Tokens, 300)
 		s, err := mirostat.New(cfg)
 		require.NoError(t, err)
-		var src row
-		src.rng.Seed(5, SeedStream)
+		u := documentedUniforms(5, len(res.Tokens))
 		distinct := map[int32]bool{}
 		for k, tok := range res.Tokens {
-			st, err := s.SampleLogits(append([]float32(nil), zipf...), src.uniform())
+			st, err := s.SampleLogits(append([]float32(nil), zipf...), u[k])
 			require.NoError(t, err)
 			require.Equal(t, st.Token, int(tok), "token %d", k)
 			require.InDelta(t, math.Log(st.Prob), res.Logprobs[k], 1e-5)
@@ -690,4 +703,35 @@ func TestSharedContextFull(t *testing.T) {
 	}
 	require.Equal(t, want[2], res[2])
 	requireEmptySlots(t, mem)
+}
+
+// Mirostat run by its own library (mirostat.Sampler.Stream) with a
+// logits.Source as its uniform source draws the tokens of a Mirostat row
+// with the same seed: both take one uniform per token from the same Source.
+func TestMirostatLibraryDrawsTheSameTokens(t *testing.T) {
+	const vocab = 32
+	model := hashModel(vocab)
+	cfg := mirostat.Config{Version: mirostat.V2, Tau: 3, Eta: 0.2}
+	distinct := map[string]bool{}
+	for seed := range uint64(50) {
+		res := generate(t, backend.NewMemoryBackend(vocab, 1, model), nil,
+			[]Request{{Prompt: []int32{3, 4}, Config: greedyConfig(24), Seed: seed, Mirostat: &cfg}})[0]
+		s, err := mirostat.New(cfg)
+		require.NoError(t, err)
+		asInt32 := make([]int32, 0, 32)
+		var lib []int32
+		for st, err := range s.Stream(context.Background(), func(tokens []int) ([]float32, error) {
+			asInt32 = asInt32[:0]
+			for _, t := range tokens {
+				asInt32 = append(asInt32, int32(t))
+			}
+			return model(asInt32)
+		}, logits.NewSource(seed), mirostat.GenerateOptions{Prompt: []int{3, 4}, MaxTokens: 24}) {
+			require.NoError(t, err)
+			lib = append(lib, int32(st.Token))
+		}
+		require.Equal(t, lib, res.Tokens, "seed %d", seed)
+		distinct[fmt.Sprint(lib)] = true
+	}
+	require.Greater(t, len(distinct), 25, "seeds draw different sequences")
 }

@@ -159,41 +159,14 @@ func (g *Generator) step(r *row, scores []float32) Event {
 		}
 		g.logprobs = g.logprobs[:len(scores)]
 		logits.LogSoftmax(g.logprobs, scores)
-		// Taken before the choice, which may reorder scores (Mirostat).
 		r.top = topLogprobs(r.top[:0], g.logprobs, req.TopLogprobs)
 	}
 
-	var tok int
-	var logprob float32
-	switch {
-	case r.miro != nil:
-		if hasNaN(scores) {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		}
-		st, err := r.miro.SampleLogits(scores, r.uniform())
-		if err != nil {
-			return r.end(FinishError, fmt.Errorf("%w: mirostat: %w", ErrInvalidScores, err))
-		}
-		tok = st.Token
-		logprob = g.logprobAt(withLogprobs, tok)
-	case r.sample:
-		if hasNaN(scores) {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		}
-		var ok bool
-		if tok, ok = r.pipe.Sample(r.hist, scores, r.uniform()); !ok {
-			return r.end(FinishError, fmt.Errorf("%w: every score is -inf", ErrInvalidScores))
-		}
-		logprob = g.logprobAt(withLogprobs, tok)
-	default:
-		tok = logits.Argmax(scores)
-		if s := scores[tok]; s != s {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		} else if math.IsInf(float64(s), -1) {
-			return r.end(FinishError, fmt.Errorf("%w: every score is -inf", ErrInvalidScores))
-		}
-		logprob = g.logprobAt(withLogprobs, tok)
+	tok, err := r.choose.Choose(r.hist, scores, &r.src)
+	if err != nil {
+		return r.end(FinishError, err) // wraps logits.ErrNoChoice
 	}
+	logprob := g.logprobAt(withLogprobs, tok)
 	t := int32(tok)
 	r.hist.Accept(t)
 	r.tokens = append(r.tokens, t)
@@ -249,15 +222,6 @@ func (r *row) end(reason FinishReason, err error) Event {
 	ev := Event{Row: r.index, Token: -1, Finish: reason, Err: err, Text: r.text[r.sent:]}
 	r.sent = len(r.text)
 	return ev
-}
-
-func hasNaN(scores []float32) bool {
-	for _, x := range scores {
-		if x != x {
-			return true
-		}
-	}
-	return false
 }
 
 // topLogprobs appends to dst the n entries of logprobs with the largest

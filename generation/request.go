@@ -3,7 +3,6 @@ package generation
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -22,9 +21,8 @@ type row struct {
 	maxNew int     // new tokens allowed by max_length
 	eos    []int32 // stop tokens
 	stops  [][]byte
-	sample bool
-	miro   *mirostat.Sampler
-	rng    rand.PCG
+	choose logits.Chooser // the config's (greedy or multinomial), or Mirostat
+	src    logits.Source  // the row's draws, seeded with Request.Seed
 
 	slot   int
 	fed    bool // the prompt has been evaluated
@@ -34,9 +32,6 @@ type row struct {
 	sent   int // bytes of text already in events
 	top    []TokenLogprob
 }
-
-// uniform is the row's next draw; see the package documentation.
-func (r *row) uniform() float64 { return float64(r.rng.Uint64()>>11) * 0x1p-53 }
 
 func (r *row) isEOS(t int32) bool {
 	for _, e := range r.eos {
@@ -148,11 +143,13 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 	if len(req.StopStrings) > 0 && g.tok == nil {
 		return nil, fmt.Errorf("stop strings: %w", ErrNoTokenizer)
 	}
-	var miro *mirostat.Sampler
+	choose := c.pipe.Chooser()
 	if req.Mirostat != nil {
-		if miro, err = mirostat.New(*req.Mirostat); err != nil {
+		miro, err := mirostat.New(*req.Mirostat)
+		if err != nil {
 			return nil, err
 		}
+		choose = mirostatChooser{miro}
 	}
 
 	r := g.newRow()
@@ -161,9 +158,8 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 	r.pipe = c.pipe
 	r.hist = c.pipe.NewRow(r.prompt)
 	r.maxNew = maxLength - len(prompt)
-	r.sample = c.cfg.DoSample
-	r.miro = miro
-	r.rng.Seed(req.Seed, SeedStream)
+	r.choose = choose
+	r.src.Seed(req.Seed)
 	r.eos = append(r.eos[:0], c.cfg.EOSTokenID...)
 	if g.tok != nil {
 		for _, t := range g.tok.EOGTokens() {
@@ -229,7 +225,7 @@ func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
 // caller's data.
 func (g *Generator) release(rows []*row) {
 	for _, r := range rows {
-		r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+		r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	}
 	g.pool = append(g.pool, rows...)
 }
@@ -241,8 +237,26 @@ func (g *Generator) newRow() *row {
 	} else {
 		r = new(row)
 	}
-	r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+	r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	r.fed, r.done, r.sent, r.slot = false, false, 0, -1
 	r.tokens, r.text, r.top, r.stops = r.tokens[:0], r.text[:0], r.top[:0], r.stops[:0]
 	return r
+}
+
+// mirostatChooser ends a row's chain with a Mirostat sampler of its own: one
+// uniform of the row's Source per token, passed to the sampler's draw.
+type mirostatChooser struct{ s *mirostat.Sampler }
+
+// Choose implements logits.Chooser.
+func (c mirostatChooser) Choose(_ *logits.Row, scores []float32, src *logits.Source) (int, error) {
+	for i, x := range scores {
+		if x != x {
+			return -1, fmt.Errorf("%w: NaN score at %d", logits.ErrNoChoice, i)
+		}
+	}
+	st, err := c.s.SampleLogits(scores, src.Float64())
+	if err != nil {
+		return -1, fmt.Errorf("%w: mirostat: %w", logits.ErrNoChoice, err)
+	}
+	return st.Token, nil
 }

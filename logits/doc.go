@@ -12,6 +12,13 @@
 // min_tokens_to_keep = len(eos)+1 under beam search, user processors before the warpers and
 // LogitNormalization last. [Chain] builds a custom list instead.
 //
+// # Choosing the token
+//
+// A chain ends in a [Chooser], the stage that selects the token from the processed scores: [Greedy]
+// (torch.argmax) or [Multinomial] (one draw from softmax), the one [Pipeline.Chooser] returns for the
+// config. Every draw of llamaloop comes from a [Source], whose documentation derives the uniform
+// number once for every path: the decoding loop, beam search's sampling and Mirostat.
+//
 // # Rows and state
 //
 // A [Processor] rewrites one row's scores in place given that row's history: prompt plus accepted

@@ -36,6 +36,7 @@ type Pipeline struct {
 	names  []string
 	stages []Processor // execution order; a fused stage stands for two names
 	aware  []bool      // stage works on and maintains the candidate list
+	sample bool        // the config samples (do_sample): Chooser is Multinomial
 }
 
 // candidateStage marks the built-in warpers that keep a row's candidate list valid (-inf stays -inf
@@ -155,7 +156,9 @@ func NewPipeline(cfg *GenerationConfig, opts Options) (*Pipeline, error) {
 	if buildErr != nil {
 		return nil, buildErr
 	}
-	return newPipeline(opts.VocabSize, list), nil
+	p := newPipeline(opts.VocabSize, list)
+	p.sample = c.DoSample
+	return p, nil
 }
 
 // Chain returns a pipeline that runs procs in the given order on rows of vocabSize scores: a custom
