@@ -20,6 +20,35 @@
 // stack above llamacpp that needs cgo. This package, generation, beam,
 // logits and mirostat build with CGO_ENABLED=0.
 //
+// # Cancellation
+//
+// Every long-running call of llamaloop takes a context.Context and follows
+// one contract: generation's Generator.Stream and Generate, beam.Search, and
+// mirostat's Sampler.Stream and Generate.
+//
+//   - It checks ctx before every step (one token of every row, one step of
+//     every beam search, one model call) and passes ctx to Backend.Eval,
+//     which honours it within a long evaluation. Once ctx is done, the call
+//     stops within one step.
+//   - A cancellation is not a failure: whatever the call completed before it
+//     is returned, as on a normal end, and the cancellation is reported as
+//     ctx.Err() itself, unwrapped (context.Canceled or
+//     context.DeadlineExceeded), never as a backend error that wraps it.
+//   - It leaves nothing behind: every backend slot it used is cleared and
+//     none of its goroutines outlives it.
+//
+// Where each call reports it:
+//
+//   - generation: each unfinished row's last event has Finish
+//     FinishCancelled and Err ctx.Err(), as every other way a row ends is
+//     reported on its last event; the stream itself yields no error, and
+//     Generate returns the rows' results with a nil error.
+//   - beam.Search returns ctx.Err() with a Result that holds the hypotheses
+//     of every prompt whose search had completed (nil for the others).
+//   - mirostat's Stream yields (Step{}, ctx.Err()) last; its Generate
+//     returns the tokens drawn so far with ctx.Err(). The steps already
+//     yielded stay committed to the sampler.
+//
 // # Errors
 //
 // [ErrTokenOutOfRange] and [ErrContextFull] are defined here, once, because

@@ -102,6 +102,12 @@ type Options struct {
 
 	// User processors run after the config's processors and before the
 	// sampling warpers, as a logits_processor argument of generate() does.
+	// They run on several goroutines at once: a large step (beams ×
+	// vocabulary of at least 2^15, with GOMAXPROCS above 1) processes its
+	// rows in parallel, so Process is called concurrently for different
+	// rows, and must be safe for that (see logits.Processor for exactly
+	// what is required). Progress, by contrast, is called on the search's
+	// goroutine.
 	User []logits.Processor
 
 	// Seed seeds the search's logits.Source, the draws of DoSample; the same
@@ -167,7 +173,8 @@ type Hypothesis struct {
 type Result struct {
 	// Hypotheses holds, per prompt, the returned hypotheses, best first:
 	// NumReturnSequences of them under Transformers, every finished and
-	// length-cut hypothesis (at most NumBeams) under Narrowing.
+	// length-cut hypothesis (at most NumBeams) under Narrowing. After a
+	// cancellation, prompts whose search had not completed have none.
 	Hypotheses [][]Hypothesis
 
 	// Scores, with Options.OutputScores, holds per step t and row
@@ -244,7 +251,11 @@ const neg float32 = -1e9
 // before evaluating the prompt and overwrites the others by Copy.
 //
 // On error no result is returned and every slot the search used is cleared,
-// so the backend stays usable.
+// so the backend stays usable. Cancellation follows the contract of package
+// backend: within one step of ctx's end Search clears its slots and returns
+// ctx.Err() with a Result whose Hypotheses hold every prompt whose search
+// had completed (nil for the others), and whose Stats and Scores cover the
+// steps run; its generate() outputs (Sequences and the rest) are nil.
 func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*Result, error) {
 	s, err := newSearch(ctx, backend, prompts, opts)
 	if err != nil {
@@ -252,13 +263,13 @@ func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opt
 	}
 	res, err := s.run()
 	s.work.stop()
-	if cerr := s.releaseAll(); err == nil && cerr != nil {
-		err = cerr
+	if cerr := s.releaseAll(); cerr != nil {
+		return nil, errors.Join(err, cerr)
 	}
-	if err != nil {
+	if err != nil && (err != ctx.Err() || res == nil) {
 		return nil, err
 	}
-	return res, nil
+	return res, err
 }
 
 func finite(x float32) bool { return !math.IsInf(float64(x), 0) && x == x }

@@ -3,6 +3,7 @@ package beam_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -177,16 +178,61 @@ func TestBackendFull(t *testing.T) {
 	assert.NoError(t, err, "2 prompt tokens and 5 new tokens fit in 7 cells")
 }
 
+// Cancellation follows the contract of package backend: the prompts whose
+// search completed keep their hypotheses (those of an uncancelled search),
+// the others have none, the error is the context's own, and every slot is
+// cleared.
 func TestCancel(t *testing.T) {
-	mem := backend.NewMemoryBackend(6, 4, hashModel(6, 1))
+	model := hashModel(6, 1)
+	prompts := [][]int32{{5, 1}, {4, 2}}
+	full, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 2, model), prompts, beam.Options{Config: beamCfg(2)})
+	require.NoError(t, err)
+
+	// Two slots for two beams: the prompts are searched one after the other.
+	mem := backend.NewMemoryBackend(6, 2, model)
 	ctx, cancel := context.WithCancel(context.Background())
-	steps := 0
-	_, err := beam.Search(ctx, mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2), Progress: func(beam.Progress) {
-		if steps++; steps == 2 {
+	defer cancel()
+	res, err := beam.Search(ctx, mem, prompts, beam.Options{Config: beamCfg(2), Progress: func(p beam.Progress) {
+		if p.Prompt == 1 && p.Step == 2 {
 			cancel()
 		}
 	}})
-	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, context.Canceled, err)
+	require.NotNil(t, res)
+	assert.Equal(t, full.Hypotheses[0], res.Hypotheses[0])
+	assert.Nil(t, res.Hypotheses[1])
+	assert.Nil(t, res.Sequences)
+	alone, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 2, model), prompts[:1], beam.Options{Config: beamCfg(2)})
+	require.NoError(t, err)
+	assert.Equal(t, alone.Stats.Evals+2, res.Stats.Evals, "prompt 0's steps, then prompt 1's first two: no step after the cancellation")
+	requireEmpty(t, mem)
+}
+
+// evalCanceller cancels the search's context inside the n-th Eval and
+// returns the context's error wrapped, as llama.cpp's backend does when it
+// aborts a decode.
+type evalCanceller struct {
+	*backend.MemoryBackend
+	n      int
+	cancel context.CancelFunc
+}
+
+func (e *evalCanceller) Eval(ctx context.Context, feeds []backend.Feed) error {
+	if e.n--; e.n == 0 {
+		e.cancel()
+		return fmt.Errorf("decode aborted: %w", ctx.Err())
+	}
+	return e.MemoryBackend.Eval(ctx, feeds)
+}
+
+func TestCancelDuringEval(t *testing.T) {
+	mem := backend.NewMemoryBackend(6, 2, hashModel(6, 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := beam.Search(ctx, &evalCanceller{MemoryBackend: mem, n: 2, cancel: cancel}, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	assert.Equal(t, context.Canceled, err, "the context's error, not the backend's wrapping")
+	require.NotNil(t, res)
+	assert.Nil(t, res.Hypotheses[0])
 	requireEmpty(t, mem)
 }
 

@@ -311,7 +311,7 @@ func (s *search) isEOS(t int32) bool {
 func (s *search) run() (*Result, error) {
 	for {
 		if err := s.ctx.Err(); err != nil {
-			return nil, err
+			return &s.res, err
 		}
 		for _, g := range s.groups {
 			if g.prompt < 0 && s.next < len(s.prompts) {
@@ -353,6 +353,9 @@ func (s *search) run() (*Result, error) {
 		}
 		s.res.Stats.Evals++
 		if err := s.backend.Eval(s.ctx, s.feeds); err != nil {
+			if cerr := s.ctx.Err(); cerr != nil {
+				return &s.res, cerr
+			}
 			return nil, fmt.Errorf("beam: eval: %w", err)
 		}
 		// Logits alias the backend's buffer until the next Copy or Clear, so

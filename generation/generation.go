@@ -189,9 +189,10 @@ type Event struct {
 	Finish FinishReason
 	// StopString is the stop string that ended the row (FinishStop).
 	StopString string
-	// Err explains FinishError, and a FinishContextFull that came from a
-	// prompt too long for its slot (ErrPromptTooLong) or from an Eval that
-	// found the backend full (backend.ErrContextFull).
+	// Err explains FinishError, a FinishContextFull that came from a prompt
+	// too long for its slot (ErrPromptTooLong) or from an Eval that found
+	// the backend full (backend.ErrContextFull), and FinishCancelled: it is
+	// then the context's error, ctx.Err().
 	Err error
 }
 
@@ -245,9 +246,10 @@ func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 //
 // Invalid requests are reported before anything runs, as a single error. A
 // backend failure is reported as an error after the events before it; the
-// stream then ends and every slot it used is cleared. Cancellation of ctx is
-// not an error: each unfinished row ends with FinishCancelled, within one
-// step (inside a long prompt evaluation when the backend honours ctx).
+// stream then ends and every slot it used is cleared. Cancellation follows
+// the contract of package backend: within one step (inside a long prompt
+// evaluation when the backend honours ctx) each unfinished row ends with
+// FinishCancelled and Err ctx.Err(), and the stream yields no error.
 // Stopping the iteration early abandons the rows and clears their slots.
 func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {

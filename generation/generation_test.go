@@ -378,7 +378,7 @@ func TestCancellation(t *testing.T) {
 				got[ev.Row].Tokens = append(got[ev.Row].Tokens, ev.Token)
 			}
 			if ev.Finish != NotFinished {
-				got[ev.Row].Finish = ev.Finish
+				got[ev.Row].Finish, got[ev.Row].Err = ev.Finish, ev.Err
 			}
 			if events++; events == 5 {
 				cancel()
@@ -388,6 +388,7 @@ func TestCancellation(t *testing.T) {
 		// rows 2 and 3 waited for a slot.
 		for i, r := range got {
 			require.Equal(t, FinishCancelled, r.Finish, "row %d", i)
+			require.Equal(t, context.Canceled, r.Err, "row %d: the context's error itself", i)
 			require.Equal(t, want[i].Tokens[:len(r.Tokens)], append([]int32{}, r.Tokens...))
 		}
 		require.Len(t, got[0].Tokens, 3)
@@ -404,6 +405,7 @@ func TestCancellation(t *testing.T) {
 		require.NoError(t, err)
 		for _, r := range res {
 			require.Equal(t, FinishCancelled, r.Finish)
+			require.Equal(t, context.Canceled, r.Err)
 			require.Empty(t, r.Tokens)
 		}
 		require.Zero(t, mem.Stats().ModelCalls)
@@ -665,7 +667,7 @@ func TestEndFlushesHeldText(t *testing.T) {
 	}
 	require.Len(t, evs, 2)
 	require.Equal(t, Event{Row: 0, Token: tokenID("\xc3")}, evs[0])
-	require.Equal(t, Event{Row: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled}, evs[1])
+	require.Equal(t, Event{Row: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled, Err: context.Canceled}, evs[1])
 }
 
 func TestNoSlots(t *testing.T) {

@@ -34,7 +34,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 
 	for len(pending) > 0 || len(g.active) > 0 {
 		if ctx.Err() != nil {
-			g.cancel(pending, yield)
+			g.cancel(ctx.Err(), pending, yield)
 			return
 		}
 		// Admission, in request order.
@@ -76,7 +76,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 			if err := g.backend.Eval(ctx, g.feeds); err != nil {
 				switch {
 				case ctx.Err() != nil:
-					g.cancel(pending, yield)
+					g.cancel(ctx.Err(), pending, yield)
 				case errors.Is(err, backend.ErrContextFull):
 					// The rows keep what they generated; their slots,
 					// whose histories are now undefined, are cleared.
@@ -130,15 +130,16 @@ func (g *Generator) retire() error {
 	return err
 }
 
-// cancel ends every unfinished row with FinishCancelled.
-func (g *Generator) cancel(pending []*row, yield func(Event, error) bool) {
+// cancel ends every unfinished row with FinishCancelled and err, the
+// context's error (the cancellation contract of package backend).
+func (g *Generator) cancel(err error, pending []*row, yield func(Event, error) bool) {
 	for _, r := range g.active {
-		if !r.done && !yield(r.end(FinishCancelled, nil), nil) {
+		if !r.done && !yield(r.end(FinishCancelled, err), nil) {
 			return
 		}
 	}
 	for _, r := range pending {
-		if !yield(r.end(FinishCancelled, nil), nil) {
+		if !yield(r.end(FinishCancelled, err), nil) {
 			return
 		}
 	}

@@ -7,6 +7,18 @@ package logits
 //
 // Process must not keep scores, must not panic on any float value (NaN, ±inf), and must not change
 // the row: a processor that needs per-row state implements [StatefulProcessor].
+//
+// Process is called concurrently. Beam search (package beam) processes the rows of a step on
+// several goroutines at once when the step is large (rows × vocabulary of at least 2^15, and
+// GOMAXPROCS above 1), so it calls Process of every processor of its pipeline, the built-in ones
+// and the user's (beam.Options.User) alike, from several goroutines at the same time, each call
+// with a different row and a different scores slice. A Processor must therefore be safe for
+// concurrent calls of Process: it may read its own fields but not write them, it keeps what
+// belongs to one row in that row's state ([StatefulProcessor], read with [Row.State]) or on the
+// stack, and it synchronises itself whatever it shares between rows (a counter, a cache, a log).
+// NewState, RowState.Accept and RowState.Clone are called on the search's goroutine, never while
+// a Process of the same pipeline runs. The decoding loop (package generation) calls Process on one
+// goroutine, one row after the other.
 type Processor interface {
 	// Name is transformers' class name for the built-in processors (e.g. "TopKLogitsWarper"), and
 	// a descriptive name for the others.
@@ -40,7 +52,8 @@ type stateCopier interface {
 	CopyFrom(src RowState)
 }
 
-// ProcessorFunc adapts a function to a stateless [Processor] named name.
+// ProcessorFunc adapts a function to a stateless [Processor] named name. fn is called as Process
+// is, concurrently under beam search: see [Processor].
 func ProcessorFunc(name string, fn func(row *Row, scores []float32)) Processor {
 	return funcProcessor{name: name, fn: fn}
 }

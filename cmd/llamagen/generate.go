@@ -140,7 +140,12 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 			if ev.Finish == generation.FinishCancelled && ctx.Err() == nil {
 				r.finish = "max_time"
 			}
-			r.stopString, r.err = ev.StopString, ev.Err
+			r.stopString = ev.StopString
+			if ev.Finish != generation.FinishCancelled {
+				// A cancelled row's Err is the context's error, which
+				// the finish reason already says.
+				r.err = ev.Err
+			}
 			p.finish(r)
 		}
 	}

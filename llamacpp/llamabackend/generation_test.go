@@ -324,6 +324,7 @@ func TestLlamaCancellation(t *testing.T) {
 	res, err := gen.Generate(ctx, []generation.Request{{Prompt: long, Config: greedyConfig(10)}})
 	require.NoError(t, err)
 	assert.Equal(t, generation.FinishCancelled, res[0].Finish)
+	assert.Equal(t, context.DeadlineExceeded, res[0].Err, "the context's error, not llama.cpp's abort that wraps it")
 	assert.Empty(t, res[0].Tokens)
 	assert.Less(t, time.Since(start), 2*time.Second, "the prompt evaluation was aborted inside llama.cpp")
 
@@ -340,6 +341,7 @@ func TestLlamaCancellation(t *testing.T) {
 		}
 		if ev.Finish != generation.NotFinished {
 			assert.Equal(t, generation.FinishCancelled, ev.Finish)
+			assert.Equal(t, context.Canceled, ev.Err)
 		}
 	}
 	assert.Equal(t, 5, n)
