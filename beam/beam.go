@@ -189,17 +189,19 @@ type Result struct {
 	Stats Stats
 
 	// The fields below are generate()'s other outputs, set by the
-	// Transformers rule (nil under Narrowing). Row i is return sequence i%R
-	// of prompt i/R, R = NumReturnSequences. Rows hold the prompt followed by the generated
-	// tokens; rows shorter than the longest are padded as transformers pads
-	// them: with pad_token_id, except that beam search pads with eos[0] when
-	// pad_token_id is 0 or unset and with -1 when there is no eos.
+	// Transformers rule (nil under Narrowing, and after a cancellation).
+	// Entry i of each is return sequence i%R of prompt i/R, R =
+	// NumReturnSequences. Sequences[i] holds the prompt followed by the
+	// generated tokens; sequences shorter than the longest are padded as
+	// transformers pads them: with pad_token_id, except that beam search
+	// pads with eos[0] when pad_token_id is 0 or unset and with -1 when
+	// there is no eos.
 	Sequences [][]int32
 
 	// SequencesScores are the hypotheses' scores (nil for one beam).
 	SequencesScores []float32
 
-	// BeamIndices holds, per row and generated token, the flat index
+	// BeamIndices holds, per sequence and generated token, the flat index
 	// prompt*NumBeams+beam of the beam the token was appended to, and -1
 	// past the end (nil for one beam).
 	BeamIndices [][]int32
@@ -208,7 +210,7 @@ type Result struct {
 	// beam_indices) of transformers: per generated token, its processed score
 	// at its step (beam search: log-probability without the beam's running
 	// score; greedy and sampling: processed logit), and 0 past the end.
-	// (transformers keeps evaluating finished greedy rows and reports the
+	// (transformers keeps evaluating finished greedy sequences and reports the
 	// pad token's score there; this search stops evaluating them.)
 	TransitionScores [][]float32
 }
@@ -219,7 +221,7 @@ type Stats struct {
 	Tokens  int           // tokens fed to the backend, prompts included
 	Copies  int           // Backend.Copy calls made by reordering
 	Clears  int           // Backend.Clear calls
-	Reorder time.Duration // time spent reordering slots and row states
+	Reorder time.Duration // time spent reordering slots and processor histories
 }
 
 // Errors that callers may test for with errors.Is.

@@ -25,12 +25,12 @@ func TestUserProcessorsRunConcurrently(t *testing.T) {
 	const vocab = 4096
 	var (
 		mu       sync.Mutex
-		inFlight = map[*logits.Row]bool{}
+		inFlight = map[*logits.History]bool{}
 		scoresAt = map[*float32]bool{}
 		most     int
 		shared   atomic.Int32 // calls that found their row or scores already in use
 	)
-	probe := logits.ProcessorFunc("probe", func(row *logits.Row, scores []float32) {
+	probe := logits.ProcessorFunc("probe", func(row *logits.History, scores []float32) {
 		mu.Lock()
 		if inFlight[row] || scoresAt[&scores[0]] {
 			shared.Add(1)

@@ -56,7 +56,7 @@ type group struct {
 
 	beams    []beam      // live beams, in the rule's order
 	next     []beam      // scratch for reordering
-	free     []beam      // slots (with their row state) holding no beam
+	free     []beam      // slots (with their history) holding no beam
 	children []child     // the step's surviving candidates, in order
 	feed     []int       // per live beam, the index of its feed in search.feeds
 	tokens   []int32     // per live beam, the token to evaluate next
@@ -76,11 +76,11 @@ type group struct {
 	done []hypRef
 }
 
-// beam is one live hypothesis: its slot, its processors' row state and its
+// beam is one live hypothesis: its slot, its processors' history and its
 // path.
 type beam struct {
 	slot    int
-	row     *logits.Row
+	hist    *logits.History
 	node    int32   // last node of the path, -1 for the bare prompt
 	score   float32 // Transformers beam search: running score
 	logprob float64 // Narrowing, greedy, sampling: summed log-probability
@@ -413,7 +413,7 @@ func (s *search) admit(g *group, p int) error {
 			return err
 		}
 	}
-	b.row = s.pipe.NewRow(prompt)
+	b.hist = s.pipe.NewHistory(prompt)
 	b.node, b.score, b.logprob = -1, 0, 0
 	g.beams = append(g.beams[:0], b)
 	return nil
@@ -435,7 +435,7 @@ func (s *search) keepScores(g *group, j int, row []float32) {
 
 // reorder makes g.children the live beams. A parent with no child frees its
 // slot at once; the first child of a parent inherits the parent's slot and
-// row state; every other child takes a free slot, which never holds a
+// history; every other child takes a free slot, which never holds a
 // history anyone still needs, and copies its parent into it. Tokens are
 // accepted only after every copy, so no child sees a sibling's token.
 func (s *search) reorder(g *group) error {
@@ -468,10 +468,10 @@ func (s *search) reorder(g *group) error {
 			}
 			s.res.Stats.Copies++
 			s.slot[nb.slot] = slotDirty
-			if nb.row == nil {
-				nb.row = p.row.Clone()
+			if nb.hist == nil {
+				nb.hist = p.hist.Clone()
 			} else {
-				nb.row.CopyFrom(p.row)
+				nb.hist.CopyFrom(p.hist)
 			}
 		}
 		taken[c.parent] = true
@@ -479,7 +479,7 @@ func (s *search) reorder(g *group) error {
 		next = append(next, nb)
 	}
 	for i, c := range g.children {
-		next[i].row.Accept(c.token)
+		next[i].hist.Accept(c.token)
 		g.tokens[i] = c.token
 	}
 	g.next, g.beams = g.beams, next

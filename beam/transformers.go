@@ -224,7 +224,7 @@ func (s *search) finishBeam(g *group) {
 func (s *search) stepSample(g *group) (bool, error) {
 	row := g.scores[0]
 	b := g.beams[0]
-	tok, err := s.choose.Choose(b.row, row, &s.src)
+	tok, err := s.choose.Choose(b.hist, row, &s.src)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrNoFiniteScore, err)
 	}

@@ -8,7 +8,7 @@ var (
 	// token (or a generator without a Tokenizer).
 	ErrEmptyPrompt = errors.New("empty prompt")
 	// ErrPromptTooLong reports a prompt that does not fit in a backend slot;
-	// its row ends with FinishContextFull and no token.
+	// its request ends with FinishContextFull and no token.
 	ErrPromptTooLong = errors.New("prompt longer than the context")
 	// ErrNoTokenizer reports a request that needs a Tokenizer (text, chat
 	// or stop strings) on a generator without one.

@@ -375,10 +375,10 @@ func TestCancellation(t *testing.T) {
 		for ev, err := range g.Stream(ctx, reqs) {
 			require.NoError(t, err)
 			if ev.Token >= 0 {
-				got[ev.Row].Tokens = append(got[ev.Row].Tokens, ev.Token)
+				got[ev.Request].Tokens = append(got[ev.Request].Tokens, ev.Token)
 			}
 			if ev.Finish != NotFinished {
-				got[ev.Row].Finish, got[ev.Row].Err = ev.Finish, ev.Err
+				got[ev.Request].Finish, got[ev.Request].Err = ev.Finish, ev.Err
 			}
 			if events++; events == 5 {
 				cancel()
@@ -666,8 +666,8 @@ func TestEndFlushesHeldText(t *testing.T) {
 		cancel()
 	}
 	require.Len(t, evs, 2)
-	require.Equal(t, Event{Row: 0, Token: tokenID("\xc3")}, evs[0])
-	require.Equal(t, Event{Row: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled, Err: context.Canceled}, evs[1])
+	require.Equal(t, Event{Request: 0, Token: tokenID("\xc3")}, evs[0])
+	require.Equal(t, Event{Request: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled, Err: context.Canceled}, evs[1])
 }
 
 func TestNoSlots(t *testing.T) {

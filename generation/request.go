@@ -10,19 +10,19 @@ import (
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
-// row is the state of one request while it runs. Rows are reused from one
+// seq is the state of one request while it runs. They are reused from one
 // call to the next, with their buffers.
-type row struct {
+type seq struct {
 	index  int // in the requests of the call
 	req    *Request
 	prompt []int32
 	pipe   *logits.Pipeline
-	hist   *logits.Row
+	hist   *logits.History
 	maxNew int     // new tokens allowed by max_length
 	eos    []int32 // stop tokens
 	stops  [][]byte
 	choose logits.Chooser // the config's (greedy or multinomial), or Mirostat
-	src    logits.Source  // the row's draws, seeded with Request.Seed
+	src    logits.Source  // the request's draws, seeded with Request.Seed
 
 	slot   int
 	fed    bool // the prompt has been evaluated
@@ -33,7 +33,7 @@ type row struct {
 	top    []TokenLogprob
 }
 
-func (r *row) isEOS(t int32) bool {
+func (r *seq) isEOS(t int32) bool {
 	for _, e := range r.eos {
 		if e == t {
 			return true
@@ -107,24 +107,24 @@ type config struct {
 	err  error
 }
 
-// prepare validates every request and makes its row. Nothing is sent to the
+// prepare validates every request and makes its seq. Nothing is sent to the
 // backend, so a failure leaves it untouched.
-func (g *Generator) prepare(reqs []Request) ([]*row, error) {
+func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 	configs := map[*logits.GenerationConfig]*config{}
-	rows := make([]*row, 0, len(reqs))
+	seqs := make([]*seq, 0, len(reqs))
 	for i := range reqs {
-		r, err := g.prepareRow(&reqs[i], configs)
+		r, err := g.prepareSeq(&reqs[i], configs)
 		if err != nil {
-			g.release(rows)
+			g.release(seqs)
 			return nil, fmt.Errorf("generation: request %d: %w", i, err)
 		}
 		r.index = i
-		rows = append(rows, r)
+		seqs = append(seqs, r)
 	}
-	return rows, nil
+	return seqs, nil
 }
 
-func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfig]*config) (*row, error) {
+func (g *Generator) prepareSeq(req *Request, configs map[*logits.GenerationConfig]*config) (*seq, error) {
 	prompt, err := g.PromptTokens(req)
 	if err != nil {
 		return nil, err
@@ -152,11 +152,11 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 		choose = mirostatChooser{miro}
 	}
 
-	r := g.newRow()
+	r := g.newSeq()
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
 	r.pipe = c.pipe
-	r.hist = c.pipe.NewRow(r.prompt)
+	r.hist = c.pipe.NewHistory(r.prompt)
 	r.maxNew = maxLength - len(prompt)
 	r.choose = choose
 	r.src.Seed(req.Seed)
@@ -170,7 +170,7 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 	}
 	for _, s := range req.StopStrings {
 		if s == "" {
-			g.release([]*row{r})
+			g.release([]*seq{r})
 			return nil, errors.New("empty stop string")
 		}
 		r.stops = append(r.stops, []byte(s))
@@ -221,21 +221,21 @@ func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
 	return nil
 }
 
-// release returns rows to the pool, dropping their references to the
+// release returns seqs to the pool, dropping their references to the
 // caller's data.
-func (g *Generator) release(rows []*row) {
-	for _, r := range rows {
+func (g *Generator) release(seqs []*seq) {
+	for _, r := range seqs {
 		r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	}
-	g.pool = append(g.pool, rows...)
+	g.pool = append(g.pool, seqs...)
 }
 
-func (g *Generator) newRow() *row {
-	var r *row
+func (g *Generator) newSeq() *seq {
+	var r *seq
 	if n := len(g.pool); n > 0 {
 		r, g.pool = g.pool[n-1], g.pool[:n-1]
 	} else {
-		r = new(row)
+		r = new(seq)
 	}
 	r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	r.fed, r.done, r.sent, r.slot = false, false, 0, -1
@@ -243,12 +243,12 @@ func (g *Generator) newRow() *row {
 	return r
 }
 
-// mirostatChooser ends a row's chain with a Mirostat sampler of its own: one
-// uniform of the row's Source per token, passed to the sampler's draw.
+// mirostatChooser ends a request's chain with a Mirostat sampler of its own:
+// one uniform of the request's Source per token, passed to the sampler's draw.
 type mirostatChooser struct{ s *mirostat.Sampler }
 
 // Choose implements logits.Chooser.
-func (c mirostatChooser) Choose(_ *logits.Row, scores []float32, src *logits.Source) (int, error) {
+func (c mirostatChooser) Choose(_ *logits.History, scores []float32, src *logits.Source) (int, error) {
 	for i, x := range scores {
 		if x != x {
 			return -1, fmt.Errorf("%w: NaN score at %d", logits.ErrNoChoice, i)

@@ -58,13 +58,13 @@ var ErrNoChoice = errors.New("logits: the scores allow no choice")
 // [Pipeline.Chooser] returns the one its config asks for. Mirostat is another chooser (the decoding
 // loop wraps a mirostat.Sampler as one).
 type Chooser interface {
-	// Choose returns the index of the chosen token in scores, the row of row's next-token scores
-	// that the pipeline just processed (row may be nil for scores that no pipeline processed). A
+	// Choose returns the index of the chosen token in scores, the next-token row of hist that the
+	// pipeline just processed (hist may be nil for scores that no pipeline processed). A
 	// chooser that samples draws exactly one uniform from src for each token it returns; one that
 	// does not leaves src untouched. Choose must not keep scores; the built-in choosers do not
 	// modify them. It returns an error wrapping ErrNoChoice when scores hold a NaN or no score
 	// above -inf.
-	Choose(row *Row, scores []float32, src *Source) (int, error)
+	Choose(hist *History, scores []float32, src *Source) (int, error)
 }
 
 // Greedy is greedy decoding: [Argmax] of the scores, the lowest index among equal maxima, as
@@ -72,7 +72,7 @@ type Chooser interface {
 type Greedy struct{}
 
 // Choose implements Chooser.
-func (Greedy) Choose(_ *Row, scores []float32, _ *Source) (int, error) {
+func (Greedy) Choose(_ *History, scores []float32, _ *Source) (int, error) {
 	i := Argmax(scores)
 	if i < 0 {
 		return -1, fmt.Errorf("%w: empty scores", ErrNoChoice)
@@ -87,12 +87,12 @@ func (Greedy) Choose(_ *Row, scores []float32, _ *Source) (int, error) {
 
 // Multinomial is multinomial sampling (do_sample true with one beam): one uniform u from the Source,
 // then the index [SampleIndex] returns for u, the inverse CDF of softmax(scores) in index order. When
-// row's pipeline bounded the candidates (top-k), it visits only those ([Pipeline.Sample]); the index
-// is the same.
+// the pipeline of the history bounded the candidates (top-k), it visits only those
+// ([Pipeline.Sample]); the index is the same.
 type Multinomial struct{}
 
 // Choose implements Chooser.
-func (Multinomial) Choose(row *Row, scores []float32, src *Source) (int, error) {
+func (Multinomial) Choose(hist *History, scores []float32, src *Source) (int, error) {
 	for i, x := range scores {
 		if x != x {
 			return -1, fmt.Errorf("%w: NaN score at %d", ErrNoChoice, i)
@@ -101,8 +101,8 @@ func (Multinomial) Choose(row *Row, scores []float32, src *Source) (int, error) 
 	u := src.Float64()
 	var i int
 	var ok bool
-	if row != nil && row.p != nil {
-		i, ok = row.p.Sample(row, scores, u)
+	if hist != nil && hist.p != nil {
+		i, ok = hist.p.Sample(hist, scores, u)
 	} else {
 		i, ok = SampleIndex(scores, u)
 	}

@@ -92,7 +92,7 @@ func TestGreedyChooser(t *testing.T) {
 func TestMultinomialChooser(t *testing.T) {
 	pipe := mustPipeline(t, `{"do_sample": true, "top_k": 5, "temperature": 0.8}`, Options{VocabSize: 64})
 	require.Equal(t, Multinomial{}, pipe.Chooser())
-	row := pipe.NewRow([]int32{1, 2})
+	row := pipe.NewHistory([]int32{1, 2})
 	r := rand.New(rand.NewPCG(5, 6))
 	src, twin := NewSource(9), NewSource(9)
 	scores := make([]float32, 64)

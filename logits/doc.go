@@ -19,14 +19,16 @@
 // config. Every draw of llamaloop comes from a [Source], whose documentation derives the uniform
 // number once for every path: the decoding loop, beam search's sampling and Mirostat.
 //
-// # Rows and state
+// # Rows and histories
 //
-// A [Processor] rewrites one row's scores in place given that row's history: prompt plus accepted
-// tokens ([Row]). Rows are independent, so the same pipeline serves greedy search, sampling and beam
-// search (where the scores are log-probabilities), and rows of different prompt lengths. Per-row
-// state (n-gram tables, seen-token sets, counts) lives in the Row and is updated incrementally by
-// [Row.Accept]; [Row.Clone] and [Row.CopyFrom] copy it for beam search. A [Pipeline] is immutable
-// and safe for concurrent use; a Row is not.
+// A row is one sequence's next-token scores: a []float32 as wide as the vocabulary, like a row of
+// llama.cpp's logits. A [Processor] rewrites one row in place given that sequence's [History]: its
+// prompt plus accepted tokens, and the state of the pipeline's stages for it. Histories are
+// independent, so the same pipeline serves greedy search, sampling and beam search (where the scores
+// are log-probabilities), and sequences of different prompt lengths. A processor's state for one
+// sequence (n-gram tables, seen-token sets, counts) lives in its History and is updated
+// incrementally by [History.Accept]; [History.Clone] and [History.CopyFrom] copy it for beam search.
+// A [Pipeline] is immutable and safe for concurrent use; a History is not.
 //
 // # Arithmetic
 //

@@ -341,7 +341,7 @@ func timeStream(ctx context.Context, gen *generation.Generator, reqs []generatio
 			return 0, 0, err
 		}
 		if ev.Finish == generation.FinishError || ev.Finish == generation.FinishContextFull {
-			return 0, 0, fmt.Errorf("row %d: %s: %v", ev.Row, ev.Finish, ev.Err)
+			return 0, 0, fmt.Errorf("row %d: %s: %v", ev.Request, ev.Finish, ev.Err)
 		}
 		if ev.Token < 0 {
 			continue

@@ -126,7 +126,7 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 		if st.first.IsZero() {
 			st.first = now
 		}
-		r := rows[ev.Row]
+		r := rows[ev.Request]
 		if ev.Token >= 0 {
 			st.generated++
 			r.tokens = append(r.tokens, ev.Token)

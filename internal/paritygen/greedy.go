@@ -92,7 +92,7 @@ func padTail(c *parity.GreedyCase, cfg *logits.GenerationConfig, b, steps int, m
 	if err != nil {
 		return err
 	}
-	row := pipe.NewRow(c.Prompts[b])
+	row := pipe.NewHistory(c.Prompts[b])
 	for _, t := range *tokens {
 		row.Accept(t)
 	}

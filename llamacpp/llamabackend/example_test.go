@@ -58,12 +58,12 @@ func Example() {
 			fmt.Println(err)
 			return
 		}
-		texts[ev.Row] += string(ev.Text) // Text is only valid until the next event
+		texts[ev.Request] += string(ev.Text) // Text is only valid until the next event
 		if ev.Finish != generation.NotFinished {
-			fmt.Printf("row %d (%s):%s\n", ev.Row, ev.Finish, texts[ev.Row])
+			fmt.Printf("request %d (%s):%s\n", ev.Request, ev.Finish, texts[ev.Request])
 		}
 	}
 	// Output:
-	// row 0 (length): reads a prompt and returns new logits for
-	// row 1 (stop): and returns new logits for every token.
+	// request 0 (length): reads a prompt and returns new logits for
+	// request 1 (stop): and returns new logits for every token.
 }
