@@ -16,15 +16,15 @@ const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
 // UniformSource) all draw from it, so the same request and seed give the same tokens whichever of
 // them runs it.
 //
-// A Source is math/rand/v2's PCG seeded with (seed, [SeedStream]). Each draw takes exactly one 64-bit
-// output x of it and uses the uniform u = (x >> 11) / 2^53 in [0, 1): the top 53 bits, which are
-// PCG's best, exactly representable in a float64. (math/rand/v2's Rand.Float64 keeps the low 53 bits
-// instead, so a Rand over the same PCG draws other numbers.) A draw never takes a variable number of
-// outputs, so the n-th draw of a sequence depends only on its seed and n.
+// A Source is math/rand/v2's PCG seeded with (seed, [SeedStream]). Each draw takes exactly one
+// 64-bit output x of it and uses the uniform u = (x >> 11) / 2^53 in [0, 1): the top 53 bits, which
+// are PCG's best, exactly representable in a float64. (math/rand/v2's Rand.Float64 keeps the low 53
+// bits instead, so a Rand over the same PCG draws other numbers.) A draw never takes a variable
+// number of outputs, so the n-th draw of a sequence depends only on its seed and n.
 //
 // The zero Source is the PCG of (0, 0), not NewSource(0): seed it with [Source.Seed] or
-// [NewSource]. A Source is a plain value: copying it copies its state. It is not safe for concurrent
-// use.
+// [NewSource]. A Source is a plain value: copying it copies its state. It is not safe for
+// concurrent use.
 type Source struct {
 	pcg rand.PCG
 }
@@ -40,7 +40,8 @@ func NewSource(seed uint64) *Source {
 func (s *Source) Seed(seed uint64) { s.pcg.Seed(seed, SeedStream) }
 
 // Float64 returns the next uniform u in [0, 1), as the type documentation derives it. It is the
-// only draw of a Source; ExpFloat64 is made from it. Float64 makes *Source a mirostat.UniformSource.
+// only draw of a Source; ExpFloat64 is made from it. Float64 makes *Source a
+// mirostat.UniformSource.
 func (s *Source) Float64() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-53 }
 
 // ExpFloat64 returns an exponential variate of rate 1 made from one uniform u by inversion:
@@ -48,8 +49,9 @@ func (s *Source) Float64() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-5
 // torch.multinomial without replacement does.
 func (s *Source) ExpFloat64() float64 { return -math.Log1p(-s.Float64()) }
 
-// ErrNoChoice reports scores from which no token can be chosen: a NaN score, or no score above -inf.
-// torch would pick the NaN (argmax) or fail (multinomial); a Chooser returns an error wrapping it.
+// ErrNoChoice reports scores from which no token can be chosen: a NaN score, or no score above
+// -inf. torch would pick the NaN (argmax) or fail (multinomial); a Chooser returns an error
+// wrapping it.
 var ErrNoChoice = errors.New("logits: the scores allow no choice")
 
 // Chooser is the stage that ends a chain: it selects the next token from the scores the processors
@@ -85,9 +87,9 @@ func (Greedy) Choose(_ *History, scores []float32, _ *Source) (int, error) {
 	return i, nil
 }
 
-// Multinomial is multinomial sampling (do_sample true with one beam): one uniform u from the Source,
-// then the index [SampleIndex] returns for u, the inverse CDF of softmax(scores) in index order. When
-// the pipeline of the history bounded the candidates (top-k), it visits only those
+// Multinomial is multinomial sampling (do_sample true with one beam): one uniform u from the
+// Source, then the index [SampleIndex] returns for u, the inverse CDF of softmax(scores) in index
+// order. When the pipeline of the history bounded the candidates (top-k), it visits only those
 // ([Pipeline.Sample]); the index is the same.
 type Multinomial struct{}
 

@@ -53,9 +53,9 @@ func (r *History) Accept(token int32) {
 // valid until the next Accept or CopyFrom.
 func (r *History) Tokens() []int32 { return r.tokens }
 
-// PromptLen returns the prompt length P the history started with: transformers' input_ids_seq_length,
-// used by min_new_tokens, max_new_tokens, exponential_decay_length_penalty and
-// begin_suppress_tokens.
+// PromptLen returns the prompt length P the history started with: transformers'
+// input_ids_seq_length, used by min_new_tokens, max_new_tokens, exponential_decay_length_penalty
+// and begin_suppress_tokens.
 func (r *History) PromptLen() int { return r.promptLen }
 
 // Len returns the current length of the history, transformers' cur_len (prompt included).

@@ -25,13 +25,13 @@ type Options struct {
 
 // Pipeline is the ordered processor list that transformers 4.57's
 // GenerationMixin._get_logits_processor builds for a config, or a custom chain from [Chain]. It is
-// immutable after construction and safe for concurrent use by many rows; per-sequence state lives in
-// [History].
+// immutable after construction and safe for concurrent use by many rows; per-sequence state lives
+// in [History].
 //
-// A pipeline serves sequences of different prompt lengths: wherever transformers uses the prompt length
-// P (max_new_tokens -> max_length, min_new_tokens, the exponential decay start, the begin-suppress
-// step, forced EOS at max_length-1), the stage takes P from [History.PromptLen] of the history it
-// processes a row for.
+// A pipeline serves sequences of different prompt lengths: wherever transformers uses the prompt
+// length P (max_new_tokens -> max_length, min_new_tokens, the exponential decay start, the
+// begin-suppress step, forced EOS at max_length-1), the stage takes P from [History.PromptLen] of
+// the history it processes a row for.
 type Pipeline struct {
 	vocab  int
 	names  []string

@@ -3,8 +3,8 @@ package logits
 // Processor is one stage of a [Pipeline]: it rewrites one row of scores in place, given the
 // [History] of the sequence they continue (prompt plus accepted tokens). len(scores) is the
 // vocabulary size. The scores are the raw logits for greedy search and sampling, and
-// log-probabilities for beam search, exactly as in transformers' LogitsProcessor.__call__(input_ids,
-// scores) restricted to one row.
+// log-probabilities for beam search, exactly as in transformers'
+// LogitsProcessor.__call__(input_ids, scores) restricted to one row.
 //
 // Process must not keep scores, must not panic on any float value (NaN, ±inf), and must not change
 // the history: a processor that needs state per sequence implements [StatefulProcessor].

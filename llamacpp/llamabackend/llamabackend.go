@@ -177,8 +177,8 @@ func (b *Backend) resync(feeds []backend.Feed) {
 // Logits implements backend.Backend.
 func (b *Backend) Logits(i int) []float32 { return b.views[i] }
 
-// Copy implements backend.Backend: dst is emptied, then gets src's cells (shared in a
-// unified cache, a whole-stream copy otherwise).
+// Copy implements backend.Backend: dst is emptied, then gets src's cells
+// (shared in a unified cache, a whole-stream copy otherwise).
 func (b *Backend) Copy(dst, src int) error {
 	if err := b.checkSlot(dst); err != nil {
 		return err
