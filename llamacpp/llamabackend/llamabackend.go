@@ -1,13 +1,19 @@
 // Package llamabackend adapts llama.cpp to the contract of package backend:
 // [Backend] is a [backend.Backend] over the sequences of one
 // llamacpp.Context, and [Tokenizer] a [backend.Tokenizer] and
-// [backend.ChatTemplater] over a llamacpp.Vocab. It is the only cgo
-// dependency of a program that decodes with packages generation and beam on
-// llama.cpp:
+// [backend.ChatTemplater] over a llamacpp.Vocab. Beside llamacpp itself, it
+// is the only cgo dependency of a program that decodes with packages
+// generation and beam on llama.cpp:
 //
-//	backend, err := llamabackend.New(ctx) // ctx: a *llamacpp.Context
-//	gen := generation.NewGenerator(backend, llamabackend.Tokenizer{Vocab: model.Vocab()})
-//	res, err := beam.Search(context.Background(), backend, prompts, beam.Options{Config: cfg})
+//	lb, err := llamabackend.New(ctx) // ctx: a *llamacpp.Context
+//	gen := generation.NewGenerator(lb, llamabackend.Tokenizer{Vocab: model.Vocab()})
+//	res, err := beam.Search(context.Background(), lb, prompts, beam.Options{Config: cfg})
+//
+// The package also holds the llama.cpp-backed tests and benchmarks of the
+// decoding loop and of beam search: greedy decoding and beam search against
+// the float64 reference forward pass, sampling frequencies, streaming text,
+// cancellation inside a prompt evaluation, and throughput beside the raw
+// decode loop.
 package llamabackend
 
 import (
