@@ -26,8 +26,8 @@
 // one contract: generation's Generator.Stream and Generate, beam.Search, and
 // mirostat's Sampler.Stream and Generate.
 //
-//   - It checks ctx before every step (one token of every row, one step of
-//     every beam search, one model call) and passes ctx to Backend.Eval,
+//   - It checks ctx before every step (one token of every request, one step
+//     of every beam search, one model call) and passes ctx to Backend.Eval,
 //     which honours it within a long evaluation. Once ctx is done, the call
 //     stops within one step.
 //   - A cancellation is not a failure: whatever the call completed before it
@@ -39,10 +39,10 @@
 //
 // Where each call reports it:
 //
-//   - generation: each unfinished row's last event has Finish
-//     FinishCancelled and Err ctx.Err(), as every other way a row ends is
+//   - generation: each unfinished request's last event has Finish
+//     FinishCancelled and Err ctx.Err(), as every other way a request ends is
 //     reported on its last event; the stream itself yields no error, and
-//     Generate returns the rows' results with a nil error.
+//     Generate returns the requests' results with a nil error.
 //   - beam.Search returns ctx.Err() with a Result that holds the hypotheses
 //     of every prompt whose search had completed (nil for the others).
 //   - mirostat's Stream yields (Step{}, ctx.Err()) last; its Generate

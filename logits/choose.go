@@ -13,14 +13,16 @@ const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
 // Source is the random source of one sequence's draws, and the one place where llamaloop turns
 // random bits into the uniform numbers that choose tokens. The decoding loop (package generation),
 // beam search's sampling (package beam) and Mirostat (package mirostat, given a Source as its
-// UniformSource) all draw from it, so the same request and seed give the same tokens whichever of
-// them runs it.
+// UniformSource) all draw from it, so a request and a seed give the same tokens through the
+// decoding loop and through beam search with one beam, and Mirostat draws the same numbers in both
+// its homes.
 //
 // A Source is math/rand/v2's PCG seeded with (seed, [SeedStream]). Each draw takes exactly one
-// 64-bit output x of it and uses the uniform u = (x >> 11) / 2^53 in [0, 1): the top 53 bits, which
-// are PCG's best, exactly representable in a float64. (math/rand/v2's Rand.Float64 keeps the low 53
-// bits instead, so a Rand over the same PCG draws other numbers.) A draw never takes a variable
-// number of outputs, so the n-th draw of a sequence depends only on its seed and n.
+// 64-bit output x of it and uses the uniform u = (x >> 11) / 2^53 in [0, 1): the top 53 bits,
+// exactly representable in a float64, so every u is a multiple of 2^-53 and each is equally
+// likely. (math/rand/v2's Rand.Float64 keeps the low 53 bits instead, so a Rand over the same PCG
+// draws other numbers.) A draw never takes a variable number of outputs, so the n-th draw of a
+// sequence depends only on its seed and n.
 //
 // The zero Source is the PCG of (0, 0), not NewSource(0): seed it with [Source.Seed] or
 // [NewSource]. A Source is a plain value: copying it copies its state. It is not safe for
