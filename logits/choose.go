@@ -14,8 +14,8 @@ const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
 // random bits into the uniform numbers that choose tokens. The decoding loop (package generation),
 // beam search's sampling (package beam) and Mirostat (package mirostat, given a Source as its
 // UniformSource) all draw from it, so a request and a seed give the same tokens through the
-// decoding loop and through beam search with one beam, and Mirostat draws the same numbers in both
-// its homes.
+// decoding loop and through beam search with one beam, and mirostat.Sampler.Stream given a Source
+// draws what the loop's Mirostat requests draw.
 //
 // A Source is math/rand/v2's PCG seeded with (seed, [SeedStream]). Each draw takes exactly one
 // 64-bit output x of it and uses the uniform u = (x >> 11) / 2^53 in [0, 1): the top 53 bits,
