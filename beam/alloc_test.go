@@ -5,33 +5,41 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestNoPerStepAllocation compares the allocations of a search of 16 new
 // tokens with one of 256: steps cost no allocation, only the amortised
-// growth of token histories (logarithmic in the length) remains.
+// growth of token histories (logarithmic in the length) remains. Beam
+// sampling and the one-beam paths (the chooser) are covered too.
 func TestNoPerStepAllocation(t *testing.T) {
-	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
+	for _, c := range []struct {
+		rule   beam.Rule
+		beams  int
+		sample bool
+	}{
+		{beam.Transformers, 4, false}, {beam.Narrowing, 4, false}, {beam.Transformers, 4, true},
+		{beam.Transformers, 1, false}, {beam.Transformers, 1, true},
+	} {
 		allocs := func(maxNew int) float64 {
-			backend := generation.NewMemoryBackend(64, 8, benchModel(64))
+			b := backend.NewMemoryBackend(64, 8, benchModel(64))
 			cfg := logits.DefaultGenerationConfig()
-			cfg.NumBeams = 4
+			cfg.NumBeams = c.beams
+			cfg.DoSample = c.sample
 			cfg.MaxNewTokens = intp(maxNew)
 			prompts := [][]int32{{1, 2, 3}, {4, 5}}
 			return testing.AllocsPerRun(5, func() {
-				if _, err := beam.Search(context.Background(), backend, prompts, beam.Options{Rule: rule, Config: cfg}); err != nil {
+				if _, err := beam.Search(context.Background(), b, prompts, beam.Options{Rule: c.rule, Config: cfg}); err != nil {
 					t.Fatal(err)
 				}
 			})
 		}
 		short, long := allocs(16), allocs(256)
-		t.Logf("%v: %v allocations for 16 tokens, %v for 256", rule, short, long)
-		assert.Less(t, long-short, 80.0, "%v: 240 more steps of 8 beams", rule)
+		t.Logf("%+v: %v allocations for 16 tokens, %v for 256", c, short, long)
+		assert.Less(t, long-short, 80.0, "%+v: 240 more steps", c)
 	}
 }
 
@@ -46,7 +54,7 @@ func TestParallelRowsMatch(t *testing.T) {
 	cfg.EOSTokenID = []int32{3}
 	cfg.RepetitionPenalty = 1.2
 	run := func() *beam.Result {
-		b := generation.NewMemoryBackend(vocab, 8, hashModel(vocab, 3))
+		b := backend.NewMemoryBackend(vocab, 8, hashModel(vocab, 3))
 		res, err := beam.Search(context.Background(), b, [][]int32{{1, 2}, {5}}, beam.Options{Config: cfg, OutputScores: true})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package beam finds high-probability continuations of prompts by beam search.
 //
-// The search is written once over a [generation.Backend] and talks to it only
+// The search is written once over a [backend.Backend] and talks to it only
 // through Eval, Logits, Copy, Clear, Room and Slots. Every live beam owns a
 // backend slot (a llama.cpp sequence, or a token history in memory). A prompt
 // is evaluated once, into one slot; after each step the slots follow the
@@ -36,8 +36,8 @@
 // [Transformers] (the default) reproduces transformers 4.57's generate():
 // _beam_search for num_beams > 1 (beam sampling with do_sample), and _sample
 // (greedy or multinomial sampling) for num_beams == 1. [Narrowing] is the
-// generic search of the beam-search course, in which finished hypotheses keep
-// their place and the beam narrows; with one beam it is greedy decoding.
+// textbook beam search, in which finished hypotheses keep their place and the
+// beam narrows; with one beam it is greedy decoding.
 package beam
 
 import (
@@ -46,7 +46,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -65,7 +65,7 @@ const (
 	// first; a NaN candidate, which torch ranks first, is never chosen.
 	Transformers Rule = iota
 
-	// Narrowing is the search of the beam-search course: each step ranks the
+	// Narrowing is the textbook beam search: each step ranks the
 	// k*V extensions of the k live hypotheses by summed log-probability and
 	// keeps the first NumBeams-finished finite ones (ties to the lower beam,
 	// then the lower token id). A kept candidate ending in eos finishes and
@@ -102,10 +102,20 @@ type Options struct {
 
 	// User processors run after the config's processors and before the
 	// sampling warpers, as a logits_processor argument of generate() does.
+	// They run on several goroutines at once: a large step (beams ×
+	// vocabulary of at least 2^15, with GOMAXPROCS above 1) processes its
+	// rows in parallel, so Process is called concurrently for different
+	// rows, and must be safe for that (see logits.Processor for exactly
+	// what is required). Progress, by contrast, is called on the search's
+	// goroutine.
 	User []logits.Processor
 
-	// Seed seeds the random draws of DoSample (PCG); the same seed and inputs
-	// give the same result.
+	// Seed seeds the search's logits.Source, the draws of DoSample; the same
+	// seed and inputs give the same result. With one beam the search ends
+	// its chain in the config's logits.Chooser, as the decoding loop does,
+	// so it draws the tokens that generation draws for a request with the
+	// same config and Seed. Beam sampling takes one exponential variate per
+	// candidate from the same Source (logits.Source.ExpFloat64).
 	Seed uint64
 
 	// OutputScores keeps every step's processed scores in Result.Scores
@@ -116,10 +126,6 @@ type Options struct {
 	// the best hypothesis so far. Beam search cannot stream tokens (a later
 	// step can replace any of them), so this is its only progress report.
 	Progress func(Progress)
-
-	// skipCopy makes the reorder skip Backend.Copy: a deliberately broken
-	// search, for tests that must detect it (see export_test.go).
-	skipCopy bool
 }
 
 // Progress reports the state of one prompt's search after one step.
@@ -167,7 +173,8 @@ type Hypothesis struct {
 type Result struct {
 	// Hypotheses holds, per prompt, the returned hypotheses, best first:
 	// NumReturnSequences of them under Transformers, every finished and
-	// length-cut hypothesis (at most NumBeams) under Narrowing.
+	// length-cut hypothesis (at most NumBeams) under Narrowing. After a
+	// cancellation, prompts whose search had not completed have none.
 	Hypotheses [][]Hypothesis
 
 	// Scores, with Options.OutputScores, holds per step t and row
@@ -182,17 +189,19 @@ type Result struct {
 	Stats Stats
 
 	// The fields below are generate()'s other outputs, set by the
-	// Transformers rule (nil under Narrowing). Row i is return sequence i%R
-	// of prompt i/R, R = NumReturnSequences. Rows hold the prompt followed by the generated
-	// tokens; rows shorter than the longest are padded as transformers pads
-	// them: with pad_token_id, except that beam search pads with eos[0] when
-	// pad_token_id is 0 or unset and with -1 when there is no eos.
+	// Transformers rule (nil under Narrowing, and after a cancellation).
+	// Entry i of each is return sequence i%R of prompt i/R, R =
+	// NumReturnSequences. Sequences[i] holds the prompt followed by the
+	// generated tokens; sequences shorter than the longest are padded as
+	// transformers pads them: with pad_token_id, except that beam search
+	// pads with eos[0] when pad_token_id is 0 or unset and with -1 when
+	// there is no eos.
 	Sequences [][]int32
 
 	// SequencesScores are the hypotheses' scores (nil for one beam).
 	SequencesScores []float32
 
-	// BeamIndices holds, per row and generated token, the flat index
+	// BeamIndices holds, per sequence and generated token, the flat index
 	// prompt*NumBeams+beam of the beam the token was appended to, and -1
 	// past the end (nil for one beam).
 	BeamIndices [][]int32
@@ -201,7 +210,7 @@ type Result struct {
 	// beam_indices) of transformers: per generated token, its processed score
 	// at its step (beam search: log-probability without the beam's running
 	// score; greedy and sampling: processed logit), and 0 past the end.
-	// (transformers keeps evaluating finished greedy rows and reports the
+	// (transformers keeps evaluating finished greedy sequences and reports the
 	// pad token's score there; this search stops evaluating them.)
 	TransitionScores [][]float32
 }
@@ -212,7 +221,7 @@ type Stats struct {
 	Tokens  int           // tokens fed to the backend, prompts included
 	Copies  int           // Backend.Copy calls made by reordering
 	Clears  int           // Backend.Clear calls
-	Reorder time.Duration // time spent reordering slots and row states
+	Reorder time.Duration // time spent reordering slots and processor histories
 }
 
 // Errors that callers may test for with errors.Is.
@@ -244,21 +253,25 @@ const neg float32 = -1e9
 // before evaluating the prompt and overwrites the others by Copy.
 //
 // On error no result is returned and every slot the search used is cleared,
-// so the backend stays usable.
-func Search(ctx context.Context, backend generation.Backend, prompts [][]int32, opts Options) (*Result, error) {
+// so the backend stays usable. Cancellation follows the contract of package
+// backend: within one step of ctx's end Search clears its slots and returns
+// ctx.Err() with a Result whose Hypotheses hold every prompt whose search
+// had completed (nil for the others), and whose Stats and Scores cover the
+// steps run; its generate() outputs (Sequences and the rest) are nil.
+func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*Result, error) {
 	s, err := newSearch(ctx, backend, prompts, opts)
 	if err != nil {
 		return nil, err
 	}
 	res, err := s.run()
 	s.work.stop()
-	if cerr := s.releaseAll(); err == nil && cerr != nil {
-		err = cerr
+	if cerr := s.releaseAll(); cerr != nil {
+		return nil, errors.Join(err, cerr)
 	}
-	if err != nil {
+	if err != nil && (err != ctx.Err() || res == nil) {
 		return nil, err
 	}
-	return res, nil
+	return res, err
 }
 
 func finite(x float32) bool { return !math.IsInf(float64(x), 0) && x == x }

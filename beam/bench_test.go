@@ -6,14 +6,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
 // benchModel returns precomputed rows chosen by the last token and the
 // length, so that the benchmark measures the search, not the model.
-func benchModel(vocab int) generation.ModelFunc {
+func benchModel(vocab int) backend.ModelFunc {
 	r := rand.New(rand.NewPCG(1, 2))
 	rows := make([][]float32, 64)
 	for i := range rows {
@@ -39,7 +39,7 @@ func BenchmarkSearch(b *testing.B) {
 					for i := range ps {
 						ps[i] = []int32{int32(i), 7, 9, 11}
 					}
-					backend := generation.NewMemoryBackend(vocab, prompts*k, benchModel(vocab))
+					b0 := backend.NewMemoryBackend(vocab, prompts*k, benchModel(vocab))
 					cfg := logits.DefaultGenerationConfig()
 					cfg.NumBeams = k
 					cfg.MaxNewTokens = &[]int{maxNew}[0]
@@ -49,7 +49,7 @@ func BenchmarkSearch(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						res, err := beam.Search(ctx, backend, ps, opts)
+						res, err := beam.Search(ctx, b0, ps, opts)
 						if err != nil {
 							b.Fatal(err)
 						}

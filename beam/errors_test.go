@@ -3,19 +3,19 @@ package beam_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // narrowLogits cuts every logits row short by one entry.
-type narrowLogits struct{ generation.Backend }
+type narrowLogits struct{ backend.Backend }
 
 func (n narrowLogits) Logits(i int) []float32 {
 	l := n.Backend.Logits(i)
@@ -80,7 +80,7 @@ func TestValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := generation.NewMemoryBackend(6, tc.slots, model)
+			b := backend.NewMemoryBackend(6, tc.slots, model)
 			res, err := beam.Search(context.Background(), b, tc.prompts, tc.opts)
 			assert.ErrorIs(t, err, tc.want)
 			assert.Nil(t, res)
@@ -96,7 +96,7 @@ func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
 	inf := float32(math.Inf(-1))
 	good := masked(hashModel(6, 3), 0) // no eos: every search reaches the bad step
 	// The model turns bad on the third step of the search.
-	badAt := func(bad func([]float32)) generation.ModelFunc {
+	badAt := func(bad func([]float32)) backend.ModelFunc {
 		return func(h []int32) ([]float32, error) {
 			l, err := good(h)
 			if len(h) >= 4 {
@@ -106,7 +106,7 @@ func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
 		}
 	}
 	models := map[string]struct {
-		model generation.ModelFunc
+		model backend.ModelFunc
 		want  error
 	}{
 		"all -inf": {badAt(func(l []float32) {
@@ -129,8 +129,8 @@ func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		for _, k := range []int{1, 3} {
 			for name, m := range models {
-				var current generation.ModelFunc = m.model
-				b := generation.NewMemoryBackend(6, 4, func(h []int32) ([]float32, error) { return current(h) })
+				var current backend.ModelFunc = m.model
+				b := backend.NewMemoryBackend(6, 4, func(h []int32) ([]float32, error) { return current(h) })
 				cfg := beamCfg(k)
 				res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
 				require.Error(t, err, "%v %d %s", rule, k, name)
@@ -151,15 +151,15 @@ func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
 	}
 }
 
-func transformersOrNarrow(t *testing.T, rule beam.Rule, model generation.ModelFunc, cfg *logits.GenerationConfig) []beam.Hypothesis {
-	b := generation.NewMemoryBackend(6, cfg.NumBeams, model)
+func transformersOrNarrow(t *testing.T, rule beam.Rule, model backend.ModelFunc, cfg *logits.GenerationConfig) []beam.Hypothesis {
+	b := backend.NewMemoryBackend(6, cfg.NumBeams, model)
 	res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
 	require.NoError(t, err)
 	return res.Hypotheses[0]
 }
 
 func TestWrongLogitsWidth(t *testing.T) {
-	mem := generation.NewMemoryBackend(6, 4, hashModel(6, 1))
+	mem := backend.NewMemoryBackend(6, 4, hashModel(6, 1))
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		_, err := beam.Search(context.Background(), narrowLogits{mem}, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: beamCfg(2)})
 		assert.ErrorIs(t, err, beam.ErrBadLogits)
@@ -168,7 +168,7 @@ func TestWrongLogitsWidth(t *testing.T) {
 }
 
 func TestBackendFull(t *testing.T) {
-	mem := generation.NewMemoryBackend(6, 4, masked(hashModel(6, 1), 0))
+	mem := backend.NewMemoryBackend(6, 4, masked(hashModel(6, 1), 0))
 	mem.SetCapacity(5)
 	_, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
 	assert.ErrorIs(t, err, beam.ErrNoRoom)
@@ -178,16 +178,61 @@ func TestBackendFull(t *testing.T) {
 	assert.NoError(t, err, "2 prompt tokens and 5 new tokens fit in 7 cells")
 }
 
+// Cancellation follows the contract of package backend: the prompts whose
+// search completed keep their hypotheses (those of an uncancelled search),
+// the others have none, the error is the context's own, and every slot is
+// cleared.
 func TestCancel(t *testing.T) {
-	mem := generation.NewMemoryBackend(6, 4, hashModel(6, 1))
+	model := hashModel(6, 1)
+	prompts := [][]int32{{5, 1}, {4, 2}}
+	full, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 2, model), prompts, beam.Options{Config: beamCfg(2)})
+	require.NoError(t, err)
+
+	// Two slots for two beams: the prompts are searched one after the other.
+	mem := backend.NewMemoryBackend(6, 2, model)
 	ctx, cancel := context.WithCancel(context.Background())
-	steps := 0
-	_, err := beam.Search(ctx, mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2), Progress: func(beam.Progress) {
-		if steps++; steps == 2 {
+	defer cancel()
+	res, err := beam.Search(ctx, mem, prompts, beam.Options{Config: beamCfg(2), Progress: func(p beam.Progress) {
+		if p.Prompt == 1 && p.Step == 2 {
 			cancel()
 		}
 	}})
-	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, context.Canceled, err)
+	require.NotNil(t, res)
+	assert.Equal(t, full.Hypotheses[0], res.Hypotheses[0])
+	assert.Nil(t, res.Hypotheses[1])
+	assert.Nil(t, res.Sequences)
+	alone, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 2, model), prompts[:1], beam.Options{Config: beamCfg(2)})
+	require.NoError(t, err)
+	assert.Equal(t, alone.Stats.Evals+2, res.Stats.Evals, "prompt 0's steps, then prompt 1's first two: no step after the cancellation")
+	requireEmpty(t, mem)
+}
+
+// evalCanceller cancels the search's context inside the n-th Eval and
+// returns the context's error wrapped, as llama.cpp's backend does when it
+// aborts a decode.
+type evalCanceller struct {
+	*backend.MemoryBackend
+	n      int
+	cancel context.CancelFunc
+}
+
+func (e *evalCanceller) Eval(ctx context.Context, feeds []backend.Feed) error {
+	if e.n--; e.n == 0 {
+		e.cancel()
+		return fmt.Errorf("decode aborted: %w", ctx.Err())
+	}
+	return e.MemoryBackend.Eval(ctx, feeds)
+}
+
+func TestCancelDuringEval(t *testing.T) {
+	mem := backend.NewMemoryBackend(6, 2, hashModel(6, 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := beam.Search(ctx, &evalCanceller{MemoryBackend: mem, n: 2, cancel: cancel}, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	assert.Equal(t, context.Canceled, err, "the context's error, not the backend's wrapping")
+	require.NotNil(t, res)
+	assert.Nil(t, res.Hypotheses[0])
 	requireEmpty(t, mem)
 }
 
@@ -196,9 +241,9 @@ func TestCancel(t *testing.T) {
 func TestStaleSlotsAreIgnored(t *testing.T) {
 	model := hashModel(6, 2)
 	want := transformersOrNarrow(t, beam.Transformers, model, beamCfg(3))
-	mem := generation.NewMemoryBackend(6, 3, model)
+	mem := backend.NewMemoryBackend(6, 3, model)
 	for i := range 3 {
-		require.NoError(t, mem.Eval(context.Background(), []generation.Feed{{Slot: i, Tokens: []int32{1, 2, 3}}}))
+		require.NoError(t, mem.Eval(context.Background(), []backend.Feed{{Slot: i, Tokens: []int32{1, 2, 3}}}))
 	}
 	res, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(3)})
 	require.NoError(t, err)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -27,9 +27,9 @@ func exampleModel(history []int32) ([]float32, error) {
 }
 
 func Example() {
-	// Any generation.Backend works: a llama.cpp context (one sequence per
+	// Any backend.Backend works: a llama.cpp context (one sequence per
 	// slot) or, here, an in-memory model. A prompt needs num_beams slots.
-	backend := generation.NewMemoryBackend(4, 2, exampleModel)
+	backend := backend.NewMemoryBackend(4, 2, exampleModel)
 
 	cfg := logits.DefaultGenerationConfig()
 	cfg.NumBeams = 2
@@ -54,7 +54,7 @@ func Example() {
 }
 
 func Example_narrowing() {
-	backend := generation.NewMemoryBackend(4, 2, exampleModel)
+	backend := backend.NewMemoryBackend(4, 2, exampleModel)
 	cfg := logits.DefaultGenerationConfig()
 	cfg.NumBeams = 2
 	cfg.MaxNewTokens = new(int)

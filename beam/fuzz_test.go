@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -53,7 +53,7 @@ func FuzzSearch(f *testing.F) {
 		for i := range int(prompts % 4) {
 			ps = append(ps, []int32{int32(i % v), int32((i + 1) % v)})
 		}
-		mem := generation.NewMemoryBackend(v, 5, model)
+		mem := backend.NewMemoryBackend(v, 5, model)
 		res, err := beam.Search(context.Background(), mem, ps, beam.Options{Rule: rule, Config: cfg, Seed: seed, OutputScores: true})
 		for i := range mem.Slots() {
 			if len(mem.History(i)) != 0 {

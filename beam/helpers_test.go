@@ -10,18 +10,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/require"
 )
 
 // probModel is a table of next-token probabilities keyed by the generated
 // tokens (the history after the first promptLen tokens), e.g. "" or "1,2";
 // prefixes missing from the table get def. Logits are log(p), so a
 // probability of 0 is a masked token.
-func probModel(vocab, promptLen int, table map[string][]float64, def []float64) generation.ModelFunc {
+func probModel(vocab, promptLen int, table map[string][]float64, def []float64) backend.ModelFunc {
 	buf := make([]float32, vocab)
 	return func(history []int32) ([]float32, error) {
 		p, ok := table[key(history[promptLen:])]
@@ -45,7 +44,7 @@ func key(tokens []int32) string {
 
 // hashModel gives logits in [-4, 4) that depend on the whole history and on
 // seed: a prefix-dependent model with no structure a search could exploit.
-func hashModel(vocab int, seed uint64) generation.ModelFunc {
+func hashModel(vocab int, seed uint64) backend.ModelFunc {
 	buf := make([]float32, vocab)
 	return func(history []int32) ([]float32, error) {
 		h := fnv.New64a()
@@ -63,7 +62,7 @@ func hashModel(vocab int, seed uint64) generation.ModelFunc {
 }
 
 // masked sets the logits of the given tokens to -inf.
-func masked(m generation.ModelFunc, tokens ...int32) generation.ModelFunc {
+func masked(m backend.ModelFunc, tokens ...int32) backend.ModelFunc {
 	return func(history []int32) ([]float32, error) {
 		l, err := m(history)
 		for _, t := range tokens {
@@ -92,7 +91,7 @@ func logSoftmax64(x []float32) []float64 {
 
 // teacherForced is the log-probability of tokens after prompt under model,
 // each step scored with an independent log-softmax.
-func teacherForced(t *testing.T, model generation.ModelFunc, prompt, tokens []int32) float64 {
+func teacherForced(t *testing.T, model backend.ModelFunc, prompt, tokens []int32) float64 {
 	t.Helper()
 	hist := slices.Clone(prompt)
 	sum := 0.0
@@ -107,15 +106,15 @@ func teacherForced(t *testing.T, model generation.ModelFunc, prompt, tokens []in
 
 // recorder wraps a backend and records what the search asks of it.
 type recorder struct {
-	generation.Backend
-	feeds   [][]generation.Feed // per Eval, the feeds (tokens copied)
+	backend.Backend
+	feeds   [][]backend.Feed // per Eval, the feeds (tokens copied)
 	maxRows int
 }
 
-func (r *recorder) Eval(ctx context.Context, feeds []generation.Feed) error {
-	fs := make([]generation.Feed, len(feeds))
+func (r *recorder) Eval(ctx context.Context, feeds []backend.Feed) error {
+	fs := make([]backend.Feed, len(feeds))
 	for i, f := range feeds {
-		fs[i] = generation.Feed{Slot: f.Slot, Tokens: slices.Clone(f.Tokens)}
+		fs[i] = backend.Feed{Slot: f.Slot, Tokens: slices.Clone(f.Tokens)}
 	}
 	r.feeds = append(r.feeds, fs)
 	r.maxRows = max(r.maxRows, len(feeds))
@@ -131,9 +130,18 @@ func (r *recorder) rowsPerEval() []int {
 	return n
 }
 
+// dropCopies is a deliberately broken backend: Copy does nothing, so a
+// child that needs its parent's history copied into a free slot gets an
+// empty one, and the backend scores a history the search never chose. Tests
+// use it to prove that they detect a search whose backend state does not
+// follow the parents.
+type dropCopies struct{ *backend.MemoryBackend }
+
+func (dropCopies) Copy(dst, src int) error { return nil }
+
 // seenModel wraps a model and records every history it scores.
 type seenModel struct {
-	model generation.ModelFunc
+	model backend.ModelFunc
 	seen  [][]int32
 }
 
@@ -155,16 +163,16 @@ func tokens(ts ...int32) []int32 { return ts }
 
 // narrow runs the Narrowing rule on a fresh memory backend with `slots`
 // slots.
-func narrow(t *testing.T, model generation.ModelFunc, vocab, slots int, prompt []int32, set func(c *logits.GenerationConfig)) ([]beam.Hypothesis, *recorder) {
+func narrow(t *testing.T, model backend.ModelFunc, vocab, slots int, prompt []int32, set func(c *logits.GenerationConfig)) ([]beam.Hypothesis, *recorder) {
 	t.Helper()
-	rec := &recorder{Backend: generation.NewMemoryBackend(vocab, slots, model)}
+	rec := &recorder{Backend: backend.NewMemoryBackend(vocab, slots, model)}
 	res, err := beam.Search(context.Background(), rec, [][]int32{prompt}, beam.Options{Rule: beam.Narrowing, Config: cfgOf(set)})
 	require.NoError(t, err)
 	return res.Hypotheses[0], rec
 }
 
 // requireEmpty checks that the search left every slot of b empty.
-func requireEmpty(t *testing.T, b *generation.MemoryBackend) {
+func requireEmpty(t *testing.T, b *backend.MemoryBackend) {
 	t.Helper()
 	for i := range b.Slots() {
 		require.Empty(t, b.History(i), "slot %d not cleared", i)

@@ -14,7 +14,7 @@ type hypRef struct {
 	finished bool
 }
 
-// stepNarrowing is one step of the course's search: the k*V extensions of
+// stepNarrowing is one step of the Narrowing rule: the k*V extensions of
 // the live beams ranked together by summed log-probability, the best
 // NumBeams-finished finite ones kept; eos finishes a hypothesis, which keeps
 // its place, so the beam narrows.

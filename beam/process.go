@@ -17,7 +17,7 @@ const parallelEntries = 1 << 15
 // processed scores and its processors' state.
 type rowJob struct {
 	src, dst []float32
-	row      *logits.Row
+	hist     *logits.History
 }
 
 // rowWork processes the rows of a step, in parallel on workers that live
@@ -45,7 +45,7 @@ func (s *search) processAll() error {
 			if len(src) != s.vocab {
 				return fmt.Errorf("%w: slot %d gave %d logits, want %d", ErrBadLogits, b.slot, len(src), s.vocab)
 			}
-			w.jobs = append(w.jobs, rowJob{src: src, dst: g.scores[j], row: b.row})
+			w.jobs = append(w.jobs, rowJob{src: src, dst: g.scores[j], hist: b.hist})
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(w.jobs))
@@ -100,7 +100,7 @@ func (s *search) processRow(job *rowJob) {
 	} else {
 		copy(job.dst, job.src)
 	}
-	s.pipe.Process(job.row, job.dst)
+	s.pipe.Process(job.hist, job.dst)
 }
 
 // stop ends the workers.

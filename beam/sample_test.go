@@ -5,24 +5,24 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // oneStep is a model whose first token has probabilities .5, .3, .2 (token
 // 3 is the prompt, never produced).
-func oneStep() generation.ModelFunc {
+func oneStep() backend.ModelFunc {
 	return probModel(4, 1, nil, []float64{.5, .3, .2, 0})
 }
 
 // sampleFreq runs n seeded searches of one new token and counts the first
 // returned hypothesis's token.
 func sampleFreq(t *testing.T, k, n int) []float64 {
-	b := generation.NewMemoryBackend(4, k, oneStep())
+	b := backend.NewMemoryBackend(4, k, oneStep())
 	cfg := cfgOf(func(c *logits.GenerationConfig) {
 		c.NumBeams = k
 		c.DoSample = true
@@ -71,7 +71,7 @@ func TestSamplingIsSeeded(t *testing.T) {
 		c.NumReturnSequences = 3
 	})
 	run := func(seed uint64) *beam.Result {
-		b := generation.NewMemoryBackend(8, 3, model)
+		b := backend.NewMemoryBackend(8, 3, model)
 		res, err := beam.Search(context.Background(), b, [][]int32{{7}}, beam.Options{Config: cfg, Seed: seed})
 		require.NoError(t, err)
 		return res
@@ -100,7 +100,7 @@ func TestSamplingIsSeeded(t *testing.T) {
 func TestProgress(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		model := hashModel(7, 8)
-		b := generation.NewMemoryBackend(7, 6, model)
+		b := backend.NewMemoryBackend(7, 6, model)
 		var got []beam.Progress
 		res, err := beam.Search(context.Background(), b, [][]int32{{6, 1}, {6, 2}}, beam.Options{
 			Rule:   rule,
@@ -128,5 +128,52 @@ func TestProgress(t *testing.T) {
 			assert.InDelta(t, best.Score, last.Score, 1e-9)
 			assert.Equal(t, best.Finished, last.Finished)
 		}
+	}
+}
+
+// One request, one seed, the same tokens whichever entry point runs it: the
+// decoding loop (generation.Stream) and beam search with one beam end their
+// chains in the same chooser and draw from the same logits.Source. Greedy
+// configs must agree too, and the sampled ones must depend on the seed (so
+// that agreement is not an accident of a deterministic model).
+func TestSameTokensAsTheDecodingLoop(t *testing.T) {
+	const vocab, seeds = 24, 200
+	model := hashModel(vocab, 3)
+	prompt := []int32{7, 9, 11}
+	for name, set := range map[string]func(c *logits.GenerationConfig){
+		"greedy":   func(c *logits.GenerationConfig) {},
+		"sampling": func(c *logits.GenerationConfig) { c.DoSample = true; c.TopK = 0 },
+		"warped": func(c *logits.GenerationConfig) {
+			c.DoSample, c.Temperature, c.TopK, c.TopP, c.RepetitionPenalty = true, 0.7, 10, 0.9, 1.3
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := cfgOf(func(c *logits.GenerationConfig) {
+				c.MaxNewTokens = intp(16)
+				c.EOSTokenID = []int32{0, 1}
+				set(c)
+			})
+			distinct := map[string]bool{}
+			loop := generation.NewGenerator(backend.NewMemoryBackend(vocab, 1, model), nil)
+			searched := backend.NewMemoryBackend(vocab, 1, model)
+			for seed := range uint64(seeds) {
+				var streamed []int32
+				for ev, err := range loop.Stream(context.Background(), []generation.Request{{Prompt: prompt, Config: cfg, Seed: seed}}) {
+					require.NoError(t, err)
+					if ev.Token >= 0 {
+						streamed = append(streamed, ev.Token)
+					}
+				}
+				res, err := beam.Search(context.Background(), searched, [][]int32{prompt}, beam.Options{Config: cfg, Seed: seed})
+				require.NoError(t, err)
+				require.Equal(t, streamed, res.Hypotheses[0][0].Tokens, "seed %d", seed)
+				distinct[key(streamed)] = true
+			}
+			if cfg.DoSample {
+				assert.Greater(t, len(distinct), seeds/2, "seeds draw different sequences")
+			} else {
+				assert.Len(t, distinct, 1)
+			}
+		})
 	}
 }

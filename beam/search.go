@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -17,11 +16,12 @@ import (
 // that search them, and the path arena of every hypothesis.
 type search struct {
 	ctx     context.Context
-	backend generation.Backend
+	backend backend.Backend
 	opts    Options
 	cfg     *logits.GenerationConfig
 	pipe    *logits.Pipeline
-	rng     *rand.Rand
+	choose  logits.Chooser // one beam: the config's greedy or multinomial choice
+	src     logits.Source  // the draws of sampling, seeded with Options.Seed
 
 	vocab int
 	k     int // beams per prompt
@@ -38,7 +38,7 @@ type search struct {
 	next    int   // next prompt to admit
 	groups  []*group
 	pending []pendingFeed
-	feeds   []generation.Feed
+	feeds   []backend.Feed
 	slot    []slotState
 	nodes   []node
 	rows    [][]outRow // Transformers: per prompt, the returned rows
@@ -56,7 +56,7 @@ type group struct {
 
 	beams    []beam      // live beams, in the rule's order
 	next     []beam      // scratch for reordering
-	free     []beam      // slots (with their row state) holding no beam
+	free     []beam      // slots (with their history) holding no beam
 	children []child     // the step's surviving candidates, in order
 	feed     []int       // per live beam, the index of its feed in search.feeds
 	tokens   []int32     // per live beam, the token to evaluate next
@@ -76,11 +76,11 @@ type group struct {
 	done []hypRef
 }
 
-// beam is one live hypothesis: its slot, its processors' row state and its
+// beam is one live hypothesis: its slot, its processors' history and its
 // path.
 type beam struct {
 	slot    int
-	row     *logits.Row
+	hist    *logits.History
 	node    int32   // last node of the path, -1 for the bare prompt
 	score   float32 // Transformers beam search: running score
 	logprob float64 // Narrowing, greedy, sampling: summed log-probability
@@ -88,7 +88,7 @@ type beam struct {
 
 // pendingFeed is a feed of the next Eval and the beam it belongs to.
 type pendingFeed struct {
-	feed generation.Feed
+	feed backend.Feed
 	g    *group
 	beam int
 }
@@ -128,7 +128,7 @@ const (
 	earlyNever
 )
 
-func newSearch(ctx context.Context, backend generation.Backend, prompts [][]int32, opts Options) (*search, error) {
+func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*search, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
 	}
@@ -211,7 +211,7 @@ func newSearch(ctx context.Context, backend generation.Backend, prompts [][]int3
 		opts:       opts,
 		cfg:        cfg,
 		pipe:       pipe,
-		rng:        rand.New(rand.NewPCG(opts.Seed, 0x6c6c616d616c6f6f)),
+		choose:     pipe.Chooser(),
 		vocab:      vocab,
 		k:          k,
 		c:          c,
@@ -224,6 +224,7 @@ func newSearch(ctx context.Context, backend generation.Backend, prompts [][]int3
 		maxLen:     maxLen,
 		slot:       make([]slotState, backend.Slots()),
 	}
+	s.src.Seed(opts.Seed)
 	s.res.Hypotheses = make([][]Hypothesis, len(prompts))
 	if opts.Rule == Transformers {
 		s.rows = make([][]outRow, len(prompts))
@@ -310,7 +311,7 @@ func (s *search) isEOS(t int32) bool {
 func (s *search) run() (*Result, error) {
 	for {
 		if err := s.ctx.Err(); err != nil {
-			return nil, err
+			return &s.res, err
 		}
 		for _, g := range s.groups {
 			if g.prompt < 0 && s.next < len(s.prompts) {
@@ -330,7 +331,7 @@ func (s *search) run() (*Result, error) {
 				if g.step == 0 {
 					toks = s.prompts[g.prompt]
 				}
-				s.pending = append(s.pending, pendingFeed{feed: generation.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
+				s.pending = append(s.pending, pendingFeed{feed: backend.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
 			}
 		}
 		if len(s.pending) == 0 {
@@ -352,6 +353,9 @@ func (s *search) run() (*Result, error) {
 		}
 		s.res.Stats.Evals++
 		if err := s.backend.Eval(s.ctx, s.feeds); err != nil {
+			if cerr := s.ctx.Err(); cerr != nil {
+				return &s.res, cerr
+			}
 			return nil, fmt.Errorf("beam: eval: %w", err)
 		}
 		// Logits alias the backend's buffer until the next Copy or Clear, so
@@ -409,7 +413,7 @@ func (s *search) admit(g *group, p int) error {
 			return err
 		}
 	}
-	b.row = s.pipe.NewRow(prompt)
+	b.hist = s.pipe.NewHistory(prompt)
 	b.node, b.score, b.logprob = -1, 0, 0
 	g.beams = append(g.beams[:0], b)
 	return nil
@@ -431,7 +435,7 @@ func (s *search) keepScores(g *group, j int, row []float32) {
 
 // reorder makes g.children the live beams. A parent with no child frees its
 // slot at once; the first child of a parent inherits the parent's slot and
-// row state; every other child takes a free slot, which never holds a
+// history; every other child takes a free slot, which never holds a
 // history anyone still needs, and copies its parent into it. Tokens are
 // accepted only after every copy, so no child sees a sibling's token.
 func (s *search) reorder(g *group) error {
@@ -459,17 +463,15 @@ func (s *search) reorder(g *group) error {
 		if taken[c.parent] {
 			nb = g.free[len(g.free)-1]
 			g.free = g.free[:len(g.free)-1]
-			if !s.opts.skipCopy {
-				if err := s.backend.Copy(nb.slot, p.slot); err != nil {
-					return fmt.Errorf("beam: copy slot %d to %d: %w", p.slot, nb.slot, err)
-				}
-				s.res.Stats.Copies++
+			if err := s.backend.Copy(nb.slot, p.slot); err != nil {
+				return fmt.Errorf("beam: copy slot %d to %d: %w", p.slot, nb.slot, err)
 			}
+			s.res.Stats.Copies++
 			s.slot[nb.slot] = slotDirty
-			if nb.row == nil {
-				nb.row = p.row.Clone()
+			if nb.hist == nil {
+				nb.hist = p.hist.Clone()
 			} else {
-				nb.row.CopyFrom(p.row)
+				nb.hist.CopyFrom(p.hist)
 			}
 		}
 		taken[c.parent] = true
@@ -477,7 +479,7 @@ func (s *search) reorder(g *group) error {
 		next = append(next, nb)
 	}
 	for i, c := range g.children {
-		next[i].row.Accept(c.token)
+		next[i].hist.Accept(c.token)
 		g.tokens[i] = c.token
 	}
 	g.next, g.beams = g.beams, next

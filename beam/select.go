@@ -59,9 +59,11 @@ func topScores(dst []cand, rows []table, n int) []cand {
 
 // topSampled draws n candidates without replacement from softmax(add+score)
 // over all rows, as torch.multinomial does: the n largest p_i/q_i with q_i ~
-// Exp(1), in that order (not re-sorted by score). Ranking by
-// log p_i - log q_i needs no normalisation. Candidates of probability zero
-// come last, in flat-index order.
+// Exp(1), in that order (not re-sorted by score), each q_i made from one
+// uniform of the search's Source (logits.Source.ExpFloat64), candidate by
+// candidate in flat-index order. Ranking by log p_i - log q_i needs no
+// normalisation. Candidates of probability zero come last, in flat-index
+// order, and take no draw.
 func (s *search) topSampled(dst []cand, rows []table, n int) []cand {
 	dst = dst[:0]
 	for j, r := range rows {
@@ -73,7 +75,7 @@ func (s *search) topSampled(dst []cand, rows []table, n int) []cand {
 			}
 			key := math.Inf(-1)
 			if !math.IsInf(float64(acc), -1) {
-				key = float64(acc) - math.Log(s.rng.ExpFloat64())
+				key = float64(acc) - math.Log(s.src.ExpFloat64())
 			}
 			if len(dst) == n && !(key > dst[n-1].key) {
 				continue

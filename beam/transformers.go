@@ -1,9 +1,8 @@
 package beam
 
 import (
+	"fmt"
 	"math"
-
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // finished is one of a prompt's NumBeams finished-hypothesis entries of
@@ -220,23 +219,18 @@ func (s *search) finishBeam(g *group) {
 }
 
 // stepSample is one step of transformers' _sample for one beam: the
-// processed logits, then argmax (ties and NaN as torch.argmax) or a
-// multinomial draw.
+// processed logits, then the pipeline's chooser, the one the decoding loop
+// uses (argmax, or a multinomial draw from the search's Source).
 func (s *search) stepSample(g *group) (bool, error) {
 	row := g.scores[0]
-	var tok int
-	if s.cfg.DoSample {
-		var ok bool
-		if tok, ok = logits.SampleIndex(row, s.rng.Float64()); !ok {
-			return false, ErrNoFiniteScore
-		}
-	} else {
-		tok = logits.Argmax(row)
+	b := g.beams[0]
+	tok, err := s.choose.Choose(b.hist, row, &s.src)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrNoFiniteScore, err)
 	}
 	if !finite(row[tok]) {
-		return false, ErrNoFiniteScore
+		return false, ErrNoFiniteScore // +inf: no log-probability to sum
 	}
-	b := g.beams[0]
 	token := int32(tok)
 	n := s.newNode(b.node, token, g.prompt, row[tok])
 	logprob := b.logprob + float64(row[tok]) - logSumExp(row)

@@ -7,18 +7,17 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/beam/replay"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParityVectors(t *testing.T) {
-	data, err := os.ReadFile("../../shared/parity/beam.json")
+	data, err := os.ReadFile("../internal/parity/testdata/beam.json")
 	require.NoError(t, err)
 	var file struct {
 		Kind  string            `json:"kind"`
@@ -32,9 +31,9 @@ func TestParityVectors(t *testing.T) {
 	}
 }
 
-// lastTokenModel is the model of hf-generation-semantics.md §5.9: the
-// next-token distribution depends only on the last token.
-func lastTokenModel() generation.ModelFunc {
+// lastTokenModel is the model of a small worked example of transformers'
+// beam search: the next-token distribution depends only on the last token.
+func lastTokenModel() backend.ModelFunc {
 	p := [][]float64{
 		{.12, .50, .30, .08},
 		{.05, .05, .30, .60},
@@ -62,17 +61,17 @@ func workedConfig(set func(c *logits.GenerationConfig)) *logits.GenerationConfig
 	})
 }
 
-func transformers(t *testing.T, model generation.ModelFunc, vocab int, prompts [][]int32, cfg *logits.GenerationConfig) *beam.Result {
+func transformers(t *testing.T, model backend.ModelFunc, vocab int, prompts [][]int32, cfg *logits.GenerationConfig) *beam.Result {
 	t.Helper()
-	b := generation.NewMemoryBackend(vocab, len(prompts)*cfg.NumBeams, model)
+	b := backend.NewMemoryBackend(vocab, len(prompts)*cfg.NumBeams, model)
 	res, err := beam.Search(context.Background(), b, prompts, beam.Options{Config: cfg})
 	require.NoError(t, err)
 	requireEmpty(t, b)
 	return res
 }
 
-// TestWorkedExample checks the numbers of §5.9, which were produced by
-// running transformers 4.57.6's code.
+// TestWorkedExample checks the numbers of the worked example on
+// lastTokenModel, which were produced by running transformers 4.57.6's code.
 func TestWorkedExample(t *testing.T) {
 	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(*logits.GenerationConfig) {}))
 	assert.Equal(t, [][]int32{{0, 1, 3, 2}, {0, 2, 1, 3}}, res.Sequences)
@@ -135,12 +134,12 @@ func TestPromptsAreIndependent(t *testing.T) {
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		var alone []beam.Hypothesis
 		for _, p := range prompts {
-			res, err := beam.Search(context.Background(), generation.NewMemoryBackend(9, 3, model), [][]int32{p}, beam.Options{Rule: rule, Config: cfg})
+			res, err := beam.Search(context.Background(), backend.NewMemoryBackend(9, 3, model), [][]int32{p}, beam.Options{Rule: rule, Config: cfg})
 			require.NoError(t, err)
 			alone = append(alone, res.Hypotheses[0]...)
 		}
 		for _, slots := range []int{3, 5, 12} {
-			b := generation.NewMemoryBackend(9, slots, model)
+			b := backend.NewMemoryBackend(9, slots, model)
 			rec := &recorder{Backend: b}
 			res, err := beam.Search(context.Background(), rec, prompts, beam.Options{Rule: rule, Config: cfg})
 			require.NoError(t, err)

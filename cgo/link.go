@@ -1,9 +1,14 @@
 // Package cgo is llamaloop's raw binding to llama.cpp: the only package that
 // imports "C". It holds one small Go function per C call and no policy: no
 // validation, no lifetimes, no errors beyond the C return values. Misuse of
-// many of these functions aborts the whole process (see llama-cpp-api.md in
-// the project's reference notes); use package llamacpp, which validates every
-// argument before it reaches C.
+// many of these functions aborts the whole process (llama.cpp asserts on a
+// token id outside the vocabulary, a sequence id beyond n_seq_max, a batch
+// larger than n_batch); use package llamacpp, which validates every argument
+// before it reaches C.
+//
+// One file per feature: process (logging, initialisation, C memory),
+// devices, model, context, memory (the KV cache), batch, vocab, sampler
+// (llama.cpp's own samplers, for benchmarks).
 //
 // llama.cpp and ggml's CPU backend are compiled by plain cgo from the Go
 // module github.com/ollama/ollama (pinned in go.mod); the include paths come

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
 // cheapModel returns one of 8 precomputed rows, chosen by the last token,
 // without allocating, so that the loop's own cost dominates.
-func cheapModel(vocab int) ModelFunc {
+func cheapModel(vocab int) backend.ModelFunc {
 	var rows [8][]float32
 	for r := range rows {
 		rows[r] = make([]float32, vocab)
@@ -44,7 +45,7 @@ func BenchmarkLoop(b *testing.B) {
 				for i := range reqs {
 					reqs[i] = Request{Prompt: []int32{int32(i)}, Config: cfg, Seed: uint64(i)}
 				}
-				g := NewGenerator(NewMemoryBackend(vocab, batch, cheapModel(vocab)), nil)
+				g := NewGenerator(backend.NewMemoryBackend(vocab, batch, cheapModel(vocab)), nil)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range g.Stream(context.Background(), reqs) {

@@ -4,25 +4,15 @@ import "errors"
 
 // Errors that callers may test for with errors.Is.
 var (
-	// ErrTokenOutOfRange reports a token id outside [0, vocabulary size).
-	ErrTokenOutOfRange = errors.New("token id out of range")
 	// ErrEmptyPrompt reports an empty prompt for a model that adds no BOS
 	// token (or a generator without a Tokenizer).
 	ErrEmptyPrompt = errors.New("empty prompt")
 	// ErrPromptTooLong reports a prompt that does not fit in a backend slot;
-	// its row ends with FinishContextFull and no token.
+	// its request ends with FinishContextFull and no token.
 	ErrPromptTooLong = errors.New("prompt longer than the context")
 	// ErrNoTokenizer reports a request that needs a Tokenizer (text, chat
 	// or stop strings) on a generator without one.
 	ErrNoTokenizer = errors.New("no tokenizer")
-	// ErrInvalidScores reports a step whose final scores allow no choice: a
-	// NaN, or no finite score. The row ends with FinishError.
-	ErrInvalidScores = errors.New("invalid scores")
-	// ErrContextFull is what a Backend's Eval wraps when the backend as a
-	// whole has no room for the feeds (a llama.cpp cache whose sequences
-	// share their cells). The loop then ends every row of that Eval with
-	// FinishContextFull and goes on with the rows still waiting.
-	ErrContextFull = errors.New("context full")
 	// ErrBusy reports a Stream or Generate call while another one of the
 	// same Generator runs.
 	ErrBusy = errors.New("generator busy")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -52,8 +53,8 @@ func Example() {
 		row[next[history[len(history)-1]]] = 5
 		return row, nil
 	}
-	backend := generation.NewMemoryBackend(len(vocab), 2, model)
-	g := generation.NewGenerator(backend, vocab)
+	b := backend.NewMemoryBackend(len(vocab), 2, model)
+	g := generation.NewGenerator(b, vocab)
 
 	cfg := logits.DefaultGenerationConfig()
 	maxNew := 6
@@ -67,8 +68,8 @@ func Example() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("row %d: %q", ev.Row, ev.Text)
-		if reqs[ev.Row].Logprobs {
+		fmt.Printf("request %d: %q", ev.Request, ev.Text)
+		if reqs[ev.Request].Logprobs {
 			fmt.Printf(" logprob %.3f", ev.Logprob)
 		}
 		if ev.Finish != generation.NotFinished {
@@ -77,13 +78,13 @@ func Example() {
 		fmt.Println()
 	}
 	// Output:
-	// row 0: " sat"
-	// row 1: " ran" logprob -0.046
-	// row 0: " down"
-	// row 1: " away" logprob -0.046
-	// row 0: "" [eos]
-	// row 1: " the" logprob -0.046
-	// row 1: " dog" logprob -0.046
-	// row 1: " ran" logprob -0.046
-	// row 1: " away" logprob -0.046 [length]
+	// request 0: " sat"
+	// request 1: " ran" logprob -0.046
+	// request 0: " down"
+	// request 1: " away" logprob -0.046
+	// request 0: "" [eos]
+	// request 1: " the" logprob -0.046
+	// request 1: " dog" logprob -0.046
+	// request 1: " ran" logprob -0.046
+	// request 1: " away" logprob -0.046 [length]
 }

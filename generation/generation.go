@@ -1,64 +1,80 @@
 // Package generation is the decoding loop: it evaluates a batch of prompts
-// on a Backend, applies the processors of package logits to each row's
-// next-token logits, chooses each row's next token (greedy, seeded sampling
-// or Mirostat) and repeats until every row stops.
+// on a [backend.Backend] (in memory, or llama.cpp through package
+// llamacpp/llamabackend), applies the processors of package logits to each
+// request's next-token logits, chooses each request's next token (greedy,
+// seeded sampling or Mirostat) and repeats until every request stops.
 //
-// # Rows
+// # Words
 //
-// Each Request is a row with its own prompt, configuration, seed and
-// lengths. Nothing is padded: every row holds one backend slot (a llama.cpp
-// sequence), the rows that need a step share one Backend.Eval, a row that
+// A request is one sequence of the batch: one [Request] given to Stream,
+// identified in events by its index (Event.Request). A row is what it
+// means in packages logits and mirostat: one sequence's next-token scores,
+// a []float32 as wide as the vocabulary. Each request's processors keep
+// their state in a [logits.History].
+//
+// # Requests and the batch
+//
+// Each request has its own prompt, configuration, seed and lengths. Nothing
+// is padded: every request holds one backend slot (a llama.cpp sequence),
+// the requests that need a step share one Backend.Eval, a request that
 // finishes leaves the batch at once and its slot is cleared, and requests
 // beyond the backend's slots wait for a free slot. A prompt is evaluated in
-// the same Eval as the other rows' new tokens; the backend splits it into
-// batches.
+// the same Eval as the other requests' new tokens; the backend splits it
+// into batches.
 //
 // # Lengths
 //
-// A row follows generate() of transformers with its own prompt length P: its
-// config is resolved with GenerationConfig.Resolve(P), so max_new_tokens
-// gives max_length = P + max_new_tokens, and a row stops once P plus its
-// new tokens reach max_length. A prompt of max_length tokens or more is an
-// error, as in transformers. min_length, min_new_tokens, forced EOS and the
-// other length rules are those of the row's logits.Pipeline.
+// A request follows generate() of transformers with its own prompt length
+// P: its config is resolved with GenerationConfig.Resolve(P), so
+// max_new_tokens gives max_length = P + max_new_tokens, and a request stops
+// once P plus its new tokens reach max_length. A prompt of max_length tokens
+// or more is an error, as in transformers. min_length, min_new_tokens,
+// forced EOS and the other length rules are those of the request's
+// logits.Pipeline.
 //
 // # Token choice
 //
-// Greedy decoding (do_sample false) takes logits.Argmax of the processed
-// scores: the lowest index among equal maxima.
+// Each request's processor chain ends in a [logits.Chooser], the stage that
+// selects the token: [logits.Greedy] when the config does not sample
+// (logits.Argmax of the processed scores, the lowest index among equal
+// maxima), [logits.Multinomial] when it does (the inverse CDF of
+// softmax(scores) at one uniform draw), and with Request.Mirostat a Mirostat
+// sampler of the request's own, given one uniform draw per token.
 //
-// Sampling (do_sample true) and Mirostat draw from a generator owned by the
-// row: math/rand/v2's PCG seeded with (Request.Seed, SeedStream). Each
-// sampled token takes exactly one 64-bit output x of that generator and uses
-// the uniform u = (x >> 11) / 2^53 in [0, 1): sampling takes the index of
-// logits.SampleIndex(scores, u), the inverse CDF of softmax(scores) in
-// index order (computed by Pipeline.Sample, which gives the same index);
-// Mirostat passes u to mirostat.Sampler.SampleLogits. Greedy rows draw
-// nothing. A row's tokens
-// therefore depend only on its prompt, config and seed, never on the other
-// rows of the batch or on the backend's batch size. They do not match
-// torch's random stream, only its distribution.
+// Every draw comes from the request's [logits.Source] seeded with
+// Request.Seed, whose documentation derives the uniform from the
+// generator's bits. Beam search (package beam) draws from the same Source
+// the same way, so a request and a seed give the same tokens through
+// Generator.Stream and through beam.Search with one beam, and
+// mirostat.Sampler.Stream given a logits.Source draws what the loop's
+// Mirostat requests draw. A request's tokens depend only on its prompt,
+// config and seed, never on the other requests of the batch or on the
+// backend's batch size. They do not match torch's random stream, only its
+// distribution.
 //
 // # Stops
 //
-// A row ends with a FinishReason: FinishEOS when it produced one of its stop
-// tokens (the config's eos_token_id plus the tokenizer's end-of-generation
-// tokens), FinishStop when its generated text contains one of its stop
-// strings, FinishLength at max_length, FinishContextFull when its slot has
-// no room for its prompt or its next token (or the backend reports
-// ErrContextFull), FinishCancelled when the context ends, and FinishError
-// when its scores make no choice possible (a NaN, or every score -inf; torch
-// would pick the NaN, or token 0). The token that ends a row (an EOS token, the token that completes
-// a stop string) is part of its output, as in transformers.
+// A request ends with a FinishReason: FinishEOS when it produced one of its
+// stop tokens (the config's eos_token_id plus the tokenizer's
+// end-of-generation tokens), FinishStop when its generated text contains one
+// of its stop strings, FinishLength at max_length, FinishContextFull when
+// its slot has no room for its prompt or its next token (or an Eval reports
+// [backend.ErrContextFull]: every request of that Eval then ends so, and the
+// requests still waiting go on), FinishCancelled when the context ends (see
+// the cancellation contract of package backend), and FinishError when its
+// scores make no choice possible (a NaN, or every score -inf:
+// [logits.ErrNoChoice]; torch would pick the NaN, or token 0). The token
+// that ends a request (an EOS token, the token that completes a stop
+// string) is part of its output, as in transformers.
 //
 // # Text
 //
-// With a Tokenizer, each token's bytes are appended to the row's text, and
-// events carry the new text with a multi-byte UTF-8 character held back
-// until its last byte arrives. Stop strings match the generated text only
-// (not the prompt), across token boundaries, as transformers'
-// StopStringCriteria does: the row stops at the token within which a stop
-// string ends.
+// With a [backend.Tokenizer], each token's bytes are appended to the
+// request's text, and events carry the new text with a multi-byte UTF-8
+// character held back until its last byte arrives. Stop strings match the
+// generated text only (not the prompt), across token boundaries, as
+// transformers' StopStringCriteria does: the request stops at the token
+// within which a stop string ends.
 package generation
 
 import (
@@ -66,50 +82,14 @@ import (
 	"errors"
 	"iter"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
-// SeedStream is the second seed word of every row's PCG generator; the first
-// is Request.Seed. See the package documentation.
-const SeedStream uint64 = 0x6c6c616d616c6f6f // "llamaloo"
-
-// Tokenizer turns text into tokens and tokens into bytes with a model's
-// rules. llamacpp's Vocab implements it.
-type Tokenizer interface {
-	// Tokenize returns the tokens of text. addSpecial adds the model's BOS
-	// (and EOS) tokens where it wants them; parseSpecial reads the text of
-	// special tokens, such as "<|eot_id|>", as those tokens.
-	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
-	// AppendPiece appends the bytes of token to dst, which may be part of a
-	// UTF-8 sequence. Special (control) tokens have bytes only when special
-	// is true.
-	AppendPiece(dst []byte, token int32, special bool) ([]byte, error)
-	// IsEOG reports whether token ends generation (EOS, EOT, ...).
-	IsEOG(token int32) bool
-	// EOGTokens lists every end-of-generation token.
-	EOGTokens() []int32
-	// AddsBOS reports whether Tokenize with addSpecial prepends a BOS token.
-	AddsBOS() bool
-}
-
-// ChatTemplater is implemented by a Tokenizer whose model has a chat
-// template.
-type ChatTemplater interface {
-	// ApplyChatTemplate renders messages as prompt text; addAssistant ends
-	// it with the opening of an assistant message.
-	ApplyChatTemplate(messages []Message, addAssistant bool) (string, error)
-}
-
-// Message is one message of a chat prompt.
-type Message struct {
-	Role    string // "system", "user", "assistant", ...
-	Content string
-}
-
-// Request is one row of a generation. Exactly one of Prompt, Text and
-// Messages gives the prompt; when all are empty the prompt is empty (see
-// Generator.PromptTokens).
+// Request is one request of a generation: one sequence of the batch. Exactly
+// one of Prompt, Text and Messages gives the prompt; when all are empty the
+// prompt is empty (see Generator.PromptTokens).
 type Request struct {
 	// Prompt is the prompt as token ids, used as they are.
 	Prompt []int32
@@ -121,11 +101,11 @@ type Request struct {
 	// with an assistant opening, then tokenized with special-token text
 	// parsed and no special tokens added (the template writes them), as
 	// transformers' apply_chat_template does.
-	Messages []Message
+	Messages []backend.Message
 
-	// Config is the row's generation config; nil means
+	// Config is the request's generation config; nil means
 	// logits.DefaultGenerationConfig(). When it has no eos_token_id and the
-	// generator has a Tokenizer, the row uses a copy with the tokenizer's
+	// generator has a Tokenizer, the request uses a copy with the tokenizer's
 	// end-of-generation tokens as eos_token_id, as a model's
 	// generation_config.json would give. num_beams must be 1 (beam search
 	// is package beam) and num_return_sequences 1 (send the request again
@@ -135,17 +115,18 @@ type Request struct {
 	// a logits_processor argument (after the config's processors, before
 	// the sampling warpers).
 	Processors []logits.Processor
-	// Seed seeds the row's random generator (sampling and Mirostat).
+	// Seed seeds the request's logits.Source, the draws of sampling and
+	// Mirostat.
 	Seed uint64
 	// Mirostat, when set, chooses the tokens with a Mirostat sampler of its
 	// own after the config's processors (and warpers when do_sample).
 	Mirostat *mirostat.Config
 
-	// StopStrings end the row when its generated text contains one of them
+	// StopStrings end the request when its generated text contains one of them
 	// (needs a Tokenizer).
 	StopStrings []string
 	// RenderSpecial gives special tokens (EOS, EOT, ...) their text in the
-	// row's text; by default they have none.
+	// request's text; by default they have none.
 	RenderSpecial bool
 
 	// Logprobs asks for the log-probability of each token: the log-softmax
@@ -158,7 +139,7 @@ type Request struct {
 	// Tokens of probability 0 are never listed.
 	TopLogprobs int
 
-	// ObserveScores, when set, is called at each step of the row with the
+	// ObserveScores, when set, is called at each step of the request with the
 	// final scores the token is chosen from (transformers' output_scores).
 	// The slice is only valid during the call and must not be modified.
 	ObserveScores func(scores []float32)
@@ -170,17 +151,17 @@ type TokenLogprob struct {
 	Logprob float32
 }
 
-// FinishReason tells why a row ended.
+// FinishReason tells why a request ended.
 type FinishReason int
 
-// The reasons a row ends. NotFinished is the zero value, carried by every
-// event but a row's last.
+// The reasons a request ends. NotFinished is the zero value, carried by every
+// event but a request's last.
 const (
 	NotFinished       FinishReason = iota
 	FinishEOS                      // a stop token (eos_token_id or end of generation)
 	FinishStop                     // a stop string
 	FinishLength                   // max_length (max_new_tokens)
-	FinishContextFull              // no room left in the row's backend slot
+	FinishContextFull              // no room left in the request's backend slot
 	FinishCancelled                // the context ended
 	FinishError                    // the scores allow no choice; see Event.Err
 )
@@ -196,36 +177,37 @@ func (f FinishReason) String() string {
 	return finishNames[f]
 }
 
-// Event is one step of one row, or the end of a row.
+// Event is one step of one request, or the end of a request.
 //
 // The slices Text and Top alias buffers of the generator: they are valid
 // until the iteration resumes, and a consumer that keeps them must copy
 // them. This is what makes streaming free of allocations.
 type Event struct {
-	// Row is the index of the request in the slice given to Stream.
-	Row int
-	// Token is the new token, or -1 when the event only ends the row.
+	// Request is the index of the request in the slice given to Stream.
+	Request int
+	// Token is the new token, or -1 when the event only ends the request.
 	Token int32
-	// Text is the new text of the row: the token's bytes, held back while
+	// Text is the new text of the request: the token's bytes, held back while
 	// they end inside a UTF-8 character, and all remaining bytes on the
-	// row's last event. Empty without a Tokenizer.
+	// request's last event. Empty without a Tokenizer.
 	Text []byte
 	// Logprob is the token's log-probability (Request.Logprobs).
 	Logprob float32
 	// Top lists the most probable tokens of the step, most probable first,
 	// equal log-probabilities by lower token id (Request.TopLogprobs).
 	Top []TokenLogprob
-	// Finish is set on the row's last event.
+	// Finish is set on the request's last event.
 	Finish FinishReason
-	// StopString is the stop string that ended the row (FinishStop).
+	// StopString is the stop string that ended the request (FinishStop).
 	StopString string
-	// Err explains FinishError, and a FinishContextFull that came from a
-	// prompt too long for its slot (ErrPromptTooLong) or from an Eval that
-	// found the backend full (ErrContextFull).
+	// Err explains FinishError, a FinishContextFull that came from a prompt
+	// too long for its slot (ErrPromptTooLong) or from an Eval that found
+	// the backend full (backend.ErrContextFull), and FinishCancelled: it is
+	// then the context's error, ctx.Err().
 	Err error
 }
 
-// Result is the whole output of one row.
+// Result is the whole output of one request.
 type Result struct {
 	// Tokens are the generated tokens, the final EOS token included.
 	Tokens []int32
@@ -236,7 +218,7 @@ type Result struct {
 	// TopLogprobs holds the alternatives of each token
 	// (Request.TopLogprobs).
 	TopLogprobs [][]TokenLogprob
-	// Finish, StopString and Err are those of the row's last event. The
+	// Finish, StopString and Err are those of the request's last event. The
 	// text before the stop string is Text[:strings.Index(Text, StopString)].
 	Finish     FinishReason
 	StopString string
@@ -248,37 +230,38 @@ type Result struct {
 // token. A Generator is not safe for concurrent use, and neither is its
 // backend: one Stream or Generate at a time.
 type Generator struct {
-	backend Backend
-	tok     Tokenizer
+	backend backend.Backend
+	tok     backend.Tokenizer
 	vocab   int
 	busy    bool
 
 	defaultConfig *logits.GenerationConfig
-	pool          []*row // rows of earlier calls, for reuse
+	pool          []*seq // requests of earlier calls, for reuse
 	free          []int  // free slots, a stack
-	active        []*row // rows holding a slot, in admission order
-	feeds         []Feed
-	fedRows       []*row // fedRows[i] is the row of feeds[i]
+	active        []*seq // requests holding a slot, in admission order
+	feeds         []backend.Feed
+	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
 	logprobs      []float32
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
-func NewGenerator(backend Backend, tok Tokenizer) *Generator {
-	return &Generator{backend: backend, tok: tok, vocab: backend.VocabSize()}
+func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
+	return &Generator{backend: b, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each
-// row that took a step, then a final event per row (usually the event of its
-// last token). Events of one step come in the order of the rows' admission
-// into the batch, which is the order of reqs.
+// request that took a step, then a final event per request (usually the event
+// of its last token). Events of one step come in the order of the requests'
+// admission into the batch, which is the order of reqs.
 //
 // Invalid requests are reported before anything runs, as a single error. A
 // backend failure is reported as an error after the events before it; the
-// stream then ends and every slot it used is cleared. Cancellation of ctx is
-// not an error: each unfinished row ends with FinishCancelled, within one
-// step (inside a long prompt evaluation when the backend honours ctx).
-// Stopping the iteration early abandons the rows and clears their slots.
+// stream then ends and every slot it used is cleared. Cancellation follows
+// the contract of package backend: within one step (inside a long prompt
+// evaluation when the backend honours ctx) each unfinished request ends with
+// FinishCancelled and Err ctx.Err(), and the stream yields no error.
+// Stopping the iteration early abandons the requests and clears their slots.
 func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if g.busy {
@@ -291,16 +274,16 @@ func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event,
 		}
 		g.busy = true
 		defer func() { g.busy = false }()
-		rows, err := g.prepare(reqs)
+		seqs, err := g.prepare(reqs)
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		g.run(ctx, rows, yield)
+		g.run(ctx, seqs, yield)
 	}
 }
 
-// Generate runs Stream to the end and gathers each row's output. On a
+// Generate runs Stream to the end and gathers each request's output. On a
 // backend failure it returns the outputs so far with the error.
 func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, error) {
 	results := make([]Result, len(reqs))
@@ -309,14 +292,14 @@ func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, err
 		if err != nil {
 			return results, err
 		}
-		res := &results[ev.Row]
-		texts[ev.Row] = append(texts[ev.Row], ev.Text...)
+		res := &results[ev.Request]
+		texts[ev.Request] = append(texts[ev.Request], ev.Text...)
 		if ev.Token >= 0 {
 			res.Tokens = append(res.Tokens, ev.Token)
-			if reqs[ev.Row].Logprobs {
+			if reqs[ev.Request].Logprobs {
 				res.Logprobs = append(res.Logprobs, ev.Logprob)
 			}
-			if reqs[ev.Row].TopLogprobs > 0 {
+			if reqs[ev.Request].TopLogprobs > 0 {
 				res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
 			}
 		}

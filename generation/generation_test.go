@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
@@ -54,14 +56,14 @@ func mixedRequests() []Request {
 	}
 }
 
-func generate(t *testing.T, b Backend, tok Tokenizer, reqs []Request) []Result {
+func generate(t *testing.T, b backend.Backend, tok backend.Tokenizer, reqs []Request) []Result {
 	t.Helper()
 	res, err := NewGenerator(b, tok).Generate(context.Background(), reqs)
 	require.NoError(t, err)
 	return res
 }
 
-func requireEmptySlots(t *testing.T, b *MemoryBackend) {
+func requireEmptySlots(t *testing.T, b *backend.MemoryBackend) {
 	t.Helper()
 	for s := range b.Slots() {
 		require.Empty(t, b.History(s), "slot %d", s)
@@ -75,7 +77,7 @@ func TestBatchEqualsAlone(t *testing.T) {
 	reqs := mixedRequests()
 	var alone []Result
 	for i := range reqs {
-		b := NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, hashModel(16))
 		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
 	}
 	for _, tc := range []struct {
@@ -83,14 +85,14 @@ func TestBatchEqualsAlone(t *testing.T) {
 		slots, batch int
 	}{{"all slots", len(reqs), 0}, {"3 slots", 3, 0}, {"1 slot", 1, 0}, {"batch 3", len(reqs), 3}, {"2 slots batch 1", 2, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewMemoryBackend(16, tc.slots, hashModel(16))
+			b := backend.NewMemoryBackend(16, tc.slots, hashModel(16))
 			b.SetBatchSize(tc.batch)
 			got := generate(t, b, nil, reqs)
 			require.Equal(t, alone, got)
 			requireEmptySlots(t, b)
 
 			// Each prompt is evaluated once, each token but the last once.
-			want := MemoryStats{}
+			want := backend.MemoryStats{}
 			for i, r := range got {
 				want.ModelCalls += len(r.Tokens)
 				want.Tokens += len(reqs[i].Prompt) + len(r.Tokens) - 1
@@ -111,7 +113,7 @@ func TestSeedDeterminism(t *testing.T) {
 	cfg := samplingConfig(40)
 	cfg.TopK = 0
 	run := func(seed uint64) []int32 {
-		b := NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, hashModel(16))
 		return generate(t, b, nil, []Request{{Prompt: []int32{1, 2}, Config: cfg, Seed: seed}})[0].Tokens
 	}
 	first := run(11)
@@ -120,18 +122,27 @@ func TestSeedDeterminism(t *testing.T) {
 	require.NotEqual(t, first, run(12))
 }
 
-// The first uniform draws of a row are the documented ones: PCG(seed,
-// SeedStream), top 53 bits of each output.
+// documentedUniforms returns the first n uniforms of logits.Source's
+// documentation, computed here from math/rand/v2's PCG: PCG(seed,
+// "llamaloo"), the top 53 bits of each output.
+func documentedUniforms(seed uint64, n int) []float64 {
+	pcg := rand.NewPCG(seed, 0x6c6c616d616c6f6f)
+	u := make([]float64, n)
+	for i := range u {
+		u[i] = float64(pcg.Uint64()>>11) / (1 << 53)
+	}
+	return u
+}
+
+// The uniform draws of a row are the documented ones.
 func TestSeededDrawsAreDocumented(t *testing.T) {
 	// A model with 2 tokens of equal probability: token 1 is drawn when u >= 0.5.
 	model := func([]int32) ([]float32, error) { return []float32{0, 0}, nil }
 	cfg := samplingConfig(64)
-	res := generate(t, NewMemoryBackend(2, 1, model), nil, []Request{{Prompt: []int32{0}, Config: cfg, Seed: 99}})[0]
-	var src row
-	src.rng.Seed(99, SeedStream)
-	for i, tok := range res.Tokens {
-		u := src.uniform()
-		require.Equal(t, u >= 0.5, tok == 1, "draw %d: u=%v", i, u)
+	res := generate(t, backend.NewMemoryBackend(2, 1, model), nil, []Request{{Prompt: []int32{0}, Config: cfg, Seed: 99}})[0]
+	require.Len(t, res.Tokens, 64)
+	for i, u := range documentedUniforms(99, len(res.Tokens)) {
+		require.Equal(t, u >= 0.5, res.Tokens[i] == 1, "draw %d: u=%v", i, u)
 	}
 }
 
@@ -162,7 +173,7 @@ func TestSamplingFrequencies(t *testing.T) {
 		{0.7, 0.1, 0.1, 0.1},
 	}
 	check := func(t *testing.T, cfg *logits.GenerationConfig, want [][]float64, quantile float64) {
-		b := NewMemoryBackend(4, 4, markovModel(p))
+		b := backend.NewMemoryBackend(4, 4, markovModel(p))
 		var reqs []Request
 		for s := range 8 {
 			reqs = append(reqs, Request{Prompt: []int32{int32(s % 4)}, Config: cfg, Seed: uint64(1000 + s)})
@@ -224,7 +235,7 @@ func TestStopStringAcrossTokens(t *testing.T) {
 		tokenID(" wo"): tokenID("rld"), tokenID("rld"): tokenID("!"),
 	}
 	run := func(stops ...string) Result {
-		b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+		b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 		return generate(t, b, tok, []Request{{Prompt: []int32{tokenID("He")}, Config: greedyConfig(10), StopStrings: stops}})[0]
 	}
 	r := run()
@@ -253,7 +264,7 @@ func TestUTF8SplitAcrossTokens(t *testing.T) {
 		tokenID("\xa9"): tokenID("\xe2\x82"), tokenID("\xe2\x82"): tokenID("\xac"),
 		tokenID("\xac"): tokenID("\xff"), tokenID("\xff"): tokenID("\xe2\x82"),
 	}
-	b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+	b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 	var pieces []string
 	g := NewGenerator(b, tok)
 	for ev, err := range g.Stream(context.Background(), []Request{{Prompt: []int32{tokenID("a")}, Config: greedyConfig(6)}}) {
@@ -287,10 +298,10 @@ func TestChatAndTextPrompts(t *testing.T) {
 		row[tokEOT] = 1
 		return row, nil
 	}
-	b := NewMemoryBackend(len(testPieces), 3, model)
+	b := backend.NewMemoryBackend(len(testPieces), 3, model)
 	g := NewGenerator(b, tok)
 	res, err := g.Generate(context.Background(), []Request{
-		{Messages: []Message{{Role: "user", Content: "Hello"}}, Config: greedyConfig(3)},
+		{Messages: []backend.Message{{Role: "user", Content: "Hello"}}, Config: greedyConfig(3)},
 		{Text: "Hello", Config: greedyConfig(3)},
 		{Text: "He<|end|>", ParseSpecial: true, Config: greedyConfig(3)},
 	})
@@ -309,7 +320,7 @@ func TestChatAndTextPrompts(t *testing.T) {
 }
 
 func TestContextFull(t *testing.T) {
-	b := NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, hashModel(16))
 	b.SetCapacity(10)
 	res := generate(t, b, nil, []Request{
 		{Prompt: []int32{1, 2, 3, 4}, Config: greedyConfig(50)},
@@ -331,12 +342,12 @@ func TestContextFull(t *testing.T) {
 // cancellingBackend cancels its context when it sees a feed of at least n
 // tokens, before it evaluates anything.
 type cancellingBackend struct {
-	*MemoryBackend
+	*backend.MemoryBackend
 	n      int
 	cancel context.CancelFunc
 }
 
-func (c cancellingBackend) Eval(ctx context.Context, feeds []Feed) error {
+func (c cancellingBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	for _, f := range feeds {
 		if len(f.Tokens) >= c.n {
 			c.cancel()
@@ -352,7 +363,7 @@ func TestCancellation(t *testing.T) {
 		{Prompt: []int32{3, 4}, Config: greedyConfig(20)},
 		{Prompt: []int32{4}, Config: samplingConfig(20), Seed: 4},
 	}
-	mem := NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, mem, nil, reqs)
 
 	t.Run("during generation", func(t *testing.T) {
@@ -364,10 +375,10 @@ func TestCancellation(t *testing.T) {
 		for ev, err := range g.Stream(ctx, reqs) {
 			require.NoError(t, err)
 			if ev.Token >= 0 {
-				got[ev.Row].Tokens = append(got[ev.Row].Tokens, ev.Token)
+				got[ev.Request].Tokens = append(got[ev.Request].Tokens, ev.Token)
 			}
 			if ev.Finish != NotFinished {
-				got[ev.Row].Finish = ev.Finish
+				got[ev.Request].Finish, got[ev.Request].Err = ev.Finish, ev.Err
 			}
 			if events++; events == 5 {
 				cancel()
@@ -377,6 +388,7 @@ func TestCancellation(t *testing.T) {
 		// rows 2 and 3 waited for a slot.
 		for i, r := range got {
 			require.Equal(t, FinishCancelled, r.Finish, "row %d", i)
+			require.Equal(t, context.Canceled, r.Err, "row %d: the context's error itself", i)
 			require.Equal(t, want[i].Tokens[:len(r.Tokens)], append([]int32{}, r.Tokens...))
 		}
 		require.Len(t, got[0].Tokens, 3)
@@ -393,6 +405,7 @@ func TestCancellation(t *testing.T) {
 		require.NoError(t, err)
 		for _, r := range res {
 			require.Equal(t, FinishCancelled, r.Finish)
+			require.Equal(t, context.Canceled, r.Err)
 			require.Empty(t, r.Tokens)
 		}
 		require.Zero(t, mem.Stats().ModelCalls)
@@ -404,7 +417,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestStopIterationEarly(t *testing.T) {
-	b := NewMemoryBackend(16, 3, hashModel(16))
+	b := backend.NewMemoryBackend(16, 3, hashModel(16))
 	g := NewGenerator(b, nil)
 	for range g.Stream(context.Background(), mixedRequests()) {
 		break
@@ -420,7 +433,7 @@ func TestStopIterationEarly(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	b := NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, b, nil, mixedRequests()[:2])
 	beams := greedyConfig(5)
 	beams.NumBeams = 2
@@ -429,14 +442,14 @@ func TestBadInput(t *testing.T) {
 	maxLen := logits.DefaultGenerationConfig()
 	maxLen.MaxLength = 3
 	for name, tc := range map[string]struct {
-		tok Tokenizer
+		tok backend.Tokenizer
 		req Request
 		err error
 	}{
 		"empty prompt without tokenizer": {nil, Request{Config: greedyConfig(3)}, ErrEmptyPrompt},
 		"empty prompt without BOS":       {testTokenizer{}, Request{Config: greedyConfig(3)}, ErrEmptyPrompt},
-		"token out of range":             {nil, Request{Prompt: []int32{3, 16}}, ErrTokenOutOfRange},
-		"negative token":                 {nil, Request{Prompt: []int32{-1}}, ErrTokenOutOfRange},
+		"token out of range":             {nil, Request{Prompt: []int32{3, 16}}, backend.ErrTokenOutOfRange},
+		"negative token":                 {nil, Request{Prompt: []int32{-1}}, backend.ErrTokenOutOfRange},
 		"text without tokenizer":         {nil, Request{Text: "He"}, ErrNoTokenizer},
 		"stop strings without tokenizer": {nil, Request{Prompt: []int32{1}, StopStrings: []string{"x"}}, ErrNoTokenizer},
 		"empty stop string":              {testTokenizer{}, Request{Prompt: []int32{1}, StopStrings: []string{""}}, nil},
@@ -471,7 +484,7 @@ func TestEmptyPromptIsBOS(t *testing.T) {
 		}
 		return make([]float32, len(testPieces)), nil
 	}
-	b := NewMemoryBackend(len(testPieces), 1, model)
+	b := backend.NewMemoryBackend(len(testPieces), 1, model)
 	res := generate(t, b, testTokenizer{addBOS: true}, []Request{{Config: greedyConfig(2)}})
 	require.Equal(t, []int32{tokBOS}, first)
 	require.Equal(t, []int32{0, 0}, res[0].Tokens)
@@ -488,10 +501,10 @@ func TestNaNLogits(t *testing.T) {
 		return row, nil
 	}
 	for _, cfg := range []*logits.GenerationConfig{greedyConfig(10), samplingConfig(10)} {
-		b := NewMemoryBackend(8, 2, model)
+		b := backend.NewMemoryBackend(8, 2, model)
 		res := generate(t, b, nil, []Request{{Prompt: []int32{7, 1}, Config: cfg}, {Prompt: []int32{3}, Config: cfg}})
 		require.Equal(t, FinishError, res[0].Finish)
-		require.ErrorIs(t, res[0].Err, ErrInvalidScores)
+		require.ErrorIs(t, res[0].Err, logits.ErrNoChoice)
 		require.Len(t, res[0].Tokens, 2)
 		require.Equal(t, FinishLength, res[1].Finish)
 		requireEmptySlots(t, b)
@@ -499,15 +512,15 @@ func TestNaNLogits(t *testing.T) {
 	// All -inf (every token suppressed) is an error too, not token 0.
 	cfg := greedyConfig(4)
 	cfg.SuppressTokens = []int32{0, 1, 2, 3, 4, 5, 6, 7}
-	b := NewMemoryBackend(8, 1, model)
+	b := backend.NewMemoryBackend(8, 1, model)
 	res := generate(t, b, nil, []Request{{Prompt: []int32{3}, Config: cfg}})
 	require.Equal(t, FinishError, res[0].Finish)
-	require.ErrorIs(t, res[0].Err, ErrInvalidScores)
+	require.ErrorIs(t, res[0].Err, logits.ErrNoChoice)
 }
 
 // A long run of requests leaves no slot filled and the heap does not grow.
 func TestNoGrowthOver100Requests(t *testing.T) {
-	b := NewMemoryBackend(16, 4, hashModel(16))
+	b := backend.NewMemoryBackend(16, 4, hashModel(16))
 	g := NewGenerator(b, testTokenizer{})
 	reqs := mixedRequests()
 	run := func() {
@@ -537,10 +550,14 @@ func TestNoGrowthOver100Requests(t *testing.T) {
 // Streaming a long row allocates nothing per token once its buffers have
 // grown (the histories still double now and then).
 func TestSteadyStateAllocations(t *testing.T) {
-	for _, cfg := range []*logits.GenerationConfig{greedyConfig(4000), samplingConfig(4000)} {
-		b := NewMemoryBackend(64, 1, cheapModel(64))
+	miro := &mirostat.Config{Version: mirostat.V2, Tau: 5, Eta: 0.1}
+	for _, req := range []Request{
+		{Config: greedyConfig(4000)}, {Config: samplingConfig(4000)}, {Config: greedyConfig(4000), Mirostat: miro},
+	} {
+		b := backend.NewMemoryBackend(64, 1, cheapModel(64))
 		g := NewGenerator(b, nil)
-		reqs := []Request{{Prompt: []int32{1}, Config: cfg, Logprobs: true, TopLogprobs: 2}}
+		req.Prompt, req.Logprobs, req.TopLogprobs = []int32{1}, true, 2
+		reqs := []Request{req}
 		for range g.Stream(context.Background(), reqs) {
 		}
 		var ms runtime.MemStats
@@ -572,16 +589,15 @@ func TestMirostat(t *testing.T) {
 		{Version: mirostat.V1, Tau: 5, Eta: 0.1},
 		{Version: mirostat.V2, Tau: 4, Eta: 0.3, Mu: 8},
 	} {
-		res := generate(t, NewMemoryBackend(vocab, 1, model), nil,
+		res := generate(t, backend.NewMemoryBackend(vocab, 1, model), nil,
 			[]Request{{Prompt: []int32{0}, Config: greedyConfig(300), Seed: 5, Mirostat: &cfg, Logprobs: true}})[0]
 		require.Len(t, res.Tokens, 300)
 		s, err := mirostat.New(cfg)
 		require.NoError(t, err)
-		var src row
-		src.rng.Seed(5, SeedStream)
+		u := documentedUniforms(5, len(res.Tokens))
 		distinct := map[int32]bool{}
 		for k, tok := range res.Tokens {
-			st, err := s.SampleLogits(append([]float32(nil), zipf...), src.uniform())
+			st, err := s.SampleLogits(append([]float32(nil), zipf...), u[k])
 			require.NoError(t, err)
 			require.Equal(t, st.Token, int(tok), "token %d", k)
 			require.InDelta(t, math.Log(st.Prob), res.Logprobs[k], 1e-5)
@@ -589,7 +605,7 @@ func TestMirostat(t *testing.T) {
 		}
 		require.Greater(t, len(distinct), 3, "mirostat samples, it is not greedy")
 	}
-	_, err := NewGenerator(NewMemoryBackend(vocab, 1, model), nil).Generate(context.Background(),
+	_, err := NewGenerator(backend.NewMemoryBackend(vocab, 1, model), nil).Generate(context.Background(),
 		[]Request{{Prompt: []int32{0}, Mirostat: &mirostat.Config{Version: mirostat.V2}}})
 	require.ErrorContains(t, err, "request 0")
 }
@@ -604,7 +620,7 @@ func TestLogprobs(t *testing.T) {
 	var observed [][]float32
 	req := Request{Prompt: []int32{1, 2}, Config: cfg, Seed: 3, Logprobs: true, TopLogprobs: 6,
 		ObserveScores: func(s []float32) { observed = append(observed, append([]float32(nil), s...)) }}
-	res := generate(t, NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0]
+	res := generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0]
 	require.Len(t, observed, 20)
 	for k, scores := range observed {
 		sum := 0.0
@@ -639,7 +655,7 @@ func TestTopLogprobsTies(t *testing.T) {
 // bytes it held back.
 func TestEndFlushesHeldText(t *testing.T) {
 	next := map[int32]int32{tokenID("a"): tokenID("\xc3"), tokenID("\xc3"): tokenID("\xa9")}
-	b := NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+	b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var evs []Event
@@ -650,33 +666,33 @@ func TestEndFlushesHeldText(t *testing.T) {
 		cancel()
 	}
 	require.Len(t, evs, 2)
-	require.Equal(t, Event{Row: 0, Token: tokenID("\xc3")}, evs[0])
-	require.Equal(t, Event{Row: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled}, evs[1])
+	require.Equal(t, Event{Request: 0, Token: tokenID("\xc3")}, evs[0])
+	require.Equal(t, Event{Request: 0, Token: -1, Text: []byte("\xc3"), Finish: FinishCancelled, Err: context.Canceled}, evs[1])
 }
 
 func TestNoSlots(t *testing.T) {
-	_, err := NewGenerator(NewMemoryBackend(4, 0, hashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
+	_, err := NewGenerator(backend.NewMemoryBackend(4, 0, hashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
 	require.Error(t, err)
 }
 
-// fullBackend fails its evalth Eval with ErrContextFull, as a llama.cpp
+// fullBackend fails its evalth Eval with backend.ErrContextFull, as a llama.cpp
 // cache shared by all sequences does when it runs out of cells.
 type fullBackend struct {
-	*MemoryBackend
+	*backend.MemoryBackend
 	calls *int
 	at    int
 }
 
-func (f fullBackend) Eval(ctx context.Context, feeds []Feed) error {
+func (f fullBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	if *f.calls++; *f.calls == f.at {
-		return fmt.Errorf("decode: %w", ErrContextFull)
+		return fmt.Errorf("decode: %w", backend.ErrContextFull)
 	}
 	return f.MemoryBackend.Eval(ctx, feeds)
 }
 
 func TestSharedContextFull(t *testing.T) {
 	reqs := mixedRequests()[:3]
-	mem := NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
 	want := generate(t, mem, nil, reqs)
 	calls := 0
 	res := generate(t, fullBackend{mem, &calls, 3}, nil, reqs)
@@ -684,9 +700,40 @@ func TestSharedContextFull(t *testing.T) {
 	// and then ran in full.
 	for i := range 2 {
 		require.Equal(t, FinishContextFull, res[i].Finish)
-		require.ErrorIs(t, res[i].Err, ErrContextFull)
+		require.ErrorIs(t, res[i].Err, backend.ErrContextFull)
 		require.Equal(t, want[i].Tokens[:2], res[i].Tokens)
 	}
 	require.Equal(t, want[2], res[2])
 	requireEmptySlots(t, mem)
+}
+
+// Mirostat run by its own library (mirostat.Sampler.Stream) with a
+// logits.Source as its uniform source draws the tokens of a Mirostat row
+// with the same seed: both take one uniform per token from the same Source.
+func TestMirostatLibraryDrawsTheSameTokens(t *testing.T) {
+	const vocab = 32
+	model := hashModel(vocab)
+	cfg := mirostat.Config{Version: mirostat.V2, Tau: 3, Eta: 0.2}
+	distinct := map[string]bool{}
+	for seed := range uint64(50) {
+		res := generate(t, backend.NewMemoryBackend(vocab, 1, model), nil,
+			[]Request{{Prompt: []int32{3, 4}, Config: greedyConfig(24), Seed: seed, Mirostat: &cfg}})[0]
+		s, err := mirostat.New(cfg)
+		require.NoError(t, err)
+		asInt32 := make([]int32, 0, 32)
+		var lib []int32
+		for st, err := range s.Stream(context.Background(), func(tokens []int) ([]float32, error) {
+			asInt32 = asInt32[:0]
+			for _, t := range tokens {
+				asInt32 = append(asInt32, int32(t))
+			}
+			return model(asInt32)
+		}, logits.NewSource(seed), mirostat.GenerateOptions{Prompt: []int{3, 4}, MaxTokens: 24}) {
+			require.NoError(t, err)
+			lib = append(lib, int32(st.Token))
+		}
+		require.Equal(t, lib, res.Tokens, "seed %d", seed)
+		distinct[fmt.Sprint(lib)] = true
+	}
+	require.Greater(t, len(distinct), 25, "seeds draw different sequences")
 }

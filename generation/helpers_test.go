@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/llamaloop/llamaloop/backend"
 )
 
 // Vocabulary of the test tokenizer. Token ids are the indices of testPieces.
@@ -76,7 +78,7 @@ func (testTokenizer) IsEOG(token int32) bool { return token == tokEOS || token =
 func (testTokenizer) EOGTokens() []int32     { return []int32{tokEOS, tokEOT} }
 func (tk testTokenizer) AddsBOS() bool       { return tk.addBOS }
 
-func (testTokenizer) ApplyChatTemplate(messages []Message, addAssistant bool) (string, error) {
+func (testTokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bool) (string, error) {
 	var b strings.Builder
 	for _, m := range messages {
 		if m.Role != "user" {
@@ -93,7 +95,7 @@ func (testTokenizer) ApplyChatTemplate(messages []Message, addAssistant bool) (s
 // chainModel gives the token next[last] a logit of 10 and every other token
 // 0, so greedy decoding follows the chain; a last token without successor
 // gets EOS.
-func chainModel(vocab int, next map[int32]int32) ModelFunc {
+func chainModel(vocab int, next map[int32]int32) backend.ModelFunc {
 	buf := make([]float32, vocab)
 	return func(history []int32) ([]float32, error) {
 		clear(buf)
@@ -109,7 +111,7 @@ func chainModel(vocab int, next map[int32]int32) ModelFunc {
 // hashModel returns logits in [-3, 3) drawn from a generator seeded with a
 // hash of the whole history: every history has its own row, and the same
 // history always the same one.
-func hashModel(vocab int) ModelFunc {
+func hashModel(vocab int) backend.ModelFunc {
 	buf := make([]float32, vocab)
 	return func(history []int32) ([]float32, error) {
 		h := fnv.New64a()
@@ -126,7 +128,7 @@ func hashModel(vocab int) ModelFunc {
 
 // markovModel returns log(p[last][next]): a Markov chain whose next-token
 // distribution is known exactly.
-func markovModel(p [][]float64) ModelFunc {
+func markovModel(p [][]float64) backend.ModelFunc {
 	buf := make([]float32, len(p[0]))
 	return func(history []int32) ([]float32, error) {
 		for i, q := range p[history[len(history)-1]] {

@@ -6,34 +6,35 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
-// run is the decoding loop: admit waiting rows into free slots, evaluate
-// every active row's new tokens in one Eval, choose each row's next token,
-// retire the rows that finished, and repeat.
-func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, error) bool) {
+// run is the decoding loop: admit waiting requests into free slots, evaluate
+// every active request's new tokens in one Eval, choose each request's next
+// token, retire the requests that finished, and repeat.
+func (g *Generator) run(ctx context.Context, seqs []*seq, yield func(Event, error) bool) {
 	g.free = g.free[:0]
 	for s := g.backend.Slots() - 1; s >= 0; s-- {
 		g.free = append(g.free, s)
 	}
 	g.active = g.active[:0]
-	pending := rows
+	pending := seqs
 	defer func() {
-		// Whatever ends the call, no slot stays filled and the rows go back
-		// to the pool. Clear errors are ignored here: the slots are lost
+		// Whatever ends the call, no slot stays filled and the requests go
+		// back to the pool. Clear errors are ignored here: the slots are lost
 		// anyway, and the next call clears before it writes.
 		for _, r := range g.active {
 			g.backend.Clear(r.slot)
 		}
 		g.active = g.active[:0]
-		clear(g.fedRows)
-		g.release(rows)
+		clear(g.fedSeqs)
+		g.release(seqs)
 	}()
 
 	for len(pending) > 0 || len(g.active) > 0 {
 		if ctx.Err() != nil {
-			g.cancel(pending, yield)
+			g.cancel(ctx.Err(), pending, yield)
 			return
 		}
 		// Admission, in request order.
@@ -43,7 +44,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 			slot := g.free[len(g.free)-1]
 			if room := g.backend.Room(slot); room < len(r.prompt) {
 				err := fmt.Errorf("%w: %d tokens, room for %d", ErrPromptTooLong, len(r.prompt), room)
-				if !yield(Event{Row: r.index, Token: -1, Finish: FinishContextFull, Err: err}, nil) {
+				if !yield(Event{Request: r.index, Token: -1, Finish: FinishContextFull, Err: err}, nil) {
 					return
 				}
 				continue
@@ -53,33 +54,33 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 			g.active = append(g.active, r)
 		}
 
-		// One step: every active row's new tokens in one Eval.
-		g.feeds, g.fedRows = g.feeds[:0], g.fedRows[:0]
+		// One step: every active request's new tokens in one Eval.
+		g.feeds, g.fedSeqs = g.feeds[:0], g.fedSeqs[:0]
 		for _, r := range g.active {
 			toks := r.prompt
 			if r.fed {
 				toks = r.tokens[len(r.tokens)-1:]
 			}
 			// A backend whose slots share their cells may lose room to the
-			// other rows after the row's last token was chosen.
+			// other requests after the request's last token was chosen.
 			if g.backend.Room(r.slot) < len(toks) {
 				if !yield(r.end(FinishContextFull, nil), nil) {
 					return
 				}
 				continue
 			}
-			g.feeds = append(g.feeds, Feed{Slot: r.slot, Tokens: toks})
-			g.fedRows = append(g.fedRows, r)
+			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks})
+			g.fedSeqs = append(g.fedSeqs, r)
 		}
 		if len(g.feeds) > 0 {
 			if err := g.backend.Eval(ctx, g.feeds); err != nil {
 				switch {
 				case ctx.Err() != nil:
-					g.cancel(pending, yield)
-				case errors.Is(err, ErrContextFull):
-					// The rows keep what they generated; their slots,
+					g.cancel(ctx.Err(), pending, yield)
+				case errors.Is(err, backend.ErrContextFull):
+					// The requests keep what they generated; their slots,
 					// whose histories are now undefined, are cleared.
-					for _, r := range g.fedRows {
+					for _, r := range g.fedSeqs {
 						if !yield(r.end(FinishContextFull, err), nil) {
 							return
 						}
@@ -95,7 +96,7 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 				return
 			}
 		}
-		for i, r := range g.fedRows {
+		for i, r := range g.fedSeqs {
 			r.fed = true
 			if !yield(g.step(r, g.backend.Logits(i)), nil) {
 				return
@@ -108,8 +109,8 @@ func (g *Generator) run(ctx context.Context, rows []*row, yield func(Event, erro
 	}
 }
 
-// retire clears the slots of finished rows and drops them from the batch.
-// A slot that cannot be cleared would pass its history to the next row, so
+// retire clears the slots of finished requests and drops them from the batch.
+// A slot that cannot be cleared would pass its history to the next request, so
 // that ends the call.
 func (g *Generator) retire() error {
 	kept := g.active[:0]
@@ -129,23 +130,24 @@ func (g *Generator) retire() error {
 	return err
 }
 
-// cancel ends every unfinished row with FinishCancelled.
-func (g *Generator) cancel(pending []*row, yield func(Event, error) bool) {
+// cancel ends every unfinished request with FinishCancelled and err, the
+// context's error (the cancellation contract of package backend).
+func (g *Generator) cancel(err error, pending []*seq, yield func(Event, error) bool) {
 	for _, r := range g.active {
-		if !r.done && !yield(r.end(FinishCancelled, nil), nil) {
+		if !r.done && !yield(r.end(FinishCancelled, err), nil) {
 			return
 		}
 	}
 	for _, r := range pending {
-		if !yield(r.end(FinishCancelled, nil), nil) {
+		if !yield(r.end(FinishCancelled, err), nil) {
 			return
 		}
 	}
 }
 
 // step processes the next-token scores of r, chooses its token and returns
-// the row's event. scores is the backend's logits row, processed in place.
-func (g *Generator) step(r *row, scores []float32) Event {
+// the request's event. scores is the backend's logits row, processed in place.
+func (g *Generator) step(r *seq, scores []float32) Event {
 	req := r.req
 	r.pipe.Process(r.hist, scores)
 	if req.ObserveScores != nil {
@@ -158,46 +160,19 @@ func (g *Generator) step(r *row, scores []float32) Event {
 		}
 		g.logprobs = g.logprobs[:len(scores)]
 		logits.LogSoftmax(g.logprobs, scores)
-		// Taken before the choice, which may reorder scores (Mirostat).
 		r.top = topLogprobs(r.top[:0], g.logprobs, req.TopLogprobs)
 	}
 
-	var tok int
-	var logprob float32
-	switch {
-	case r.miro != nil:
-		if hasNaN(scores) {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		}
-		st, err := r.miro.SampleLogits(scores, r.uniform())
-		if err != nil {
-			return r.end(FinishError, fmt.Errorf("%w: mirostat: %w", ErrInvalidScores, err))
-		}
-		tok = st.Token
-		logprob = g.logprobAt(withLogprobs, tok)
-	case r.sample:
-		if hasNaN(scores) {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		}
-		var ok bool
-		if tok, ok = r.pipe.Sample(r.hist, scores, r.uniform()); !ok {
-			return r.end(FinishError, fmt.Errorf("%w: every score is -inf", ErrInvalidScores))
-		}
-		logprob = g.logprobAt(withLogprobs, tok)
-	default:
-		tok = logits.Argmax(scores)
-		if s := scores[tok]; s != s {
-			return r.end(FinishError, fmt.Errorf("%w: NaN score", ErrInvalidScores))
-		} else if math.IsInf(float64(s), -1) {
-			return r.end(FinishError, fmt.Errorf("%w: every score is -inf", ErrInvalidScores))
-		}
-		logprob = g.logprobAt(withLogprobs, tok)
+	tok, err := r.choose.Choose(r.hist, scores, &r.src)
+	if err != nil {
+		return r.end(FinishError, err) // wraps logits.ErrNoChoice
 	}
+	logprob := g.logprobAt(withLogprobs, tok)
 	t := int32(tok)
 	r.hist.Accept(t)
 	r.tokens = append(r.tokens, t)
 
-	ev := Event{Row: r.index, Token: t}
+	ev := Event{Request: r.index, Token: t}
 	if req.Logprobs {
 		ev.Logprob = logprob
 	}
@@ -243,20 +218,11 @@ func (g *Generator) logprobAt(withLogprobs bool, tok int) float32 {
 
 // end finishes r without a new token: its event carries the text still held
 // back.
-func (r *row) end(reason FinishReason, err error) Event {
+func (r *seq) end(reason FinishReason, err error) Event {
 	r.done = true
-	ev := Event{Row: r.index, Token: -1, Finish: reason, Err: err, Text: r.text[r.sent:]}
+	ev := Event{Request: r.index, Token: -1, Finish: reason, Err: err, Text: r.text[r.sent:]}
 	r.sent = len(r.text)
 	return ev
-}
-
-func hasNaN(scores []float32) bool {
-	for _, x := range scores {
-		if x != x {
-			return true
-		}
-	}
-	return false
 }
 
 // topLogprobs appends to dst the n entries of logprobs with the largest

@@ -11,7 +11,7 @@ import (
 // Every greedy_logprobs case of transformers replays through the loop with
 // the same tokens, scores and transition scores.
 func TestGreedyLogprobsParity(t *testing.T) {
-	file, err := parity.ReadFile("../../shared/parity/greedy_logprobs.json")
+	file, err := parity.ReadFile("../internal/parity/testdata/greedy_logprobs.json")
 	require.NoError(t, err)
 	require.Equal(t, "greedy_logprobs", file.Kind)
 	require.Len(t, file.Cases, 20)

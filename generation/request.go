@@ -3,27 +3,26 @@ package generation
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
-// row is the state of one request while it runs. Rows are reused from one
+// seq is the state of one request while it runs. They are reused from one
 // call to the next, with their buffers.
-type row struct {
+type seq struct {
 	index  int // in the requests of the call
 	req    *Request
 	prompt []int32
 	pipe   *logits.Pipeline
-	hist   *logits.Row
+	hist   *logits.History
 	maxNew int     // new tokens allowed by max_length
 	eos    []int32 // stop tokens
 	stops  [][]byte
-	sample bool
-	miro   *mirostat.Sampler
-	rng    rand.PCG
+	choose logits.Chooser // the config's (greedy or multinomial), or Mirostat
+	src    logits.Source  // the request's draws, seeded with Request.Seed
 
 	slot   int
 	fed    bool // the prompt has been evaluated
@@ -34,10 +33,7 @@ type row struct {
 	top    []TokenLogprob
 }
 
-// uniform is the row's next draw; see the package documentation.
-func (r *row) uniform() float64 { return float64(r.rng.Uint64()>>11) * 0x1p-53 }
-
-func (r *row) isEOS(t int32) bool {
+func (r *seq) isEOS(t int32) bool {
 	for _, e := range r.eos {
 		if e == t {
 			return true
@@ -65,7 +61,7 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 		if g.tok == nil {
 			return nil, fmt.Errorf("chat prompt: %w", ErrNoTokenizer)
 		}
-		tmpl, ok := g.tok.(ChatTemplater)
+		tmpl, ok := g.tok.(backend.ChatTemplater)
 		if !ok {
 			return nil, errors.New("chat prompt: the tokenizer has no chat template")
 		}
@@ -97,7 +93,7 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 	}
 	for i, t := range toks {
 		if t < 0 || int(t) >= g.vocab {
-			return nil, fmt.Errorf("prompt token %d: %w: %d not in [0,%d)", i, ErrTokenOutOfRange, t, g.vocab)
+			return nil, fmt.Errorf("prompt token %d: %w: %d not in [0,%d)", i, backend.ErrTokenOutOfRange, t, g.vocab)
 		}
 	}
 	return toks, nil
@@ -111,24 +107,24 @@ type config struct {
 	err  error
 }
 
-// prepare validates every request and makes its row. Nothing is sent to the
+// prepare validates every request and makes its seq. Nothing is sent to the
 // backend, so a failure leaves it untouched.
-func (g *Generator) prepare(reqs []Request) ([]*row, error) {
+func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 	configs := map[*logits.GenerationConfig]*config{}
-	rows := make([]*row, 0, len(reqs))
+	seqs := make([]*seq, 0, len(reqs))
 	for i := range reqs {
-		r, err := g.prepareRow(&reqs[i], configs)
+		r, err := g.prepareSeq(&reqs[i], configs)
 		if err != nil {
-			g.release(rows)
+			g.release(seqs)
 			return nil, fmt.Errorf("generation: request %d: %w", i, err)
 		}
 		r.index = i
-		rows = append(rows, r)
+		seqs = append(seqs, r)
 	}
-	return rows, nil
+	return seqs, nil
 }
 
-func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfig]*config) (*row, error) {
+func (g *Generator) prepareSeq(req *Request, configs map[*logits.GenerationConfig]*config) (*seq, error) {
 	prompt, err := g.PromptTokens(req)
 	if err != nil {
 		return nil, err
@@ -147,22 +143,23 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 	if len(req.StopStrings) > 0 && g.tok == nil {
 		return nil, fmt.Errorf("stop strings: %w", ErrNoTokenizer)
 	}
-	var miro *mirostat.Sampler
+	choose := c.pipe.Chooser()
 	if req.Mirostat != nil {
-		if miro, err = mirostat.New(*req.Mirostat); err != nil {
+		miro, err := mirostat.New(*req.Mirostat)
+		if err != nil {
 			return nil, err
 		}
+		choose = mirostatChooser{miro}
 	}
 
-	r := g.newRow()
+	r := g.newSeq()
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
 	r.pipe = c.pipe
-	r.hist = c.pipe.NewRow(r.prompt)
+	r.hist = c.pipe.NewHistory(r.prompt)
 	r.maxNew = maxLength - len(prompt)
-	r.sample = c.cfg.DoSample
-	r.miro = miro
-	r.rng.Seed(req.Seed, SeedStream)
+	r.choose = choose
+	r.src.Seed(req.Seed)
 	r.eos = append(r.eos[:0], c.cfg.EOSTokenID...)
 	if g.tok != nil {
 		for _, t := range g.tok.EOGTokens() {
@@ -173,7 +170,7 @@ func (g *Generator) prepareRow(req *Request, configs map[*logits.GenerationConfi
 	}
 	for _, s := range req.StopStrings {
 		if s == "" {
-			g.release([]*row{r})
+			g.release([]*seq{r})
 			return nil, errors.New("empty stop string")
 		}
 		r.stops = append(r.stops, []byte(s))
@@ -224,24 +221,42 @@ func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
 	return nil
 }
 
-// release returns rows to the pool, dropping their references to the
+// release returns seqs to the pool, dropping their references to the
 // caller's data.
-func (g *Generator) release(rows []*row) {
-	for _, r := range rows {
-		r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+func (g *Generator) release(seqs []*seq) {
+	for _, r := range seqs {
+		r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	}
-	g.pool = append(g.pool, rows...)
+	g.pool = append(g.pool, seqs...)
 }
 
-func (g *Generator) newRow() *row {
-	var r *row
+func (g *Generator) newSeq() *seq {
+	var r *seq
 	if n := len(g.pool); n > 0 {
 		r, g.pool = g.pool[n-1], g.pool[:n-1]
 	} else {
-		r = new(row)
+		r = new(seq)
 	}
-	r.req, r.pipe, r.hist, r.miro = nil, nil, nil, nil
+	r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
 	r.fed, r.done, r.sent, r.slot = false, false, 0, -1
 	r.tokens, r.text, r.top, r.stops = r.tokens[:0], r.text[:0], r.top[:0], r.stops[:0]
 	return r
+}
+
+// mirostatChooser ends a request's chain with a Mirostat sampler of its own:
+// one uniform of the request's Source per token, passed to the sampler's draw.
+type mirostatChooser struct{ s *mirostat.Sampler }
+
+// Choose implements logits.Chooser.
+func (c mirostatChooser) Choose(_ *logits.History, scores []float32, src *logits.Source) (int, error) {
+	for i, x := range scores {
+		if x != x {
+			return -1, fmt.Errorf("%w: NaN score at %d", logits.ErrNoChoice, i)
+		}
+	}
+	st, err := c.s.SampleLogits(scores, src.Float64())
+	if err != nil {
+		return -1, fmt.Errorf("%w: mirostat: %w", logits.ErrNoChoice, err)
+	}
+	return st.Token, nil
 }

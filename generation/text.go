@@ -31,7 +31,7 @@ func completeUTF8(text []byte, sent int) int {
 // last token added to its text (from start on), and names it in ev. Each
 // stop string is searched only where an occurrence would overlap the new
 // bytes, so a stop string met earlier never fires again.
-func (r *row) matchStop(start int, ev *Event) bool {
+func (r *seq) matchStop(start int, ev *Event) bool {
 	for i, s := range r.stops {
 		from := max(0, start-len(s)+1)
 		if bytes.Index(r.text[from:], s) >= 0 {

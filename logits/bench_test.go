@@ -40,7 +40,7 @@ func benchHistory(n, v int) []int32 {
 // runBench processes fresh copies of the rows with p, and draws a token when draw is set.
 func runBench(b *testing.B, p *Pipeline, v int, draw bool) {
 	rows := benchRows(4, v)
-	row := p.NewRow(benchHistory(256, v))
+	row := p.NewHistory(benchHistory(256, v))
 	work := make([]float32, v)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, r := range rows { // warm up the row's scratch buffers: steady state from here

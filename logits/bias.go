@@ -94,8 +94,8 @@ func newSequenceBias(name string, keys [][]int32, biases []float64) *SequenceBia
 func (p *SequenceBiasProcessor) Name() string { return p.name }
 
 // Process adds the biases that apply to the row's history.
-func (p *SequenceBiasProcessor) Process(row *Row, scores []float32) {
-	tokens := row.Tokens()
+func (p *SequenceBiasProcessor) Process(hist *History, scores []float32) {
+	tokens := hist.Tokens()
 	for i := range p.targets {
 		t := &p.targets[i]
 		if int(t.token) >= len(scores) {

@@ -30,14 +30,14 @@ func (*Epsilon) Name() string { return "EpsilonLogitsWarper" }
 func (*Epsilon) keepsCandidates() {}
 
 // Process removes the improbable tokens.
-func (p *Epsilon) Process(row *Row, scores []float32) {
-	row, cand := warpInput(row, scores)
+func (p *Epsilon) Process(hist *History, scores []float32) {
+	hist, cand := warpInput(hist, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return
 	}
 	cut := float64(m) + math.Log(float64(p.eps)*sum)
-	removeBelow(row, scores, cand, m, cut, p.minKeep, true)
+	removeBelow(hist, scores, cand, m, cut, p.minKeep, true)
 }
 
 // Eta is transformers' EtaLogitsWarper (eta sampling): with H the entropy of softmax(scores) and
@@ -65,8 +65,8 @@ func (*Eta) Name() string { return "EtaLogitsWarper" }
 func (*Eta) keepsCandidates() {}
 
 // Process removes the tokens less probable than η.
-func (p *Eta) Process(row *Row, scores []float32) {
-	row, cand := warpInput(row, scores)
+func (p *Eta) Process(hist *History, scores []float32) {
+	hist, cand := warpInput(hist, scores)
 	m, ok := finiteMax(scores, cand)
 	if !ok {
 		return
@@ -97,5 +97,5 @@ func (p *Eta) Process(row *Row, scores []float32) {
 	h := float32(math.Log(sum) - dot/sum)
 	eta := min(p.eps, float32(math.Sqrt(float64(p.eps)))*float32(math.Exp(-float64(h))))
 	cut := fm + math.Log(float64(eta)*sum)
-	removeBelow(row, scores, cand, m, cut, p.minKeep, true)
+	removeBelow(hist, scores, cand, m, cut, p.minKeep, true)
 }

@@ -22,7 +22,7 @@ func Example() {
 	}
 	fmt.Println(p.Names())
 
-	row := p.NewRow([]int32{4, 5}) // the prompt
+	row := p.NewHistory([]int32{4, 5}) // the prompt
 	scores := []float32{1, 2, 0.5, 3, 2.9, 0.1}
 	p.Process(row, scores)
 	fmt.Printf("%.3f\n", scores)

@@ -36,7 +36,7 @@ func NewPresenceFrequencyPenalty(presence, frequency float32, lastN int) (*Prese
 func (*PresenceFrequencyPenalty) Name() string { return "PresenceFrequencyPenalty" }
 
 // NewState counts the tokens of the prompt's window.
-func (p *PresenceFrequencyPenalty) NewState(prompt []int32, vocabSize int) RowState {
+func (p *PresenceFrequencyPenalty) NewState(prompt []int32, vocabSize int) State {
 	s := &tokenCounts{counts: map[int32]int32{}, lastN: p.lastN, limit: int32(vocabSize)}
 	for i := range prompt {
 		s.Accept(prompt[:i+1])
@@ -45,8 +45,8 @@ func (p *PresenceFrequencyPenalty) NewState(prompt []int32, vocabSize int) RowSt
 }
 
 // Process subtracts the penalties.
-func (p *PresenceFrequencyPenalty) Process(row *Row, scores []float32) {
-	s, _ := row.State().(*tokenCounts)
+func (p *PresenceFrequencyPenalty) Process(hist *History, scores []float32) {
+	s, _ := hist.State().(*tokenCounts)
 	if s == nil {
 		return
 	}
@@ -80,12 +80,12 @@ func (s *tokenCounts) Accept(history []int32) {
 }
 
 // Clone returns an independent copy.
-func (s *tokenCounts) Clone() RowState {
+func (s *tokenCounts) Clone() State {
 	return &tokenCounts{counts: maps.Clone(s.counts), lastN: s.lastN, limit: s.limit}
 }
 
 // CopyFrom makes s equal to src, reusing s's map.
-func (s *tokenCounts) CopyFrom(src RowState) {
+func (s *tokenCounts) CopyFrom(src State) {
 	o := src.(*tokenCounts)
 	clear(s.counts)
 	maps.Copy(s.counts, o.counts)
@@ -120,7 +120,7 @@ func NewLogitBias(bias map[int32]float32, vocabSize int) (*LogitBias, error) {
 func (*LogitBias) Name() string { return "LogitBias" }
 
 // Process adds the biases.
-func (p *LogitBias) Process(_ *Row, scores []float32) {
+func (p *LogitBias) Process(_ *History, scores []float32) {
 	for k, id := range p.ids {
 		if int(id) < len(scores) {
 			scores[id] += p.biases[k]
@@ -151,7 +151,7 @@ func NewAllowTokens(ids []int32, vocabSize int) (*AllowTokens, error) {
 func (*AllowTokens) Name() string { return "AllowTokens" }
 
 // Process bans every token outside the list.
-func (p *AllowTokens) Process(_ *Row, scores []float32) {
+func (p *AllowTokens) Process(_ *History, scores []float32) {
 	from := 0
 	for _, id := range p.ids {
 		if int(id) >= len(scores) {
@@ -181,7 +181,7 @@ func NewBlockTokens(ids []int32, vocabSize int) (*BlockTokens, error) {
 func (*BlockTokens) Name() string { return "BlockTokens" }
 
 // Process bans the listed tokens.
-func (p *BlockTokens) Process(_ *Row, scores []float32) { setIDs(scores, p.ids, negInf) }
+func (p *BlockTokens) Process(_ *History, scores []float32) { setIDs(scores, p.ids, negInf) }
 
 func checkIDs(what string, ids []int32, vocabSize int) error {
 	for _, id := range ids {

@@ -45,7 +45,7 @@ func FuzzParseGenerationConfig(f *testing.F) {
 		c.Resolve(3)
 		c.CheckLengths(3)
 		c.PipelineMaxNewTokens(3)
-		row := p.NewRow([]int32{1, 2, 3})
+		row := p.NewHistory([]int32{1, 2, 3})
 		for step := range 4 {
 			scores := make([]float32, v)
 			for i := range scores {
@@ -168,14 +168,14 @@ func FuzzPipeline(f *testing.F) {
 		for _, h := range hist[:min(len(hist), 2)] {
 			prompt = append(prompt, int32(int8(h))) // negative and out-of-vocabulary ids too
 		}
-		row := p.NewRow(prompt)
+		row := p.NewHistory(prompt)
 		for step := 0; len(rowBits) >= 4; step++ {
 			scores := make([]float32, v)
 			for i := range scores {
 				off := (4*i + step) % (len(rowBits) - 3)
 				scores[i] = math.Float32frombits(binary.LittleEndian.Uint32(rowBits[off:]))
 			}
-			rebuilt := p.NewRow(prompt)
+			rebuilt := p.NewHistory(prompt)
 			for _, tok := range row.Tokens()[len(prompt):] {
 				rebuilt.Accept(tok)
 			}

@@ -28,12 +28,12 @@ func NewMinLength(minLength int, eos []int32) (*MinLength, error) {
 func (*MinLength) Name() string { return "MinLengthLogitsProcessor" }
 
 // Process bans eos while the row is shorter than min_length.
-func (p *MinLength) Process(row *Row, scores []float32) {
+func (p *MinLength) Process(hist *History, scores []float32) {
 	limit := p.minLength
 	if p.fromPrompt {
-		limit += row.PromptLen()
+		limit += hist.PromptLen()
 	}
-	if row.Len() < limit {
+	if hist.Len() < limit {
 		setIDs(scores, p.eos, negInf)
 	}
 }
@@ -57,8 +57,8 @@ func NewMinNewTokensLength(minNewTokens int, eos []int32) (*MinNewTokensLength, 
 func (*MinNewTokensLength) Name() string { return "MinNewTokensLengthLogitsProcessor" }
 
 // Process bans eos while too few new tokens were generated.
-func (p *MinNewTokensLength) Process(row *Row, scores []float32) {
-	if row.Len()-row.PromptLen() < p.minNew {
+func (p *MinNewTokensLength) Process(hist *History, scores []float32) {
+	if hist.Len()-hist.PromptLen() < p.minNew {
 		setIDs(scores, p.eos, negInf)
 	}
 }
@@ -82,8 +82,8 @@ func NewForcedBOS(token int32, vocabSize int) (*ForcedBOS, error) {
 func (*ForcedBOS) Name() string { return "ForcedBOSTokenLogitsProcessor" }
 
 // Process forces the token at cur_len == 1.
-func (p *ForcedBOS) Process(row *Row, scores []float32) {
-	if row.Len() == 1 {
+func (p *ForcedBOS) Process(hist *History, scores []float32) {
+	if hist.Len() == 1 {
 		fill(scores, negInf)
 		setIDs(scores, []int32{p.token}, 0)
 	}
@@ -112,8 +112,8 @@ func NewForcedEOS(maxLength int, eos []int32, vocabSize int) (*ForcedEOS, error)
 func (*ForcedEOS) Name() string { return "ForcedEOSTokenLogitsProcessor" }
 
 // Process forces eos at the last step.
-func (p *ForcedEOS) Process(row *Row, scores []float32) {
-	if row.Len() == p.maxLen.at(row.PromptLen())-1 {
+func (p *ForcedEOS) Process(hist *History, scores []float32) {
+	if hist.Len() == p.maxLen.at(hist.PromptLen())-1 {
 		fill(scores, negInf)
 		setIDs(scores, p.eos, 0)
 	}
@@ -143,8 +143,8 @@ func NewExponentialDecayLengthPenalty(startIndex int, factor float64, eos []int3
 func (*ExponentialDecayLengthPenalty) Name() string { return "ExponentialDecayLengthPenalty" }
 
 // Process raises the eos scores once the regulation has started.
-func (p *ExponentialDecayLengthPenalty) Process(row *Row, scores []float32) {
-	k := row.Len() - (p.start + row.PromptLen())
+func (p *ExponentialDecayLengthPenalty) Process(hist *History, scores []float32) {
+	k := hist.Len() - (p.start + hist.PromptLen())
 	if k <= 0 {
 		return
 	}

@@ -14,7 +14,7 @@ type InfNanRemove struct{}
 func (InfNanRemove) Name() string { return "InfNanRemoveLogitsProcessor" }
 
 // Process replaces the non-finite scores.
-func (InfNanRemove) Process(_ *Row, scores []float32) {
+func (InfNanRemove) Process(_ *History, scores []float32) {
 	for i, x := range scores {
 		if math.Float32bits(x)&0x7f800000 != 0x7f800000 {
 			continue // finite
@@ -46,7 +46,7 @@ func NewSuppressTokens(tokens []int32) *SuppressTokens {
 func (*SuppressTokens) Name() string { return "SuppressTokensLogitsProcessor" }
 
 // Process bans the listed tokens.
-func (p *SuppressTokens) Process(_ *Row, scores []float32) { setIDs(scores, p.tokens, negInf) }
+func (p *SuppressTokens) Process(_ *History, scores []float32) { setIDs(scores, p.tokens, negInf) }
 
 // SuppressTokensAtBegin is transformers' SuppressTokensAtBeginLogitsProcessor: the listed ids are set
 // to -inf only at the first generated step, cur_len == begin_index, where begin_index is the row's
@@ -66,12 +66,12 @@ func NewSuppressTokensAtBegin(tokens []int32, afterForcedBOS bool) *SuppressToke
 func (*SuppressTokensAtBegin) Name() string { return "SuppressTokensAtBeginLogitsProcessor" }
 
 // Process bans the listed tokens at the beginning step.
-func (p *SuppressTokensAtBegin) Process(row *Row, scores []float32) {
-	begin := row.PromptLen()
+func (p *SuppressTokensAtBegin) Process(hist *History, scores []float32) {
+	begin := hist.PromptLen()
 	if p.afterForcedBOS && begin <= 1 {
 		begin++
 	}
-	if row.Len() == begin {
+	if hist.Len() == begin {
 		setIDs(scores, p.tokens, negInf)
 	}
 }
@@ -86,14 +86,14 @@ func (LogitNormalization) Name() string { return "LogitNormalization" }
 func (LogitNormalization) keepsCandidates() {}
 
 // Process replaces the scores by their log-softmax.
-func (LogitNormalization) Process(row *Row, scores []float32) {
-	if row == nil || !row.trustCandidates(scores) {
+func (LogitNormalization) Process(hist *History, scores []float32) {
+	if hist == nil || !hist.trustCandidates(scores) {
 		LogSoftmax(scores, scores)
 		return
 	}
 	// Only the candidates are finite: same values as LogSoftmax over the whole row.
 	m := negInf
-	for _, i := range row.cand.idx {
+	for _, i := range hist.cand.idx {
 		if x := scores[i]; x > m {
 			m = x
 		} else if x != x {
@@ -106,13 +106,13 @@ func (LogitNormalization) Process(row *Row, scores []float32) {
 		return
 	}
 	sum := 0.0
-	for _, i := range row.cand.idx {
+	for _, i := range hist.cand.idx {
 		if x := scores[i]; x != negInf {
 			sum += exp(widen(x) - float64(m))
 		}
 	}
 	logSum := float32(math.Log(sum))
-	for _, i := range row.cand.idx {
+	for _, i := range hist.cand.idx {
 		scores[i] = (scores[i] - m) - logSum
 	}
 }

@@ -32,14 +32,14 @@ func (*MinP) Name() string { return "MinPLogitsWarper" }
 func (*MinP) keepsCandidates() {}
 
 // Process removes the tokens far less probable than the most probable one.
-func (p *MinP) Process(row *Row, scores []float32) {
-	row, cand := warpInput(row, scores)
+func (p *MinP) Process(hist *History, scores []float32) {
+	hist, cand := warpInput(hist, scores)
 	m, ok := finiteMax(scores, cand)
 	if !ok {
 		return
 	}
 	cut := float64(m) + math.Log(float64(p.minP))
-	removeBelow(row, scores, cand, m, cut, p.minKeep, false)
+	removeBelow(hist, scores, cand, m, cut, p.minKeep, false)
 }
 
 // finiteMax returns the max of the row (or candidates); ok is false when the row holds NaN or +inf
@@ -64,7 +64,7 @@ func finiteMax(scores []float32, cand []int32) (float32, bool) {
 // and updates the candidates. With keepTies, every score tied with the minKeep-th largest is kept
 // too (a "score < k-th largest" test, as Epsilon and Eta do); otherwise exactly minKeep are kept,
 // lowest index first among ties (MinP's argsort).
-func removeBelow(row *Row, scores []float32, cand []int32, m float32, cut float64, minKeep int, keepTies bool) {
+func removeBelow(hist *History, scores []float32, cand []int32, m float32, cut float64, minKeep int, keepTies bool) {
 	c := ceil32(cut) // x < cut iff x < c, for every float32 x
 	kept := 0
 	if minKeep <= 1 && c <= m {
@@ -83,9 +83,9 @@ func removeBelow(row *Row, scores []float32, cand []int32, m float32, cut float6
 		}
 	}
 	if kept < minKeep {
-		top, _ := row.topSorted(scores, cand, minKeep)
+		top, _ := hist.topSorted(scores, cand, minKeep)
 		if !keepTies {
-			row.keepTop(scores, scores, top, minKeep)
+			hist.keepTop(scores, scores, top, minKeep)
 			return
 		}
 		if len(top) >= minKeep {
@@ -101,10 +101,10 @@ func removeBelow(row *Row, scores []float32, cand []int32, m float32, cut float6
 				idx = append(idx, i)
 			}
 		}
-		row.cand.idx = idx
+		hist.cand.idx = idx
 		return
 	}
-	idx := row.cand.idx[:0]
+	idx := hist.cand.idx[:0]
 	for i, x := range scores {
 		if x < c {
 			scores[i] = negInf
@@ -112,8 +112,8 @@ func removeBelow(row *Row, scores []float32, cand []int32, m float32, cut float6
 			idx = append(idx, int32(i))
 		}
 	}
-	row.cand.idx = idx
-	row.setCandidates(scores)
+	hist.cand.idx = idx
+	hist.setCandidates(scores)
 }
 
 // ceil32 returns the smallest float32 that is >= x (x itself when it is a float32).

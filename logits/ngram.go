@@ -26,7 +26,7 @@ func NewNoRepeatNGram(n int) (*NoRepeatNGram, error) {
 func (*NoRepeatNGram) Name() string { return "NoRepeatNGramLogitsProcessor" }
 
 // NewState returns the n-gram table of prompt.
-func (p *NoRepeatNGram) NewState(prompt []int32, _ int) RowState {
+func (p *NoRepeatNGram) NewState(prompt []int32, _ int) State {
 	t := &ngramTable{n: p.n, head: map[uint64]int32{}}
 	for end := p.n; end <= len(prompt); end++ {
 		t.addWindow(prompt, end-p.n)
@@ -35,9 +35,9 @@ func (p *NoRepeatNGram) NewState(prompt []int32, _ int) RowState {
 }
 
 // Process bans the tokens that would repeat an n-gram of the history.
-func (p *NoRepeatNGram) Process(row *Row, scores []float32) {
-	t, _ := row.State().(*ngramTable)
-	tokens := row.Tokens()
+func (p *NoRepeatNGram) Process(hist *History, scores []float32) {
+	t, _ := hist.State().(*ngramTable)
+	tokens := hist.Tokens()
 	if t == nil || len(tokens)+1 < p.n {
 		return
 	}
@@ -63,7 +63,7 @@ func NewEncoderNoRepeatNGram(n int) (*EncoderNoRepeatNGram, error) {
 func (*EncoderNoRepeatNGram) Name() string { return "EncoderNoRepeatNGramLogitsProcessor" }
 
 // NewState returns the n-gram table of the prompt, which never changes.
-func (p *EncoderNoRepeatNGram) NewState(prompt []int32, _ int) RowState {
+func (p *EncoderNoRepeatNGram) NewState(prompt []int32, _ int) State {
 	t := &ngramTable{n: p.n, head: map[uint64]int32{}, source: slices.Clone(prompt)}
 	for end := p.n; end <= len(prompt); end++ {
 		t.addWindow(prompt, end-p.n)
@@ -72,9 +72,9 @@ func (p *EncoderNoRepeatNGram) NewState(prompt []int32, _ int) RowState {
 }
 
 // Process bans the tokens that would complete an n-gram of the prompt.
-func (p *EncoderNoRepeatNGram) Process(row *Row, scores []float32) {
-	st, _ := row.State().(*fixedState)
-	tokens := row.Tokens()
+func (p *EncoderNoRepeatNGram) Process(hist *History, scores []float32) {
+	st, _ := hist.State().(*fixedState)
+	tokens := hist.Tokens()
 	// transformers slices input_ids[cur_len+1-n : cur_len]; a shorter key matches nothing.
 	if st == nil || len(tokens) < p.n-1 {
 		return
@@ -131,12 +131,12 @@ func (t *ngramTable) Accept(history []int32) {
 }
 
 // Clone returns an independent copy.
-func (t *ngramTable) Clone() RowState {
+func (t *ngramTable) Clone() State {
 	return &ngramTable{n: t.n, head: maps.Clone(t.head), prev: slices.Clone(t.prev), source: t.source}
 }
 
 // CopyFrom makes t equal to src, reusing t's storage.
-func (t *ngramTable) CopyFrom(src RowState) {
+func (t *ngramTable) CopyFrom(src State) {
 	o := src.(*ngramTable)
 	t.n, t.source = o.n, o.source
 	clear(t.head)

@@ -8,10 +8,10 @@ import (
 )
 
 // TestParity runs the 287 cases of transformers' processor vectors (see
-// ../../shared/parity/README.md): same processor names, same -inf positions, values bit-exact except
+// internal/parity/testdata/README.md): same processor names, same -inf positions, values bit-exact except
 // after LogitNormalization.
 func TestParity(t *testing.T) {
-	f, err := parity.ReadFile("../../shared/parity/processors.json")
+	f, err := parity.ReadFile("../internal/parity/testdata/processors.json")
 	require.NoError(t, err)
 	require.Equal(t, "processors", f.Kind)
 	require.Len(t, f.Cases, 287)

@@ -26,7 +26,7 @@ func NewRepetitionPenalty(penalty float64) (*RepetitionPenalty, error) {
 func (*RepetitionPenalty) Name() string { return "RepetitionPenaltyLogitsProcessor" }
 
 // NewState returns the set of distinct tokens of prompt.
-func (*RepetitionPenalty) NewState(prompt []int32, vocabSize int) RowState {
+func (*RepetitionPenalty) NewState(prompt []int32, vocabSize int) State {
 	s := &tokenSet{limit: int32(vocabSize)}
 	for _, t := range prompt {
 		s.add(t)
@@ -35,8 +35,8 @@ func (*RepetitionPenalty) NewState(prompt []int32, vocabSize int) RowState {
 }
 
 // Process applies the penalty to the row's seen tokens.
-func (p *RepetitionPenalty) Process(row *Row, scores []float32) {
-	set, _ := row.State().(*tokenSet)
+func (p *RepetitionPenalty) Process(hist *History, scores []float32) {
+	set, _ := hist.State().(*tokenSet)
 	if set == nil {
 		return
 	}
@@ -85,12 +85,12 @@ func (s *tokenSet) add(t int32) {
 func (s *tokenSet) Accept(history []int32) { s.add(history[len(history)-1]) }
 
 // Clone returns an independent copy.
-func (s *tokenSet) Clone() RowState {
+func (s *tokenSet) Clone() State {
 	return &tokenSet{list: slices.Clone(s.list), bits: slices.Clone(s.bits), limit: s.limit}
 }
 
 // CopyFrom makes s equal to src, reusing s's storage.
-func (s *tokenSet) CopyFrom(src RowState) {
+func (s *tokenSet) CopyFrom(src State) {
 	o := src.(*tokenSet)
 	for _, t := range s.list {
 		s.bits[int(t)>>6] = 0
@@ -108,8 +108,9 @@ func (s *tokenSet) CopyFrom(src RowState) {
 // EncoderRepetitionPenalty is transformers' EncoderRepetitionPenaltyLogitsProcessor with the prompt
 // as the encoder input (transformers enables it for decoder-only models too): with q = 1/penalty in
 // double, for every distinct prompt token s becomes s*f32(q) when s < 0 and s/f32(q) otherwise, so a
-// penalty above 1 favours tokens of the prompt. Unlike transformers (its trap T17), every row uses its
-// own prompt, also under beam search.
+// penalty above 1 favours tokens of the prompt. Unlike transformers, whose processor holds the
+// batch's B prompts and so under beam search penalises only the first B of the B*num_beams rows,
+// every row uses its own prompt, also under beam search.
 type EncoderRepetitionPenalty struct {
 	inv float32
 }
@@ -126,7 +127,7 @@ func NewEncoderRepetitionPenalty(penalty float64) (*EncoderRepetitionPenalty, er
 func (*EncoderRepetitionPenalty) Name() string { return "EncoderRepetitionPenaltyLogitsProcessor" }
 
 // NewState returns the distinct tokens of the prompt; it does not change afterwards.
-func (*EncoderRepetitionPenalty) NewState(prompt []int32, vocabSize int) RowState {
+func (*EncoderRepetitionPenalty) NewState(prompt []int32, vocabSize int) State {
 	s := &tokenSet{limit: int32(vocabSize)}
 	for _, t := range prompt {
 		s.add(t)
@@ -135,8 +136,8 @@ func (*EncoderRepetitionPenalty) NewState(prompt []int32, vocabSize int) RowStat
 }
 
 // Process applies the inverse penalty to the prompt's tokens.
-func (p *EncoderRepetitionPenalty) Process(row *Row, scores []float32) {
-	st, _ := row.State().(*fixedState)
+func (p *EncoderRepetitionPenalty) Process(hist *History, scores []float32) {
+	st, _ := hist.State().(*fixedState)
 	if st == nil {
 		return
 	}
@@ -150,4 +151,4 @@ type fixedState struct{ v any }
 func (*fixedState) Accept([]int32) {}
 
 // Clone returns s itself: it is immutable.
-func (s *fixedState) Clone() RowState { return s }
+func (s *fixedState) Clone() State { return s }

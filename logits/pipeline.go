@@ -25,17 +25,19 @@ type Options struct {
 
 // Pipeline is the ordered processor list that transformers 4.57's
 // GenerationMixin._get_logits_processor builds for a config, or a custom chain from [Chain]. It is
-// immutable after construction and safe for concurrent use by many rows; per-row state lives in
-// [Row].
+// immutable after construction and safe for concurrent use by many rows; per-sequence state lives
+// in [History].
 //
-// A pipeline serves rows of different prompt lengths: wherever transformers uses the prompt length
-// P (max_new_tokens -> max_length, min_new_tokens, the exponential decay start, the begin-suppress
-// step, forced EOS at max_length-1), the stage takes P from [Row.PromptLen] of the row it processes.
+// A pipeline serves sequences of different prompt lengths: wherever transformers uses the prompt
+// length P (max_new_tokens -> max_length, min_new_tokens, the exponential decay start, the
+// begin-suppress step, forced EOS at max_length-1), the stage takes P from [History.PromptLen] of
+// the history it processes a row for.
 type Pipeline struct {
 	vocab  int
 	names  []string
 	stages []Processor // execution order; a fused stage stands for two names
 	aware  []bool      // stage works on and maintains the candidate list
+	sample bool        // the config samples (do_sample): Chooser is Multinomial
 }
 
 // candidateStage marks the built-in warpers that keep a row's candidate list valid (-inf stays -inf
@@ -155,7 +157,9 @@ func NewPipeline(cfg *GenerationConfig, opts Options) (*Pipeline, error) {
 	if buildErr != nil {
 		return nil, buildErr
 	}
-	return newPipeline(opts.VocabSize, list), nil
+	p := newPipeline(opts.VocabSize, list)
+	p.sample = c.DoSample
+	return p, nil
 }
 
 // Chain returns a pipeline that runs procs in the given order on rows of vocabSize scores: a custom
@@ -222,11 +226,11 @@ func (p *Pipeline) Len() int { return len(p.names) }
 // VocabSize returns the row width the pipeline was built for.
 func (p *Pipeline) VocabSize() int { return p.vocab }
 
-// NewRow returns the per-row state of a row whose history starts as prompt (copied): its prompt
-// length P is len(prompt).
-func (p *Pipeline) NewRow(prompt []int32) *Row {
-	r := &Row{p: p, tokens: slices.Clone(prompt), promptLen: len(prompt)}
-	r.states = make([]RowState, len(p.stages))
+// NewHistory returns the history of a sequence that starts as prompt (copied), with the state of
+// every stage of p: its prompt length P is len(prompt).
+func (p *Pipeline) NewHistory(prompt []int32) *History {
+	r := &History{p: p, tokens: slices.Clone(prompt), promptLen: len(prompt)}
+	r.states = make([]State, len(p.stages))
 	for i, s := range p.stages {
 		if sp, ok := s.(StatefulProcessor); ok {
 			r.states[i] = sp.NewState(prompt, p.vocab)
@@ -235,10 +239,16 @@ func (p *Pipeline) NewRow(prompt []int32) *Row {
 	return r
 }
 
-// Process applies every stage in order to scores, in place, for row r. It does not allocate in
-// steady state. r should come from p.NewRow; a row of another pipeline is re-initialised from its
-// history first.
-func (p *Pipeline) Process(r *Row, scores []float32) {
+// NewRow is NewHistory under the name it had when History was called Row.
+//
+// Deprecated: use NewHistory. NewRow stays only until llamacpp's side-by-side benchmarks, which
+// call it, leave that package.
+func (p *Pipeline) NewRow(prompt []int32) *History { return p.NewHistory(prompt) }
+
+// Process applies every stage in order to scores, the next-token row of history r, in place. It
+// does not allocate in steady state. r should come from p.NewHistory; a history of another pipeline
+// is re-initialised from its tokens first.
+func (p *Pipeline) Process(r *History, scores []float32) {
 	if r.p != p || len(r.states) != len(p.stages) {
 		p.adopt(r)
 	}
@@ -255,9 +265,9 @@ func (p *Pipeline) Process(r *Row, scores []float32) {
 }
 
 // adopt rebuilds r's states for p from r's history.
-func (p *Pipeline) adopt(r *Row) {
+func (p *Pipeline) adopt(r *History) {
 	tokens := r.tokens
-	fresh := p.NewRow(tokens[:r.promptLen])
+	fresh := p.NewHistory(tokens[:r.promptLen])
 	for _, t := range tokens[r.promptLen:] {
 		fresh.Accept(t)
 	}
@@ -267,7 +277,7 @@ func (p *Pipeline) adopt(r *Row) {
 // Sample draws the next token from scores as [SampleIndex] does (same index for the same u), but
 // when the last stages of p.Process bounded the candidates (top-k), it visits only those. scores must
 // be the slice that Process just processed for r, unchanged since.
-func (p *Pipeline) Sample(r *Row, scores []float32, u float64) (index int, ok bool) {
+func (p *Pipeline) Sample(r *History, scores []float32, u float64) (index int, ok bool) {
 	if !r.cand.describes(scores) {
 		return SampleIndex(scores, u)
 	}

@@ -33,7 +33,7 @@ const everything = `{"do_sample": true, "eos_token_id": [2, 3], "sequence_bias":
 	"epsilon_cutoff": 0.001, "eta_cutoff": 0.001, "renormalize_logits": true}`
 
 func TestPipelineOrder(t *testing.T) {
-	user := ProcessorFunc("Mine", func(*Row, []float32) {})
+	user := ProcessorFunc("Mine", func(*History, []float32) {})
 	p := mustPipeline(t, everything, Options{VocabSize: 32, User: []Processor{user}})
 	assert.Equal(t, []string{
 		"SequenceBiasLogitsProcessor",
@@ -103,7 +103,7 @@ func TestPipelineMinTokensToKeepUnderBeams(t *testing.T) {
 	} {
 		p := mustPipeline(t, opts.cfg, Options{VocabSize: 5, BeamSearch: opts.beam})
 		s := slices.Clone(scores)
-		p.Process(p.NewRow([]int32{0}), s)
+		p.Process(p.NewHistory([]int32{0}), s)
 		finite := 0
 		for _, x := range s {
 			if x != ninf {
@@ -120,7 +120,7 @@ func TestPipelineUserReplacesSameType(t *testing.T) {
 	p := mustPipeline(t, `{"repetition_penalty": 1.5, "suppress_tokens": [1]}`, Options{VocabSize: 4, User: []Processor{mine}})
 	assert.Equal(t, []string{"RepetitionPenaltyLogitsProcessor", "SuppressTokensLogitsProcessor"}, p.Names())
 	s := []float32{3, 3, 3, 3}
-	p.Process(p.NewRow([]int32{0}), s)
+	p.Process(p.NewHistory([]int32{0}), s)
 	assert.Equal(t, []float32{1, ninf, 3, 3}, s, "the user's penalty 3 replaced 1.5 in place")
 }
 
@@ -137,7 +137,7 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 	const v = 1000
 	p := mustPipeline(t, everything, Options{VocabSize: v})
 	rows := benchRows(3, v)
-	row := p.NewRow(benchHistory(40, v))
+	row := p.NewHistory(benchHistory(40, v))
 	work := make([]float32, v)
 	step := 0
 	run := func() {
@@ -152,7 +152,7 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 
 	chat := mustPipeline(t, `{"do_sample": true, "repetition_penalty": 1.1, "temperature": 0.7, "top_k": 50, "top_p": 0.9}`,
 		Options{VocabSize: v})
-	row = chat.NewRow(benchHistory(256, v))
+	row = chat.NewHistory(benchHistory(256, v))
 	run = func() {
 		copy(work, rows[step%3])
 		step++
@@ -177,7 +177,7 @@ func TestCandidatePathsAgree(t *testing.T) {
 		func() Processor { p, _ := NewEta(0.01, 3); return p },
 		func() Processor { return LogitNormalization{} },
 	}
-	barrier := ProcessorFunc("barrier", func(*Row, []float32) {}) // hides the candidates
+	barrier := ProcessorFunc("barrier", func(*History, []float32) {}) // hides the candidates
 	for trial := range 30 {
 		src := make([]float32, v)
 		for i := range src {
@@ -195,7 +195,7 @@ func TestCandidatePathsAgree(t *testing.T) {
 			slow, err := Chain(v, topK, barrier, w())
 			require.NoError(t, err)
 			a, b := slices.Clone(src), slices.Clone(src)
-			ra, rb := fast.NewRow(nil), slow.NewRow(nil)
+			ra, rb := fast.NewHistory(nil), slow.NewHistory(nil)
 			fast.Process(ra, a)
 			slow.Process(rb, b)
 			require.Equal(t, b, a, "trial %d warper %d k %d", trial, wi, k)
@@ -238,10 +238,10 @@ func TestTemperatureTopKFusion(t *testing.T) {
 		tw, _ := NewTemperature(temp)
 		kw, _ := NewTopK(k, 1)
 		fused, _ := Chain(v, tw, kw)
-		apart, _ := Chain(v, tw, ProcessorFunc("barrier", func(*Row, []float32) {}), kw)
+		apart, _ := Chain(v, tw, ProcessorFunc("barrier", func(*History, []float32) {}), kw)
 		a, b := slices.Clone(src), slices.Clone(src)
-		fused.Process(fused.NewRow(nil), a)
-		apart.Process(apart.NewRow(nil), b)
+		fused.Process(fused.NewHistory(nil), a)
+		apart.Process(apart.NewHistory(nil), b)
 		for i := range a {
 			if a[i] != b[i] && !(a[i] != a[i] && b[i] != b[i]) {
 				t.Fatalf("trial %d (T=%v, k=%d): index %d fused %v, apart %v", trial, temp, k, i, a[i], b[i])
@@ -259,14 +259,14 @@ func TestPipelineConcurrentRows(t *testing.T) {
 	rows := benchRows(4, v)
 	want := make([][]float32, 4)
 	for g := range want {
-		row := p.NewRow([]int32{1, 2, 3})
+		row := p.NewHistory([]int32{1, 2, 3})
 		want[g] = slices.Clone(rows[g])
 		p.Process(row, want[g])
 	}
 	done := make(chan []float32, 4)
 	for g := range 4 {
 		go func() {
-			row := p.NewRow([]int32{1, 2, 3})
+			row := p.NewHistory([]int32{1, 2, 3})
 			s := slices.Clone(rows[g])
 			for range 20 {
 				copy(s, rows[g])

@@ -15,7 +15,7 @@ func apply(t *testing.T, scores []float32, prompt, generated []int32, procs ...P
 	t.Helper()
 	p, err := Chain(len(scores), procs...)
 	require.NoError(t, err)
-	row := p.NewRow(prompt)
+	row := p.NewHistory(prompt)
 	for _, tok := range generated {
 		row.Accept(tok)
 	}
@@ -140,7 +140,7 @@ func TestForcedTokens(t *testing.T) {
 	// In a pipeline, max_new_tokens makes max_length per row: prompt length + 3.
 	p := mustPipeline(t, `{"forced_eos_token_id": 0, "max_new_tokens": 3}`, Options{VocabSize: 2})
 	for _, prompt := range [][]int32{{1}, {1, 1, 1, 1}} {
-		row := p.NewRow(prompt)
+		row := p.NewHistory(prompt)
 		row.Accept(1)
 		s := []float32{1, 2}
 		p.Process(row, s)

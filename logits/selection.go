@@ -8,7 +8,7 @@ import (
 // kthLargest returns the k-th largest value of xs (1 <= k <= len(xs)), counting duplicates, with NaN
 // ranked above every number as torch.topk ranks it. It keeps a min-heap of k values in r.heap, so
 // a pass over xs costs one comparison per value once the heap holds large values; it never sorts xs.
-func (r *Row) kthLargest(xs []float32, k int) float32 {
+func (r *History) kthLargest(xs []float32, k int) float32 {
 	if cap(r.heap) < k {
 		r.heap = make([]float32, 0, k)
 	}
@@ -99,7 +99,7 @@ func cmpDesc(a, b scored) int {
 // topSorted fills r.pairs with the entries of keys that are not -inf and whose key is at least the
 // k-th largest (all of them when k >= their number), sorted by cmpDesc, and returns them with the
 // number of entries that are not -inf. With cand non-nil, only the listed indices count.
-func (r *Row) topSorted(keys []float32, cand []int32, k int) (top []scored, total int) {
+func (r *History) topSorted(keys []float32, cand []int32, k int) (top []scored, total int) {
 	pairs := r.pairs[:0]
 	if cand != nil {
 		for _, i := range cand {
@@ -134,7 +134,7 @@ func (r *Row) topSorted(keys []float32, cand []int32, k int) (top []scored, tota
 }
 
 // kthOfPairs is kthLargest over the keys of pairs.
-func (r *Row) kthOfPairs(pairs []scored, k int) float32 {
+func (r *History) kthOfPairs(pairs []scored, k int) float32 {
 	keys := r.scratchKeys(len(pairs))
 	for i, p := range pairs {
 		keys[i] = p.v
@@ -146,7 +146,7 @@ func (r *Row) kthOfPairs(pairs []scored, k int) float32 {
 // not among top[:keep], where top is a prefix of keys (scores, or a key per entry) in cmpDesc order,
 // and updates the candidates. Entries tied with the last kept one are kept lowest index first, as top
 // orders them.
-func (r *Row) keepTop(scores, keys []float32, top []scored, keep int) {
+func (r *History) keepTop(scores, keys []float32, top []scored, keep int) {
 	keep = min(keep, len(top))
 	if keep <= 0 {
 		return

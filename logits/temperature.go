@@ -29,7 +29,7 @@ func NewTemperature(t float64) (*Temperature, error) {
 func (*Temperature) Name() string { return "TemperatureLogitsWarper" }
 
 // Process divides every score by the temperature.
-func (p *Temperature) Process(_ *Row, scores []float32) {
+func (p *Temperature) Process(_ *History, scores []float32) {
 	r := p.r
 	for i, x := range scores {
 		scores[i] = quotient(x, r)

@@ -35,14 +35,14 @@ func (*TopK) Name() string { return "TopKLogitsWarper" }
 func (*TopK) keepsCandidates() {}
 
 // Process removes every score below the k-th largest.
-func (p *TopK) Process(row *Row, scores []float32) {
+func (p *TopK) Process(hist *History, scores []float32) {
 	if p.k >= len(scores) {
 		return
 	}
-	if row == nil {
-		row = &Row{}
+	if hist == nil {
+		hist = &History{}
 	}
-	row.topK(scores, p.k, nil)
+	hist.topK(scores, p.k, nil)
 }
 
 // temperatureTopK runs Temperature then TopK as one pass: it selects on the raw scores and divides
@@ -58,18 +58,18 @@ func (f *temperatureTopK) Name() string { return f.t.Name() + "+" + f.k.Name() }
 
 func (*temperatureTopK) keepsCandidates() {}
 
-func (f *temperatureTopK) Process(row *Row, scores []float32) {
+func (f *temperatureTopK) Process(hist *History, scores []float32) {
 	if f.k.k >= len(scores) {
-		f.t.Process(row, scores)
+		f.t.Process(hist, scores)
 		return
 	}
-	row.topK(scores, f.k.k, f.t)
+	hist.topK(scores, f.k.k, f.t)
 }
 
 // topK keeps the scores whose value is at least the k-th largest (1 <= k < len(scores)) and sets the
 // others to -inf; with a temperature, the test is on x/T and the kept scores are divided by T
 // (Temperature before TopK). The kept indices become the row's candidates.
-func (r *Row) topK(scores []float32, k int, temp *Temperature) {
+func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	var t float32
 	if temp != nil {
 		t = temp.t

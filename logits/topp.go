@@ -34,21 +34,21 @@ func (*TopP) Name() string { return "TopPLogitsWarper" }
 func (*TopP) keepsCandidates() {}
 
 // Process removes the tokens outside the nucleus.
-func (p *TopP) Process(row *Row, scores []float32) {
-	row, cand := warpInput(row, scores)
+func (p *TopP) Process(hist *History, scores []float32) {
+	hist, cand := warpInput(hist, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return
 	}
 	fm := float64(m)
 	for k := 256; ; k *= 4 {
-		top, total := row.topSorted(scores, cand, k)
+		top, total := hist.topSorted(scores, cand, k)
 		// Walk from the most probable token: the ascending cumulative probability of top[j] is the
 		// mass of everything from top[j] down, (sum - above)/sum.
 		above := 0.0
 		for j, e := range top {
 			if j >= p.minKeep && float32((sum-above)/sum) <= p.thr {
-				row.keepTop(scores, scores, top, j)
+				hist.keepTop(scores, scores, top, j)
 				return
 			}
 			above += exp(widen(e.v) - fm)

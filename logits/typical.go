@@ -31,8 +31,8 @@ func (*Typical) Name() string { return "TypicalLogitsWarper" }
 func (*Typical) keepsCandidates() {}
 
 // Process removes the atypical tokens.
-func (p *Typical) Process(row *Row, scores []float32) {
-	row, cand := warpInput(row, scores)
+func (p *Typical) Process(hist *History, scores []float32) {
+	hist, cand := warpInput(hist, scores)
 	m, sum, ok := softmaxNorm(scores, cand)
 	if !ok {
 		return
@@ -59,10 +59,10 @@ func (p *Typical) Process(row *Row, scores []float32) {
 	})
 	h32 := float32(h)
 	// keys = -d, so that the most typical token has the largest key; -inf scores get -inf.
-	keys := row.dist
+	keys := hist.dist
 	if cap(keys) < len(scores) {
 		keys = make([]float32, len(scores))
-		row.dist = keys
+		hist.dist = keys
 	}
 	keys = keys[:len(scores)]
 	each(func(i int32, x float32) {
@@ -74,7 +74,7 @@ func (p *Typical) Process(row *Row, scores []float32) {
 		}
 	})
 	for k := max(256, p.minKeep); ; k *= 4 {
-		top, total := row.topSorted(keys, cand, k)
+		top, total := hist.topSorted(keys, cand, k)
 		cum := 0.0
 		for j, e := range top {
 			cum += exp(widen(scores[e.i])-fm) / sum
@@ -83,7 +83,7 @@ func (p *Typical) Process(row *Row, scores []float32) {
 				for last+1 < len(top) && top[last+1].v == top[j].v {
 					last++
 				}
-				row.keepTop(scores, keys, top, max(last+1, p.minKeep))
+				hist.keepTop(scores, keys, top, max(last+1, p.minKeep))
 				return
 			}
 		}

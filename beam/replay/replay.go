@@ -1,5 +1,5 @@
 // Package replay replays transformers' beam-search parity vectors
-// (shared/parity/beam.json) through package beam over the in-memory backend.
+// (internal/parity/testdata/beam.json) through package beam over the in-memory backend.
 // It is the one implementation of the replay, used by beam's tests and by
 // cmd/parity.
 package replay
@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -38,7 +38,7 @@ func Replay(c *parity.BeamCase) error {
 	}
 	model := parity.ToyModel(c.LogitsBySequence)
 	slots := len(c.Prompts) * max(cfg.NumBeams, 1)
-	backend := generation.NewMemoryBackend(c.VocabSize, slots, model.Logits)
+	backend := backend.NewMemoryBackend(c.VocabSize, slots, model.Logits)
 	res, err := beam.Search(context.Background(), backend, c.Prompts, beam.Options{Config: cfg, OutputScores: true})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -176,12 +177,12 @@ func (b *bench) promptProcessing(ctx context.Context) error {
 		b.report(result{Name: fmt.Sprintf("pp%d raw decode", n), Group: groupPrompt, Method: "raw",
 			PromptTokens: n, Rows: 1, TokensPerS: newStat(samples)})
 	}
-	backend, err := generation.NewLlamaBackend(lc)
+	lb, err := llamabackend.New(lc)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	gen := generation.NewGenerator(backend, nil)
+	defer lb.Close()
+	gen := generation.NewGenerator(lb, nil)
 	cfg := lengthConfig(logits.DefaultGenerationConfig(), 1)
 	for _, n := range b.o.promptLengths {
 		b.status(fmt.Sprintf("pp%d generation", n))
@@ -296,12 +297,12 @@ func (b *bench) generation(ctx context.Context) error {
 	b.report(result{Name: fmt.Sprintf("tg%d raw decode", g), Group: groupGeneration, Method: "raw",
 		PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(samples)})
 
-	backend, err := generation.NewLlamaBackend(lc)
+	lb, err := llamabackend.New(lc)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	gen := generation.NewGenerator(backend, nil)
+	defer lb.Close()
+	gen := generation.NewGenerator(lb, nil)
 	methods := []struct {
 		name, method string
 		cfg          *logits.GenerationConfig
@@ -340,7 +341,7 @@ func timeStream(ctx context.Context, gen *generation.Generator, reqs []generatio
 			return 0, 0, err
 		}
 		if ev.Finish == generation.FinishError || ev.Finish == generation.FinishContextFull {
-			return 0, 0, fmt.Errorf("row %d: %s: %v", ev.Row, ev.Finish, ev.Err)
+			return 0, 0, fmt.Errorf("row %d: %s: %v", ev.Request, ev.Finish, ev.Err)
 		}
 		if ev.Token < 0 {
 			continue
@@ -375,12 +376,12 @@ func (b *bench) batched(ctx context.Context) error {
 		return err
 	}
 	defer lc.Close()
-	backend, err := generation.NewLlamaBackend(lc)
+	lb, err := llamabackend.New(lc)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	gen := generation.NewGenerator(backend, nil)
+	defer lb.Close()
+	gen := generation.NewGenerator(lb, nil)
 	cfg := lengthConfig(logits.DefaultGenerationConfig(), g+1)
 	for _, r := range b.o.batchRows {
 		if r > rows {
@@ -421,11 +422,11 @@ func (b *bench) beams(ctx context.Context) error {
 		return err
 	}
 	defer lc.Close()
-	backend, err := generation.NewLlamaBackend(lc)
+	lb, err := llamabackend.New(lc)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
+	defer lb.Close()
 	for _, k := range b.o.beams {
 		if k > most || k < 2 {
 			continue
@@ -441,7 +442,7 @@ func (b *bench) beams(ctx context.Context) error {
 					first = time.Now()
 				}
 			}}
-			res, err := beam.Search(ctx, backend, [][]int32{b.randomPrompt(p)}, opts)
+			res, err := beam.Search(ctx, lb, [][]int32{b.randomPrompt(p)}, opts)
 			if err != nil {
 				return 0, err
 			}

@@ -108,7 +108,7 @@ func goChain(row []float32, prompt []int32) (func(int) (time.Duration, error), e
 		return nil, err
 	}
 	scores := make([]float32, len(row))
-	initial := pipe.NewRow(prompt)
+	initial := pipe.NewHistory(prompt)
 	hist := initial.Clone()
 	return func(n int) (time.Duration, error) {
 		start := time.Now()

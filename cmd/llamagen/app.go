@@ -10,9 +10,11 @@ import (
 	"os"
 	"sync"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -79,7 +81,7 @@ type session struct {
 	*app
 	o     *options
 	model *llamacpp.Model
-	tok   generation.LlamaTokenizer
+	tok   llamabackend.Tokenizer
 	cfg   *logits.GenerationConfig
 	// seed is the first row's seed; seedShown makes the summary print it.
 	seed      uint64
@@ -98,7 +100,7 @@ func (a *app) run(o *options) error {
 		return err
 	}
 	defer m.Close()
-	s := &session{app: a, o: o, model: m, tok: generation.LlamaTokenizer{Vocab: m.Vocab(), Template: o.template}}
+	s := &session{app: a, o: o, model: m, tok: llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}}
 	cfg, warnings, err := o.generationConfig(m.Vocab().Size())
 	if err != nil {
 		return err
@@ -163,14 +165,14 @@ func (s *session) warn(warnings ...string) {
 // tokenize returns the prompt tokens of req exactly as the generator
 // evaluates them, before any context exists (to size the contexts).
 func (s *session) tokenize(req *generation.Request) ([]int32, error) {
-	sizer := generation.NewGenerator(generation.NewMemoryBackend(s.model.Vocab().Size(), 1, nil), s.tok)
+	sizer := generation.NewGenerator(backend.NewMemoryBackend(s.model.Vocab().Size(), 1, nil), s.tok)
 	return sizer.PromptTokens(req)
 }
 
 // newBackend makes a llama.cpp context of slots sequences and its backend.
 // Without a unified cache every sequence gets cells cells; with one, cells
 // is the total.
-func (s *session) newBackend(slots, cells int, unified bool) (*generation.LlamaBackend, error) {
+func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Backend, error) {
 	size := cells
 	if !unified {
 		size = slots * roundUp(cells, 256)
@@ -181,7 +183,7 @@ func (s *session) newBackend(slots, cells int, unified bool) (*generation.LlamaB
 	if err != nil {
 		return nil, err
 	}
-	b, err := generation.NewLlamaBackend(ctx)
+	b, err := llamabackend.New(ctx)
 	if err != nil {
 		ctx.Close()
 		return nil, err
@@ -189,7 +191,7 @@ func (s *session) newBackend(slots, cells int, unified bool) (*generation.LlamaB
 	return b, nil
 }
 
-func closeBackend(b *generation.LlamaBackend) {
+func closeBackend(b *llamabackend.Backend) {
 	b.Close()
 	b.Context().Close()
 }

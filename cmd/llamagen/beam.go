@@ -84,11 +84,11 @@ func (s *session) runBeams(ctx context.Context, cfg *logits.GenerationConfig, pr
 	if ctxCells > 0 {
 		need = ctxCells
 	}
-	backend, err := s.newBackend(beams*atOnce, atOnce*need, true)
+	lb, err := s.newBackend(beams*atOnce, atOnce*need, true)
 	if err != nil {
 		return nil, stats{}, err
 	}
-	defer closeBackend(backend)
+	defer closeBackend(lb)
 
 	st := stats{rows: len(prompts)}
 	for i := range atOnce {
@@ -108,7 +108,7 @@ func (s *session) runBeams(ctx context.Context, cfg *logits.GenerationConfig, pr
 		}
 	}}
 	st.start = time.Now()
-	res, err := beam.Search(ctx, backend, prompts, opts)
+	res, err := beam.Search(ctx, lb, prompts, opts)
 	st.end = time.Now()
 	bar.Done()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
 )
@@ -28,12 +29,12 @@ func (s *session) chat() error {
 	if cells == 0 {
 		cells = min(chatCells, max(s.model.Info().CtxTrain, 256))
 	}
-	backend, err := s.newBackend(1, cells, false)
+	lb, err := s.newBackend(1, cells, false)
 	if err != nil {
 		return err
 	}
-	defer closeBackend(backend)
-	gen := generation.NewGenerator(backend, s.tok)
+	defer closeBackend(lb)
+	gen := generation.NewGenerator(lb, s.tok)
 
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -47,9 +48,9 @@ func (s *session) chat() error {
 		close(lines)
 	}()
 
-	var msgs []generation.Message
+	var msgs []backend.Message
 	if s.o.system != "" {
-		msgs = append(msgs, generation.Message{Role: "system", Content: s.o.system})
+		msgs = append(msgs, backend.Message{Role: "system", Content: s.o.system})
 	}
 	for turn := 0; ; {
 		if s.stdinTerminal {
@@ -72,19 +73,19 @@ func (s *session) chat() error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		msgs = append(msgs, generation.Message{Role: "user", Content: line})
+		msgs = append(msgs, backend.Message{Role: "user", Content: line})
 		reply, err := s.chatTurn(gen, msgs, turn)
 		if err != nil {
 			return err
 		}
-		msgs = append(msgs, generation.Message{Role: "assistant", Content: reply})
+		msgs = append(msgs, backend.Message{Role: "assistant", Content: reply})
 		turn++
 	}
 }
 
 // chatTurn generates the answer to the conversation msgs and returns its
 // text, without the stop string that ended it.
-func (s *session) chatTurn(gen *generation.Generator, msgs []generation.Message, turn int) (string, error) {
+func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, turn int) (string, error) {
 	req := generation.Request{Messages: msgs}
 	toks, err := s.tokenize(&req)
 	if err != nil {

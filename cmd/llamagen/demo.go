@@ -90,11 +90,11 @@ func (s *session) demo() error {
 
 	ctx, stopWatching := s.untilInterrupt()
 	defer stopWatching()
-	backend, err := s.newBackend(1, greedy.Resolve(len(toks)).MaxLength, false)
+	lb, err := s.newBackend(1, greedy.Resolve(len(toks)).MaxLength, false)
 	if err != nil {
 		return err
 	}
-	gen := generation.NewGenerator(backend, s.tok)
+	gen := generation.NewGenerator(lb, s.tok)
 	reqs := []generation.Request{
 		{Prompt: toks, Config: greedy},
 		{Prompt: toks, Config: sampling, Seed: s.seed},
@@ -107,11 +107,11 @@ func (s *session) demo() error {
 		_, err := s.stream(ctx, gen, []generation.Request{req}, []*row{m.row}, 1, nopPrinter{})
 		m.elapsed = time.Since(start)
 		if err != nil {
-			closeBackend(backend)
+			closeBackend(lb)
 			return err
 		}
 	}
-	closeBackend(backend)
+	closeBackend(lb)
 
 	start := time.Now()
 	res, _, err := s.runBeams(ctx, beams, [][]int32{toks}, 0, 1)

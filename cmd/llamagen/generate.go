@@ -52,14 +52,14 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 		maxCells = s.o.ctx
 	}
 	slots := min(len(reqs), s.o.parallel)
-	backend, err := s.newBackend(slots, maxCells, false)
+	lb, err := s.newBackend(slots, maxCells, false)
 	if err != nil {
 		return err
 	}
-	defer closeBackend(backend)
+	defer closeBackend(lb)
 
 	p := s.newPrinter(len(rows) > 1)
-	st, err := s.stream(ctx, generation.NewGenerator(backend, s.tok), reqs, rows, slots, p)
+	st, err := s.stream(ctx, generation.NewGenerator(lb, s.tok), reqs, rows, slots, p)
 	p.close()
 	if err == nil || ctx.Err() != nil {
 		s.summary(st, "")
@@ -126,7 +126,7 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 		if st.first.IsZero() {
 			st.first = now
 		}
-		r := rows[ev.Row]
+		r := rows[ev.Request]
 		if ev.Token >= 0 {
 			st.generated++
 			r.tokens = append(r.tokens, ev.Token)
@@ -140,7 +140,12 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 			if ev.Finish == generation.FinishCancelled && ctx.Err() == nil {
 				r.finish = "max_time"
 			}
-			r.stopString, r.err = ev.StopString, ev.Err
+			r.stopString = ev.StopString
+			if ev.Finish != generation.FinishCancelled {
+				// A cancelled row's Err is the context's error, which
+				// the finish reason already says.
+				r.err = ev.Err
+			}
 			p.finish(r)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
@@ -523,7 +523,7 @@ func TestParsePromptLine(t *testing.T) {
 		{"plain text", prompt{Text: "plain text"}, ""},
 		{`  "a \"quoted\"\nprompt"`, prompt{Text: "a \"quoted\"\nprompt"}, ""},
 		{`{"prompt": "x"}`, prompt{Text: "x"}, ""},
-		{`{"messages": [{"role": "user", "content": "hi"}]}`, prompt{Messages: []generation.Message{{Role: "user", Content: "hi"}}}, ""},
+		{`{"messages": [{"role": "user", "content": "hi"}]}`, prompt{Messages: []backend.Message{{Role: "user", Content: "hi"}}}, ""},
 		{`{"prompt": "x", "messages": [{"role": "user", "content": "hi"}]}`, prompt{}, "not both"},
 		{`{"text": "x"}`, prompt{}, "unknown field"},
 		{`{}`, prompt{}, `needs "prompt" or "messages"`},

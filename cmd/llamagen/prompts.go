@@ -9,13 +9,14 @@ import (
 	"os"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 )
 
 // prompt is one prompt as the user gave it: text, or chat messages.
 type prompt struct {
 	Text     string
-	Messages []generation.Message
+	Messages []backend.Message
 }
 
 // label is a one-line description of the prompt for output headers.
@@ -38,11 +39,11 @@ func (p prompt) request(chat bool, system string) generation.Request {
 	case len(p.Messages) > 0:
 		return generation.Request{Messages: p.Messages}
 	case chat:
-		var msgs []generation.Message
+		var msgs []backend.Message
 		if system != "" {
-			msgs = append(msgs, generation.Message{Role: "system", Content: system})
+			msgs = append(msgs, backend.Message{Role: "system", Content: system})
 		}
-		return generation.Request{Messages: append(msgs, generation.Message{Role: "user", Content: p.Text})}
+		return generation.Request{Messages: append(msgs, backend.Message{Role: "user", Content: p.Text})}
 	}
 	return generation.Request{Text: p.Text}
 }
@@ -101,8 +102,8 @@ func parsePromptLine(line string) (prompt, error) {
 		return prompt{Text: s}, nil
 	case strings.HasPrefix(trimmed, "{"):
 		var obj struct {
-			Prompt   *string              `json:"prompt"`
-			Messages []generation.Message `json:"messages"`
+			Prompt   *string           `json:"prompt"`
+			Messages []backend.Message `json:"messages"`
 		}
 		dec := json.NewDecoder(strings.NewReader(trimmed))
 		dec.DisallowUnknownFields()

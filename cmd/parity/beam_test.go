@@ -11,7 +11,7 @@ import (
 
 func TestBeamFilePasses(t *testing.T) {
 	var out bytes.Buffer
-	passed, failed := run([]string{sharedParity + "beam.json"}, &out)
+	passed, failed := run([]string{vectors + "beam.json"}, &out)
 	if passed != 60 || failed != 0 || out.String() != "60 passed, 0 failed\n" {
 		t.Fatalf("%d passed, %d failed, want 60 and 0:\n%s", passed, failed, out.String())
 	}
@@ -20,7 +20,7 @@ func TestBeamFilePasses(t *testing.T) {
 // TestBeamReportsFailures breaks copies of a real case: a wrong token, a
 // wrong beam index and a model table missing a sequence the search needs.
 func TestBeamReportsFailures(t *testing.T) {
-	data, err := os.ReadFile(sharedParity + "beam.json")
+	data, err := os.ReadFile(vectors + "beam.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestGreedyLogprobsRunner(t *testing.T) {
-	data, err := os.ReadFile("../../../shared/parity/greedy_logprobs.json")
+	data, err := os.ReadFile(vectors + "greedy_logprobs.json")
 	require.NoError(t, err)
 	var file struct {
 		Kind  string            `json:"kind"`

@@ -3,8 +3,9 @@
 // Usage:
 //
 //	go run ./cmd/parity FILE...
+//	go run ./cmd/parity internal/parity/testdata/*.json
 //
-// Each FILE is a parity file in the schema of /work/shared/parity/README.md, of kind "processors",
+// Each FILE is a parity file in the schema of internal/parity/testdata/README.md, of kind "processors",
 // "beam" or "greedy_logprobs". parity runs every case, prints one line per failing case with its id
 // and the first difference, and ends with the line "N passed, M failed". The exit status is 1 when a
 // case fails (or a file cannot be read, or its kind has no runner yet) and 2 on bad usage.

@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-const sharedParity = "../../../shared/parity/"
+// vectors is the repository's copy of transformers' parity vectors.
+const vectors = "../../internal/parity/testdata/"
 
 func TestProcessorsFilePasses(t *testing.T) {
 	var out bytes.Buffer
-	passed, failed := run([]string{sharedParity + "processors.json"}, &out)
+	passed, failed := run([]string{vectors + "processors.json"}, &out)
 	if passed != 287 || failed != 0 {
 		t.Fatalf("%d passed, %d failed, want 287 and 0:\n%s", passed, failed, out.String())
 	}

@@ -89,12 +89,12 @@ func TestCasesAndFiles(t *testing.T) {
 	assert.ErrorContains(t, err, `"bad"`)
 }
 
-func TestSharedFilesDecode(t *testing.T) {
+func TestVectorFilesDecode(t *testing.T) {
 	for _, tc := range []struct {
 		file, kind string
 		n          int
 	}{{"beam.json", "beam", 60}, {"greedy_logprobs.json", "greedy_logprobs", 20}} {
-		f, err := ReadFile("../../../shared/parity/" + tc.file)
+		f, err := ReadFile("testdata/" + tc.file)
 		require.NoError(t, err)
 		assert.Equal(t, tc.kind, f.Kind)
 		require.Len(t, f.Cases, tc.n)

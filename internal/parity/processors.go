@@ -35,7 +35,7 @@ func CheckProcessors(c *ProcessorsCase) error {
 		if c.PromptLength > len(ids) {
 			return fmt.Errorf("malformed case: prompt_length %d > row length %d", c.PromptLength, len(ids))
 		}
-		row := p.NewRow(ids[:c.PromptLength])
+		row := p.NewHistory(ids[:c.PromptLength])
 		for _, t := range ids[c.PromptLength:] {
 			row.Accept(t)
 		}

@@ -2,7 +2,7 @@ package parity
 
 import "testing"
 
-const processorsFile = "../../../shared/parity/processors.json"
+const processorsFile = "testdata/processors.json"
 
 func TestProcessorsFile(t *testing.T) {
 	f, err := ReadFile(processorsFile)

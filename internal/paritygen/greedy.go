@@ -1,7 +1,7 @@
 // Package paritygen replays the greedy_logprobs parity vectors of
-// transformers (see /work/shared/parity/README.md) through the decoding loop
-// of package generation. The test of package generation and cmd/parity both
-// call it, so the replay is written once.
+// transformers (see internal/parity/testdata/README.md) through the
+// decoding loop of package generation. The test of package generation and
+// cmd/parity both call it, so the replay is written once.
 package paritygen
 
 import (
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
@@ -34,7 +35,7 @@ func ReplayGreedy(c *parity.GreedyCase) error {
 		return fmt.Errorf("generation_config: %w", err)
 	}
 	model := parity.ToyModel(c.LogitsBySequence).Logits
-	backend := generation.NewMemoryBackend(c.VocabSize, len(c.Prompts), model)
+	backend := backend.NewMemoryBackend(c.VocabSize, len(c.Prompts), model)
 	scores := make([][][]float32, len(c.Prompts)) // [row][step][V]
 	reqs := make([]generation.Request, len(c.Prompts))
 	for b, prompt := range c.Prompts {
@@ -81,7 +82,7 @@ func ReplayGreedy(c *parity.GreedyCase) error {
 // padTail continues row b as transformers does once it has finished: each
 // step appends the pad token, with the scores the model and processors give
 // the padded history and the log-probability of the pad under them.
-func padTail(c *parity.GreedyCase, cfg *logits.GenerationConfig, b, steps int, model generation.ModelFunc,
+func padTail(c *parity.GreedyCase, cfg *logits.GenerationConfig, b, steps int, model backend.ModelFunc,
 	tokens *[]int32, scores *[][]float32, transition *[]float32) error {
 	pad, ok := cfg.PadToken()
 	if !ok {
@@ -91,7 +92,7 @@ func padTail(c *parity.GreedyCase, cfg *logits.GenerationConfig, b, steps int, m
 	if err != nil {
 		return err
 	}
-	row := pipe.NewRow(c.Prompts[b])
+	row := pipe.NewHistory(c.Prompts[b])
 	for _, t := range *tokens {
 		row.Accept(t)
 	}

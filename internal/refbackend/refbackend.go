@@ -1,5 +1,5 @@
 // Package refbackend serves the float64 reference forward pass as a
-// generation.Backend, so that the decoding loop and beam search can run on
+// backend.Backend, so that the decoding loop and beam search can run on
 // the reference and on llama.cpp alike and be compared.
 package refbackend
 
@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/reference"
 )
 
-// Backend implements generation.Backend over reference sequences. Logits are
+// Backend implements backend.Backend over reference sequences. Logits are
 // the reference's float64 values rounded to float32.
 type Backend struct {
 	model *reference.Model
@@ -30,17 +30,17 @@ func New(model *reference.Model, vocab, slots int) *Backend {
 	return b
 }
 
-// VocabSize implements generation.Backend.
+// VocabSize implements backend.Backend.
 func (b *Backend) VocabSize() int { return b.vocab }
 
-// Slots implements generation.Backend.
+// Slots implements backend.Backend.
 func (b *Backend) Slots() int { return len(b.seqs) }
 
-// Room implements generation.Backend: the reference has no limit.
+// Room implements backend.Backend: the reference has no limit.
 func (b *Backend) Room(slot int) int { return math.MaxInt }
 
-// Eval implements generation.Backend.
-func (b *Backend) Eval(ctx context.Context, feeds []generation.Feed) error {
+// Eval implements backend.Backend.
+func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	b.rows = b.rows[:0]
 	for _, f := range feeds {
 		if err := ctx.Err(); err != nil {
@@ -63,10 +63,10 @@ func (b *Backend) Eval(ctx context.Context, feeds []generation.Feed) error {
 	return nil
 }
 
-// Logits implements generation.Backend.
+// Logits implements backend.Backend.
 func (b *Backend) Logits(i int) []float32 { return b.rows[i] }
 
-// Copy implements generation.Backend.
+// Copy implements backend.Backend.
 func (b *Backend) Copy(dst, src int) error {
 	if dst != src {
 		b.seqs[dst] = b.seqs[src].Clone()
@@ -74,7 +74,7 @@ func (b *Backend) Copy(dst, src int) error {
 	return nil
 }
 
-// Clear implements generation.Backend.
+// Clear implements backend.Backend.
 func (b *Backend) Clear(slot int) error {
 	b.seqs[slot] = b.model.NewSequence()
 	return nil

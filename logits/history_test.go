@@ -13,9 +13,9 @@ const stateful = `{"repetition_penalty": 1.3, "encoder_repetition_penalty": 0.8,
 	"encoder_no_repeat_ngram_size": 2, "bad_words_ids": [[3, 4], [5]], "sequence_bias": [[[1, 2], 0.5]],
 	"eos_token_id": 0, "min_new_tokens": 3, "exponential_decay_length_penalty": [2, 1.2]}`
 
-// TestIncrementalStateMatchesFreshRow grows a row token by token and checks, at every step, that it
+// TestIncrementalStateMatchesFreshHistory grows a history token by token and checks, at every step, that it
 // processes scores exactly like a row built directly from the same history.
-func TestIncrementalStateMatchesFreshRow(t *testing.T) {
+func TestIncrementalStateMatchesFreshHistory(t *testing.T) {
 	const v = 8
 	freq := must(NewPresenceFrequencyPenalty(0.5, 0.25, 4))
 	p := mustPipeline(t, stateful, Options{VocabSize: v, User: []Processor{freq}})
@@ -25,13 +25,13 @@ func TestIncrementalStateMatchesFreshRow(t *testing.T) {
 		for i := range prompt {
 			prompt[i] = int32(rng.IntN(v))
 		}
-		row := p.NewRow(prompt)
+		row := p.NewHistory(prompt)
 		for step := range 15 {
 			scores := make([]float32, v)
 			for i := range scores {
 				scores[i] = float32(rng.NormFloat64())
 			}
-			fresh := p.NewRow(prompt)
+			fresh := p.NewHistory(prompt)
 			fresh.tokens = slices.Clone(row.Tokens()) // same history, states rebuilt from it
 			fresh.p = nil
 			a, b := slices.Clone(scores), slices.Clone(scores)
@@ -46,7 +46,7 @@ func TestIncrementalStateMatchesFreshRow(t *testing.T) {
 func TestRowCloneAndCopyFrom(t *testing.T) {
 	const v = 6
 	p := mustPipeline(t, stateful, Options{VocabSize: v})
-	a := p.NewRow([]int32{1, 2, 3})
+	a := p.NewHistory([]int32{1, 2, 3})
 	a.Accept(4)
 	b := a.Clone()
 	a.Accept(1)
@@ -56,7 +56,7 @@ func TestRowCloneAndCopyFrom(t *testing.T) {
 	assert.Equal(t, 6, a.Len())
 
 	// b continued alone must equal a row that never shared state.
-	ref := p.NewRow([]int32{1, 2, 3})
+	ref := p.NewHistory([]int32{1, 2, 3})
 	ref.Accept(4)
 	b.Accept(2)
 	ref.Accept(2)
@@ -67,7 +67,7 @@ func TestRowCloneAndCopyFrom(t *testing.T) {
 	assert.Equal(t, y, x)
 
 	// CopyFrom reuses storage and makes c behave like a.
-	c := p.NewRow([]int32{5})
+	c := p.NewHistory([]int32{5})
 	c.CopyFrom(a)
 	assert.Equal(t, a.Tokens(), c.Tokens())
 	assert.Equal(t, a.PromptLen(), c.PromptLen())
@@ -84,7 +84,7 @@ func TestRowCloneAndCopyFrom(t *testing.T) {
 func TestRowFromAnotherPipeline(t *testing.T) {
 	p1 := mustPipeline(t, `{"repetition_penalty": 2.0}`, Options{VocabSize: 3})
 	p2 := mustPipeline(t, `{"no_repeat_ngram_size": 1}`, Options{VocabSize: 3})
-	row := p1.NewRow([]int32{0})
+	row := p1.NewHistory([]int32{0})
 	row.Accept(2)
 	s := []float32{1, 1, 1}
 	p2.Process(row, s)
@@ -97,20 +97,20 @@ type counter struct{}
 type counterState struct{ last, n int32 }
 
 func (counter) Name() string { return "counter" }
-func (counter) NewState(prompt []int32, _ int) RowState {
+func (counter) NewState(prompt []int32, _ int) State {
 	return &counterState{last: prompt[len(prompt)-1], n: int32(len(prompt))}
 }
-func (counter) Process(row *Row, scores []float32) {
+func (counter) Process(row *History, scores []float32) {
 	st := row.State().(*counterState)
 	scores[st.last] = ninf
 }
 func (s *counterState) Accept(h []int32) { s.last, s.n = h[len(h)-1], s.n+1 }
-func (s *counterState) Clone() RowState  { c := *s; return &c }
+func (s *counterState) Clone() State     { c := *s; return &c }
 
 func TestUserStatefulProcessor(t *testing.T) {
 	p := mustPipeline(t, `{"do_sample": true, "top_k": 2}`, Options{VocabSize: 4, User: []Processor{counter{}}})
 	assert.Equal(t, []string{"counter", "TopKLogitsWarper"}, p.Names())
-	row := p.NewRow([]int32{3})
+	row := p.NewHistory([]int32{3})
 	s := []float32{1, 2, 3, 4}
 	p.Process(row, s)
 	assert.Equal(t, []float32{ninf, 2, 3, ninf}, s)
@@ -167,7 +167,7 @@ func TestNoRepeatNGramBruteForce(t *testing.T) {
 		}
 		for range 10 {
 			prompt := []int32{int32(rng.IntN(v)), int32(rng.IntN(v))}
-			row := p.NewRow(prompt)
+			row := p.NewHistory(prompt)
 			for range 25 {
 				seq := row.Tokens()
 				want := []float32{0, 0, 0}

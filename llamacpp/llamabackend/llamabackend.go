@@ -1,14 +1,31 @@
-package generation
+// Package llamabackend adapts llama.cpp to the contract of package backend:
+// [Backend] is a [backend.Backend] over the sequences of one
+// llamacpp.Context, and [Tokenizer] a [backend.Tokenizer] and
+// [backend.ChatTemplater] over a llamacpp.Vocab. Beside llamacpp itself, it
+// is the only cgo dependency of a program that decodes with packages
+// generation and beam on llama.cpp:
+//
+//	lb, err := llamabackend.New(ctx) // ctx: a *llamacpp.Context
+//	gen := generation.NewGenerator(lb, llamabackend.Tokenizer{Vocab: model.Vocab()})
+//	res, err := beam.Search(context.Background(), lb, prompts, beam.Options{Config: cfg})
+//
+// The package also holds the llama.cpp-backed tests and benchmarks of the
+// decoding loop and of beam search: greedy decoding and beam search against
+// the float64 reference forward pass, sampling frequencies, streaming text,
+// cancellation inside a prompt evaluation, and throughput beside the raw
+// decode loop.
+package llamabackend
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
-// LlamaBackend is the llama.cpp Backend: slot i is sequence i of one
+// Backend is the llama.cpp [backend.Backend]: slot i is sequence i of one
 // llamacpp.Context, and every Eval packs the tokens of all its feeds into as
 // few llama_decode calls as n_batch allows. Logits are views of llama.cpp's
 // buffer, except for feeds whose last token was decoded before the final
@@ -18,10 +35,10 @@ import (
 // share cells instead of duplicating a whole stream; that is what beam
 // search wants. Room is per sequence (SequenceSize minus the sequence's
 // length); with a unified cache the sequences also share the total, and an
-// Eval that finds the cache full returns an error wrapping ErrContextFull
-// (and llamacpp.ErrContextFull), which the loop turns into
-// FinishContextFull for the rows of that step.
-type LlamaBackend struct {
+// Eval that finds the cache full returns an error wrapping
+// backend.ErrContextFull (and llamacpp.ErrContextFull), which the decoding
+// loop turns into FinishContextFull for the rows of that step.
+type Backend struct {
 	ctx    *llamacpp.Context
 	batch  *llamacpp.Batch
 	lens   []int
@@ -30,10 +47,10 @@ type LlamaBackend struct {
 	last   []int // per feed: batch index of its last token in the decode that holds it
 }
 
-// NewLlamaBackend makes a Backend of ctx, which it owns from then on for
-// decoding: do not decode through ctx directly while the backend is in use.
-// It starts by clearing the context's cache.
-func NewLlamaBackend(ctx *llamacpp.Context) (*LlamaBackend, error) {
+// New makes a Backend of ctx, which it owns from then on for decoding: do
+// not decode through ctx directly while the backend is in use. It starts by
+// clearing the context's cache.
+func New(ctx *llamacpp.Context) (*Backend, error) {
 	if err := ctx.ClearCache(); err != nil {
 		return nil, err
 	}
@@ -41,23 +58,23 @@ func NewLlamaBackend(ctx *llamacpp.Context) (*LlamaBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LlamaBackend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
+	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
 }
 
 // Close frees the backend's batch (the context stays open).
-func (b *LlamaBackend) Close() error { return b.batch.Close() }
+func (b *Backend) Close() error { return b.batch.Close() }
 
 // Context is the llama.cpp context the backend decodes with.
-func (b *LlamaBackend) Context() *llamacpp.Context { return b.ctx }
+func (b *Backend) Context() *llamacpp.Context { return b.ctx }
 
-// VocabSize implements Backend.
-func (b *LlamaBackend) VocabSize() int { return b.ctx.VocabSize() }
+// VocabSize implements backend.Backend.
+func (b *Backend) VocabSize() int { return b.ctx.VocabSize() }
 
-// Slots implements Backend: the context's Sequences.
-func (b *LlamaBackend) Slots() int { return len(b.lens) }
+// Slots implements backend.Backend: the context's Sequences.
+func (b *Backend) Slots() int { return len(b.lens) }
 
-// Room implements Backend.
-func (b *LlamaBackend) Room(slot int) int {
+// Room implements backend.Backend.
+func (b *Backend) Room(slot int) int {
 	if slot < 0 || slot >= len(b.lens) {
 		return 0
 	}
@@ -65,17 +82,17 @@ func (b *LlamaBackend) Room(slot int) int {
 }
 
 // Len is the number of tokens slot holds.
-func (b *LlamaBackend) Len(slot int) int { return b.lens[slot] }
+func (b *Backend) Len(slot int) int { return b.lens[slot] }
 
-func (b *LlamaBackend) checkSlot(slot int) error {
+func (b *Backend) checkSlot(slot int) error {
 	if slot < 0 || slot >= len(b.lens) {
 		return fmt.Errorf("%w: slot %d outside [0, %d)", llamacpp.ErrInvalidArgument, slot, len(b.lens))
 	}
 	return nil
 }
 
-// Eval implements Backend.
-func (b *LlamaBackend) Eval(ctx context.Context, feeds []Feed) error {
+// Eval implements backend.Backend.
+func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	nv := int32(b.VocabSize())
 	total := 0
 	for i, f := range feeds {
@@ -87,7 +104,7 @@ func (b *LlamaBackend) Eval(ctx context.Context, feeds []Feed) error {
 		}
 		for _, t := range f.Tokens {
 			if t < 0 || t >= nv {
-				return fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", ErrTokenOutOfRange, t, nv)
+				return fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", backend.ErrTokenOutOfRange, t, nv)
 			}
 		}
 		total += len(f.Tokens)
@@ -125,11 +142,11 @@ func (b *LlamaBackend) Eval(ctx context.Context, feeds []Feed) error {
 // decode runs the batch and collects the outputs of feeds[from:to] whose
 // last token it held; more says whether another decode follows, in which
 // case the rows are copied out of llama.cpp's buffer.
-func (b *LlamaBackend) decode(ctx context.Context, feeds []Feed, from, to int, more bool) error {
+func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int, more bool) error {
 	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		b.resync(feeds)
 		if errors.Is(err, llamacpp.ErrContextFull) {
-			return fmt.Errorf("%w: %w", ErrContextFull, err)
+			return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
 		}
 		return err
 	}
@@ -154,7 +171,7 @@ func (b *LlamaBackend) decode(ctx context.Context, feeds []Feed, from, to int, m
 }
 
 // resync re-reads the true lengths after a failed decode.
-func (b *LlamaBackend) resync(feeds []Feed) {
+func (b *Backend) resync(feeds []backend.Feed) {
 	for _, f := range feeds {
 		p, err := b.ctx.SeqPosMax(int32(f.Slot))
 		if err == nil {
@@ -163,12 +180,12 @@ func (b *LlamaBackend) resync(feeds []Feed) {
 	}
 }
 
-// Logits implements Backend.
-func (b *LlamaBackend) Logits(i int) []float32 { return b.views[i] }
+// Logits implements backend.Backend.
+func (b *Backend) Logits(i int) []float32 { return b.views[i] }
 
-// Copy implements Backend: dst is emptied, then gets src's cells (shared in a
-// unified cache, a whole-stream copy otherwise).
-func (b *LlamaBackend) Copy(dst, src int) error {
+// Copy implements backend.Backend: dst is emptied, then gets src's cells
+// (shared in a unified cache, a whole-stream copy otherwise).
+func (b *Backend) Copy(dst, src int) error {
 	if err := b.checkSlot(dst); err != nil {
 		return err
 	}
@@ -188,8 +205,8 @@ func (b *LlamaBackend) Copy(dst, src int) error {
 	return nil
 }
 
-// Clear implements Backend.
-func (b *LlamaBackend) Clear(slot int) error {
+// Clear implements backend.Backend.
+func (b *Backend) Clear(slot int) error {
 	if err := b.checkSlot(slot); err != nil {
 		return err
 	}
@@ -200,19 +217,29 @@ func (b *LlamaBackend) Clear(slot int) error {
 	return nil
 }
 
-// LlamaTokenizer adapts a llama.cpp vocabulary to Tokenizer and
-// ChatTemplater; Template, when set, replaces the model's chat template.
-type LlamaTokenizer struct {
+// Tokenizer adapts a llama.cpp vocabulary to [backend.Tokenizer] (through
+// the embedded Vocab's methods) and [backend.ChatTemplater]; Template, when
+// set, replaces the model's chat template.
+type Tokenizer struct {
 	*llamacpp.Vocab
 	Template string
 }
 
-// ApplyChatTemplate implements ChatTemplater with llama.cpp's template
-// engine.
-func (t LlamaTokenizer) ApplyChatTemplate(messages []Message, addAssistant bool) (string, error) {
+// ApplyChatTemplate implements backend.ChatTemplater with llama.cpp's
+// template engine. llamacpp.ChatMessage has the same fields as
+// backend.Message (llamacpp sits below the contract and does not import it),
+// so the messages are converted field by field.
+func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bool) (string, error) {
 	msgs := make([]llamacpp.ChatMessage, len(messages))
 	for i, m := range messages {
 		msgs[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
 	}
 	return t.Vocab.ApplyChatTemplate(t.Template, msgs, addAssistant)
 }
+
+// The adapters satisfy the contract.
+var (
+	_ backend.Backend       = (*Backend)(nil)
+	_ backend.Tokenizer     = Tokenizer{}
+	_ backend.ChatTemplater = Tokenizer{}
+)

@@ -1,4 +1,4 @@
-package generation_test
+package llamabackend_test
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +35,7 @@ func llamaModel(t testing.TB, name string) *llamacpp.Model {
 	llamaMu.Lock()
 	p, ok := llamaModels.Load(name)
 	if !ok {
-		dir, err := os.MkdirTemp("", "generation-llama")
+		dir, err := os.MkdirTemp("", "llamabackend-test")
 		require.NoError(t, err)
 		path := filepath.Join(dir, name+".gguf")
 		switch name {
@@ -78,7 +80,7 @@ var markovOnce = sync.OnceValue(func() *testmodel.Markov {
 func markovOracle(t testing.TB) *testmodel.Markov { return markovOnce() }
 
 // llamaGenerator makes a generator over a fresh context of m.
-func llamaGenerator(t testing.TB, m *llamacpp.Model, p llamacpp.ContextParams) (*generation.Generator, *generation.LlamaBackend) {
+func llamaGenerator(t testing.TB, m *llamacpp.Model, p llamacpp.ContextParams) (*generation.Generator, *llamabackend.Backend) {
 	t.Helper()
 	if p.Threads == 0 {
 		// One thread: test binaries run in parallel on small machines, and
@@ -91,10 +93,10 @@ func llamaGenerator(t testing.TB, m *llamacpp.Model, p llamacpp.ContextParams) (
 	ctx, err := m.NewContext(p)
 	require.NoError(t, err)
 	t.Cleanup(func() { ctx.Close() })
-	b, err := generation.NewLlamaBackend(ctx)
+	b, err := llamabackend.New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	return generation.NewGenerator(b, generation.LlamaTokenizer{Vocab: m.Vocab()}), b
+	return generation.NewGenerator(b, llamabackend.Tokenizer{Vocab: m.Vocab()}), b
 }
 
 func greedyConfig(maxNew int) *logits.GenerationConfig {
@@ -322,6 +324,7 @@ func TestLlamaCancellation(t *testing.T) {
 	res, err := gen.Generate(ctx, []generation.Request{{Prompt: long, Config: greedyConfig(10)}})
 	require.NoError(t, err)
 	assert.Equal(t, generation.FinishCancelled, res[0].Finish)
+	assert.Equal(t, context.DeadlineExceeded, res[0].Err, "the context's error, not llama.cpp's abort that wraps it")
 	assert.Empty(t, res[0].Tokens)
 	assert.Less(t, time.Since(start), 2*time.Second, "the prompt evaluation was aborted inside llama.cpp")
 
@@ -338,6 +341,7 @@ func TestLlamaCancellation(t *testing.T) {
 		}
 		if ev.Finish != generation.NotFinished {
 			assert.Equal(t, generation.FinishCancelled, ev.Finish)
+			assert.Equal(t, context.Canceled, ev.Err)
 		}
 	}
 	assert.Equal(t, 5, n)
@@ -397,6 +401,6 @@ func TestLlamaEmptyAndBadPrompts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, alone[0].Tokens, res[0].Tokens)
 	_, err = gen.Generate(context.Background(), []generation.Request{{Prompt: []int32{5, int32(m.Vocab().Size())}, Config: greedyConfig(3)}})
-	require.ErrorIs(t, err, generation.ErrTokenOutOfRange)
+	require.ErrorIs(t, err, backend.ErrTokenOutOfRange)
 	assert.Equal(t, 0, b.Len(0))
 }

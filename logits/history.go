@@ -2,16 +2,18 @@ package logits
 
 import "slices"
 
-// Row is one row's token history (prompt plus accepted tokens) and the per-row state of the stages
-// of the [Pipeline] that made it (n-gram tables, seen-token sets, scratch buffers). Rows of a batch
-// are independent. A Row is not safe for concurrent use.
-type Row struct {
+// History is what the processors know of one sequence being generated: its tokens (prompt plus
+// accepted tokens, transformers' row of input_ids) and the state of every stage of the [Pipeline]
+// that made it (n-gram tables, seen-token sets, scratch buffers). The scores a pipeline processes
+// are the next-token row of one History; the histories of a batch are independent. A History is
+// not safe for concurrent use.
+type History struct {
 	p         *Pipeline
 	tokens    []int32
 	promptLen int
-	states    []RowState // parallel to p.stages; nil for stateless stages
-	stage     int        // index of the stage being run, for State
-	running   bool       // inside Pipeline.Process
+	states    []State // parallel to p.stages; nil for stateless stages
+	stage     int     // index of the stage being run, for State
+	running   bool    // inside Pipeline.Process
 
 	cand candidates
 	// Scratch reused across steps so that Process does not allocate in steady state.
@@ -37,7 +39,7 @@ type scored struct {
 }
 
 // Accept appends token to the history and updates every stage's state incrementally.
-func (r *Row) Accept(token int32) {
+func (r *History) Accept(token int32) {
 	r.tokens = append(r.tokens, token)
 	r.cand.valid = false
 	for _, s := range r.states {
@@ -47,24 +49,24 @@ func (r *Row) Accept(token int32) {
 	}
 }
 
-// Tokens returns the full history, prompt first. It aliases the row's storage: read only, valid
-// until the next Accept or CopyFrom.
-func (r *Row) Tokens() []int32 { return r.tokens }
+// Tokens returns the full history, prompt first. It aliases the history's storage: read only,
+// valid until the next Accept or CopyFrom.
+func (r *History) Tokens() []int32 { return r.tokens }
 
-// PromptLen returns the prompt length P the row started with: transformers' input_ids_seq_length,
-// used by min_new_tokens, max_new_tokens, exponential_decay_length_penalty and
-// begin_suppress_tokens.
-func (r *Row) PromptLen() int { return r.promptLen }
+// PromptLen returns the prompt length P the history started with: transformers'
+// input_ids_seq_length, used by min_new_tokens, max_new_tokens, exponential_decay_length_penalty
+// and begin_suppress_tokens.
+func (r *History) PromptLen() int { return r.promptLen }
 
 // Len returns the current length of the history, transformers' cur_len (prompt included).
-func (r *Row) Len() int { return len(r.tokens) }
+func (r *History) Len() int { return len(r.tokens) }
 
 // Prompt returns the prompt part of the history (read only).
-func (r *Row) Prompt() []int32 { return r.tokens[:r.promptLen] }
+func (r *History) Prompt() []int32 { return r.tokens[:r.promptLen] }
 
 // State returns, inside the Process method of a [StatefulProcessor] run by a pipeline, the state
-// that processor's NewState made for this row; nil elsewhere.
-func (r *Row) State() RowState {
+// that processor's NewState made for this history; nil elsewhere.
+func (r *History) State() State {
 	if !r.running || r.stage >= len(r.states) {
 		return nil
 	}
@@ -72,9 +74,9 @@ func (r *Row) State() RowState {
 }
 
 // Clone returns an independent copy of r: same history and stage states, fresh scratch.
-func (r *Row) Clone() *Row {
-	c := &Row{p: r.p, tokens: slices.Clone(r.tokens), promptLen: r.promptLen}
-	c.states = make([]RowState, len(r.states))
+func (r *History) Clone() *History {
+	c := &History{p: r.p, tokens: slices.Clone(r.tokens), promptLen: r.promptLen}
+	c.states = make([]State, len(r.states))
 	for i, s := range r.states {
 		if s != nil {
 			c.states[i] = s.Clone()
@@ -83,10 +85,10 @@ func (r *Row) Clone() *Row {
 	return c
 }
 
-// CopyFrom makes r equal to src (history and stage states), reusing r's storage: beam search
-// reorders its rows this way without allocating in steady state. Both rows should come from the same
-// pipeline; otherwise r takes src's pipeline and clones its states.
-func (r *Row) CopyFrom(src *Row) {
+// CopyFrom makes r equal to src (tokens and stage states), reusing r's storage: beam search
+// reorders its histories this way without allocating in steady state. Both should come from the
+// same pipeline; otherwise r takes src's pipeline and clones its states.
+func (r *History) CopyFrom(src *History) {
 	if r == src {
 		return
 	}
@@ -95,7 +97,7 @@ func (r *Row) CopyFrom(src *Row) {
 	r.cand.valid = false
 	if r.p != src.p || len(r.states) != len(src.states) {
 		r.p = src.p
-		r.states = make([]RowState, len(src.states))
+		r.states = make([]State, len(src.states))
 	}
 	for i, s := range src.states {
 		switch d := r.states[i].(type) {
@@ -113,16 +115,16 @@ func (r *Row) CopyFrom(src *Row) {
 
 // trustCandidates reports whether the candidate list describes scores as the previous stage of the
 // running pipeline left them.
-func (r *Row) trustCandidates(scores []float32) bool {
+func (r *History) trustCandidates(scores []float32) bool {
 	return r.running && r.cand.describes(scores)
 }
 
 // warpInput returns the row a warper works in (a scratch one when r is nil)
 // and the candidates that hold every finite entry of scores, or nil when the
 // whole row must be scanned.
-func warpInput(r *Row, scores []float32) (*Row, []int32) {
+func warpInput(r *History, scores []float32) (*History, []int32) {
 	if r == nil {
-		return &Row{}, nil
+		return &History{}, nil
 	}
 	if r.trustCandidates(scores) {
 		return r, r.cand.idx
@@ -131,7 +133,7 @@ func warpInput(r *Row, scores []float32) (*Row, []int32) {
 }
 
 // setCandidates records that only the entries listed in r.cand.idx are not -inf.
-func (r *Row) setCandidates(scores []float32) {
+func (r *History) setCandidates(scores []float32) {
 	r.cand.valid = r.running && len(scores) > 0
 	if r.cand.valid {
 		r.cand.owner, r.cand.n = &scores[0], len(scores)
@@ -144,7 +146,7 @@ func (c *candidates) describes(scores []float32) bool {
 }
 
 // scratchKeys returns a scratch slice of n float32.
-func (r *Row) scratchKeys(n int) []float32 {
+func (r *History) scratchKeys(n int) []float32 {
 	if cap(r.keys) < n {
 		r.keys = make([]float32, n)
 	}

@@ -1,4 +1,4 @@
-package generation_test
+package llamabackend_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -70,7 +71,7 @@ func rawLoop(b *testing.B, ctx *llamacpp.Context, batch *llamacpp.Batch, prompt 
 		}
 	}
 	d := time.Since(start)
-	_ = ctx.ClearCache() // leave the context as a LlamaBackend expects it: empty
+	_ = ctx.ClearCache() // leave the context as a llamabackend.Backend expects it: empty
 	return rows * (benchNewTokens - 1), d
 }
 
@@ -119,13 +120,13 @@ func BenchmarkLlamaLoopOverhead(b *testing.B) {
 			ctx := benchContext(b, m, rows)
 			batch, _ := llamacpp.NewBatch(ctx.BatchSize(), 1)
 			defer batch.Close()
-			backend, err := generation.NewLlamaBackend(ctx)
+			lb, err := llamabackend.New(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer backend.Close()
+			defer lb.Close()
 			// No tokenizer: end-of-generation tokens do not stop rows.
-			g := generation.NewGenerator(backend, nil)
+			g := generation.NewGenerator(lb, nil)
 			reqs := greedyRequests(m, rows)
 			prompt := benchPrompt(m)
 			var rawN, genN int
@@ -183,14 +184,14 @@ func BenchmarkLlamaGenerate(b *testing.B) {
 		for _, rows := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/rows=%d", c.name, rows), func(b *testing.B) {
 				ctx := benchContext(b, m, rows)
-				backend, err := generation.NewLlamaBackend(ctx)
+				lb, err := llamabackend.New(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer backend.Close()
+				defer lb.Close()
 				// No tokenizer: the model's end-of-generation tokens do not
 				// stop rows, so every row makes benchNewTokens tokens.
-				g := generation.NewGenerator(backend, nil)
+				g := generation.NewGenerator(lb, nil)
 				prompt := benchPrompt(m)
 				reqs := make([]generation.Request, rows)
 				for i := range reqs {

@@ -1,4 +1,4 @@
-package generation_test
+package llamabackend_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
 // Batched streaming generation on a llama.cpp model (here the project's
 // demo model, a Markov chain over English words).
-func ExampleLlamaBackend() {
+func Example() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "demo.gguf")
@@ -36,13 +37,13 @@ func ExampleLlamaBackend() {
 		return
 	}
 	defer ctx.Close()
-	backend, err := generation.NewLlamaBackend(ctx)
+	lb, err := llamabackend.New(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer backend.Close()
-	gen := generation.NewGenerator(backend, generation.LlamaTokenizer{Vocab: model.Vocab()})
+	defer lb.Close()
+	gen := generation.NewGenerator(lb, llamabackend.Tokenizer{Vocab: model.Vocab()})
 
 	cfg := logits.DefaultGenerationConfig()
 	maxNew := 8
@@ -57,12 +58,12 @@ func ExampleLlamaBackend() {
 			fmt.Println(err)
 			return
 		}
-		texts[ev.Row] += string(ev.Text) // Text is only valid until the next event
+		texts[ev.Request] += string(ev.Text) // Text is only valid until the next event
 		if ev.Finish != generation.NotFinished {
-			fmt.Printf("row %d (%s):%s\n", ev.Row, ev.Finish, texts[ev.Row])
+			fmt.Printf("request %d (%s):%s\n", ev.Request, ev.Finish, texts[ev.Request])
 		}
 	}
 	// Output:
-	// row 0 (length): reads a prompt and returns new logits for
-	// row 1 (stop): and returns new logits for every token.
+	// request 0 (length): reads a prompt and returns new logits for
+	// request 1 (stop): and returns new logits for every token.
 }

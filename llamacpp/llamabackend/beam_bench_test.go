@@ -1,4 +1,4 @@
-package beam
+package llamabackend_test
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -41,11 +43,11 @@ func BenchmarkLlamaBeam(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer ctx.Close()
-				backend, err := generation.NewLlamaBackend(ctx)
+				lb, err := llamabackend.New(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer backend.Close()
+				defer lb.Close()
 				ps := llamaBenchPrompts(m, prompts)
 				promptTokens := 0
 				for _, p := range ps {
@@ -60,7 +62,7 @@ func BenchmarkLlamaBeam(b *testing.B) {
 				searchSteps, decodeSteps, promptEvaluated := 0, 0, 0
 				for b.Loop() {
 					start := time.Now()
-					res, err := Search(context.Background(), backend, ps, Options{Config: cfg})
+					res, err := beam.Search(context.Background(), lb, ps, beam.Options{Config: cfg})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -70,7 +72,7 @@ func BenchmarkLlamaBeam(b *testing.B) {
 					reorder += res.Stats.Reorder
 
 					start = time.Now()
-					decodeSteps += batchedDecode(b, backend, ps, beams)
+					decodeSteps += batchedDecode(b, lb, ps, beams)
 					decodeTime += time.Since(start)
 				}
 				beamRate := float64(searchSteps) / searchTime.Seconds()
@@ -91,46 +93,46 @@ func BenchmarkLlamaBeam(b *testing.B) {
 // all in one batch per step; it returns the tokens decoded after the
 // prompts. Its prompt evaluation is outside the count but inside the time,
 // as the search's is.
-func batchedDecode(b *testing.B, backend *generation.LlamaBackend, prompts [][]int32, beams int) int {
-	feeds := make([]generation.Feed, 0, len(prompts)*beams)
+func batchedDecode(b *testing.B, lb *llamabackend.Backend, prompts [][]int32, beams int) int {
+	feeds := make([]backend.Feed, 0, len(prompts)*beams)
 	for i, p := range prompts {
-		feeds = append(feeds, generation.Feed{Slot: i * beams, Tokens: p})
+		feeds = append(feeds, backend.Feed{Slot: i * beams, Tokens: p})
 	}
-	if err := backend.Eval(context.Background(), feeds); err != nil {
+	if err := lb.Eval(context.Background(), feeds); err != nil {
 		b.Fatal(err)
 	}
 	first := make([]int32, len(prompts))
 	for i := range prompts {
-		first[i] = int32(logits.Argmax(backend.Logits(i)))
+		first[i] = int32(logits.Argmax(lb.Logits(i)))
 	}
 	feeds = feeds[:0]
 	for i := range prompts {
 		for k := range beams {
 			if k > 0 {
-				if err := backend.Copy(i*beams+k, i*beams); err != nil {
+				if err := lb.Copy(i*beams+k, i*beams); err != nil {
 					b.Fatal(err)
 				}
 			}
-			feeds = append(feeds, generation.Feed{Slot: i*beams + k, Tokens: first[i : i+1]})
+			feeds = append(feeds, backend.Feed{Slot: i*beams + k, Tokens: first[i : i+1]})
 		}
 	}
-	if err := backend.Eval(context.Background(), feeds); err != nil {
+	if err := lb.Eval(context.Background(), feeds); err != nil {
 		b.Fatal(err)
 	}
 	next := make([]int32, len(feeds))
 	steps := len(feeds)
 	for step := 1; step < llamaBenchNew-1; step++ {
 		for i := range feeds {
-			next[i] = int32(logits.Argmax(backend.Logits(i)))
+			next[i] = int32(logits.Argmax(lb.Logits(i)))
 			feeds[i].Tokens = next[i : i+1]
 		}
-		if err := backend.Eval(context.Background(), feeds); err != nil {
+		if err := lb.Eval(context.Background(), feeds); err != nil {
 			b.Fatal(err)
 		}
 		steps += len(feeds)
 	}
 	for i := range feeds {
-		_ = backend.Clear(feeds[i].Slot)
+		_ = lb.Clear(feeds[i].Slot)
 	}
 	return steps
 }

@@ -1,4 +1,4 @@
-package generation
+package backend
 
 import (
 	"context"
@@ -16,8 +16,8 @@ type ModelFunc func(history []int32) ([]float32, error)
 
 // MemoryBackend implements Backend over a ModelFunc; each slot is a plain
 // token history. It is exact and deterministic, which makes it the backend
-// of the loop's tests, of the parity replays and of benchmarks of the loop
-// itself.
+// of the loop's and the search's tests, of the parity replays and of
+// benchmarks of the loop itself.
 //
 // Like llama.cpp, it evaluates a feed in chunks of at most BatchSize tokens
 // (default: the whole feed) and checks the context between chunks, and it
@@ -150,10 +150,10 @@ func (b *MemoryBackend) Eval(ctx context.Context, feeds []Feed) error {
 		b.stats.ModelCalls++
 		logits, err := b.model(b.histories[f.Slot])
 		if err != nil {
-			return fmt.Errorf("generation: memory model: %w", err)
+			return fmt.Errorf("backend: memory model: %w", err)
 		}
 		if len(logits) != b.vocabSize {
-			return fmt.Errorf("generation: memory model returned %d logits, want %d", len(logits), b.vocabSize)
+			return fmt.Errorf("backend: memory model returned %d logits, want %d", len(logits), b.vocabSize)
 		}
 		copy(b.out[i], logits)
 	}
@@ -164,23 +164,23 @@ func (b *MemoryBackend) Eval(ctx context.Context, feeds []Feed) error {
 func (b *MemoryBackend) check(feeds []Feed) error {
 	for i, f := range feeds {
 		if f.Slot < 0 || f.Slot >= len(b.histories) {
-			return fmt.Errorf("generation: feed %d: slot %d out of range [0,%d)", i, f.Slot, len(b.histories))
+			return fmt.Errorf("backend: feed %d: slot %d out of range [0,%d)", i, f.Slot, len(b.histories))
 		}
 		if len(f.Tokens) == 0 {
-			return fmt.Errorf("generation: feed %d: no tokens", i)
+			return fmt.Errorf("backend: feed %d: no tokens", i)
 		}
 		for j := range i {
 			if feeds[j].Slot == f.Slot {
-				return fmt.Errorf("generation: feeds %d and %d share slot %d", j, i, f.Slot)
+				return fmt.Errorf("backend: feeds %d and %d share slot %d", j, i, f.Slot)
 			}
 		}
 		for _, t := range f.Tokens {
 			if t < 0 || int(t) >= b.vocabSize {
-				return fmt.Errorf("generation: feed %d: %w: %d not in [0,%d)", i, ErrTokenOutOfRange, t, b.vocabSize)
+				return fmt.Errorf("backend: feed %d: %w: %d not in [0,%d)", i, ErrTokenOutOfRange, t, b.vocabSize)
 			}
 		}
 		if len(f.Tokens) > b.Room(f.Slot) {
-			return fmt.Errorf("generation: feed %d: %d tokens for slot %d with room for %d: %w",
+			return fmt.Errorf("backend: feed %d: %d tokens for slot %d with room for %d: %w",
 				i, len(f.Tokens), f.Slot, b.Room(f.Slot), errNoRoom)
 		}
 	}
@@ -201,7 +201,7 @@ func (b *MemoryBackend) Logits(i int) []float32 {
 // Copy implements Backend.
 func (b *MemoryBackend) Copy(dst, src int) error {
 	if dst < 0 || dst >= len(b.histories) || src < 0 || src >= len(b.histories) {
-		return fmt.Errorf("generation: copy %d to %d: slot out of range [0,%d)", src, dst, len(b.histories))
+		return fmt.Errorf("backend: copy %d to %d: slot out of range [0,%d)", src, dst, len(b.histories))
 	}
 	if dst == src {
 		return nil
@@ -214,7 +214,7 @@ func (b *MemoryBackend) Copy(dst, src int) error {
 // Clear implements Backend.
 func (b *MemoryBackend) Clear(slot int) error {
 	if slot < 0 || slot >= len(b.histories) {
-		return fmt.Errorf("generation: clear %d: slot out of range [0,%d)", slot, len(b.histories))
+		return fmt.Errorf("backend: clear %d: slot out of range [0,%d)", slot, len(b.histories))
 	}
 	b.histories[slot] = b.histories[slot][:0]
 	b.nOut = 0

@@ -1,4 +1,4 @@
-package beam
+package llamabackend_test
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/refbackend"
 	"github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +23,7 @@ import (
 // llamaSetup writes a model, loads it in llama.cpp (unified KV cache, f32
 // cells, no flash attention: the settings under which llama.cpp agrees with
 // the reference to about 1e-5) and in the float64 reference.
-func llamaSetup(t *testing.T, name string, slots int) (*generation.LlamaBackend, *refbackend.Backend, *llamacpp.Model) {
+func llamaSetup(t *testing.T, name string, slots int) (*llamabackend.Backend, *refbackend.Backend, *llamacpp.Model) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name+".gguf")
 	switch name {
@@ -37,7 +39,7 @@ func llamaSetup(t *testing.T, name string, slots int) (*generation.LlamaBackend,
 		TypeK: llamacpp.KVF32, TypeV: llamacpp.KVF32, FlashAttention: llamacpp.FlashAttentionOff})
 	require.NoError(t, err)
 	t.Cleanup(func() { ctx.Close() })
-	lb, err := generation.NewLlamaBackend(ctx)
+	lb, err := llamabackend.New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { lb.Close() })
 	ref, err := reference.Load(path)
@@ -56,7 +58,7 @@ func llamaBeamConfig(beams, maxNew int, eos []int32) *logits.GenerationConfig {
 
 // teacherForced sums log_softmax(logits)[token] over the generated tokens,
 // evaluating prompt+tokens in one llama.cpp decode of a fresh sequence.
-func teacherForced(t *testing.T, b *generation.LlamaBackend, prompt, tokens []int32) float64 {
+func teacherForced(t *testing.T, b *llamabackend.Backend, prompt, tokens []int32) float64 {
 	t.Helper()
 	ctx := b.Context()
 	batch, err := llamacpp.NewBatch(len(prompt)+len(tokens), 1)
@@ -86,13 +88,21 @@ func teacherForced(t *testing.T, b *generation.LlamaBackend, prompt, tokens []in
 	return sum
 }
 
-// checks runs a search on llama.cpp and returns the problems found against
-// the reference search and teacher forcing (none for a correct search).
-func llamaBeamProblems(t *testing.T, lb *generation.LlamaBackend, rb *refbackend.Backend, prompts [][]int32, opts Options) []string {
+// llamaBeamProblems runs a search on llama.cpp and returns the problems
+// found against the reference search and teacher forcing (none for a
+// correct search).
+func llamaBeamProblems(t *testing.T, lb *llamabackend.Backend, rb *refbackend.Backend, prompts [][]int32, opts beam.Options) []string {
 	t.Helper()
-	got, err := Search(context.Background(), lb, prompts, opts)
+	return problemsVia(t, lb, lb, rb, prompts, opts)
+}
+
+// problemsVia is llamaBeamProblems with the search running on via, a
+// backend that wraps lb.
+func problemsVia(t *testing.T, via backend.Backend, lb *llamabackend.Backend, rb *refbackend.Backend, prompts [][]int32, opts beam.Options) []string {
+	t.Helper()
+	got, err := beam.Search(context.Background(), via, prompts, opts)
 	require.NoError(t, err)
-	want, err := Search(context.Background(), rb, prompts, opts)
+	want, err := beam.Search(context.Background(), rb, prompts, opts)
 	require.NoError(t, err)
 	var problems []string
 	for s := range lb.Slots() {
@@ -128,7 +138,7 @@ func llamaBeamProblems(t *testing.T, lb *generation.LlamaBackend, rb *refbackend
 // equals a fresh teacher-forced evaluation; no cells are left behind.
 func TestLlamaBeamMatchesReference(t *testing.T) {
 	for _, name := range []string{"prefix", "tiny"} {
-		for _, rule := range []Rule{Transformers, Narrowing} {
+		for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 			t.Run(name+"/"+rule.String(), func(t *testing.T) {
 				lb, rb, m := llamaSetup(t, name, 8)
 				v := m.Vocab()
@@ -136,7 +146,7 @@ func TestLlamaBeamMatchesReference(t *testing.T) {
 				require.NoError(t, err)
 				p2, err := v.Tokenize("We want to go", true, false)
 				require.NoError(t, err)
-				opts := Options{Rule: rule, Config: llamaBeamConfig(4, 6, v.EOGTokens())}
+				opts := beam.Options{Rule: rule, Config: llamaBeamConfig(4, 6, v.EOGTokens())}
 				problems := llamaBeamProblems(t, lb, rb, [][]int32{p1, p2}, opts)
 				assert.Empty(t, problems)
 			})
@@ -144,15 +154,22 @@ func TestLlamaBeamMatchesReference(t *testing.T) {
 	}
 }
 
-// A search whose reorder skips the sequence copies is caught by the same
-// checks: the backend then scores histories the search never chose.
+// dropCopies is a deliberately broken backend: Copy does nothing, so a
+// child that needs its parent's history copied into a fresh sequence gets an
+// empty one, and llama.cpp scores a history the search never chose.
+type dropCopies struct{ *llamabackend.Backend }
+
+func (dropCopies) Copy(dst, src int) error { return nil }
+
+// A search whose sequence copies are lost is caught by the same checks: the
+// backend then scores histories the search never chose.
 func TestLlamaBrokenReorderDetected(t *testing.T) {
 	lb, rb, m := llamaSetup(t, "prefix", 4)
 	p, err := m.Vocab().Tokenize("The model said", true, false)
 	require.NoError(t, err)
-	opts := Options{Config: llamaBeamConfig(4, 6, m.Vocab().EOGTokens())}
+	opts := beam.Options{Config: llamaBeamConfig(4, 6, m.Vocab().EOGTokens())}
 	require.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, opts))
-	problems := llamaBeamProblems(t, lb, rb, [][]int32{p}, BreakReorder(opts))
+	problems := problemsVia(t, dropCopies{lb}, lb, rb, [][]int32{p}, opts)
 	t.Logf("broken reorder: %d problems, e.g. %v", len(problems), problems[:min(len(problems), 2)])
 	assert.NotEmpty(t, problems)
 }
@@ -163,7 +180,7 @@ func TestLlamaBeamTooFewSequences(t *testing.T) {
 	lb, rb, m := llamaSetup(t, "prefix", 2)
 	p, err := m.Vocab().Tokenize("The model", true, false)
 	require.NoError(t, err)
-	_, err = Search(context.Background(), lb, [][]int32{p}, Options{Config: llamaBeamConfig(4, 4, nil)})
-	require.ErrorIs(t, err, ErrTooFewSlots)
-	assert.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, Options{Config: llamaBeamConfig(2, 4, nil)}))
+	_, err = beam.Search(context.Background(), lb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(4, 4, nil)})
+	require.ErrorIs(t, err, beam.ErrTooFewSlots)
+	assert.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(2, 4, nil)}))
 }

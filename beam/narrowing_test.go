@@ -1,9 +1,8 @@
 package beam_test
 
-// The tests of beam-search-course.md (section 4), written for this API: the
-// Narrowing rule over the memory backend, with oracles computed
-// independently (by hand, brute-force enumeration, an independent greedy
-// loop, teacher-forced rescoring).
+// The tests of the Narrowing rule over the memory backend, with oracles
+// computed independently: by hand, by brute-force enumeration of every
+// sequence, by an independent greedy loop, and by teacher-forced rescoring.
 
 import (
 	"context"
@@ -12,16 +11,16 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
-// The worked example of section 3: eos = 0, a = 1, b = 2, and a prompt
-// token 3 that the model never produces.
+// A worked example small enough to check by hand: eos = 0, a = 1, b = 2,
+// and a prompt token 3 that the model never produces. Two beams find b eos
+// (0.4*0.9 = 0.36), which greedy decoding misses (a takes 0.5 first).
 const (
 	eos = 0
 	ta  = 1
@@ -29,7 +28,7 @@ const (
 	bos = 3
 )
 
-func handModel() generation.ModelFunc {
+func handModel() backend.ModelFunc {
 	return probModel(4, 1, map[string][]float64{
 		"":  {0.1, 0.5, 0.4, 0},
 		"1": {0.2, 0.1, 0.7, 0},
@@ -80,7 +79,7 @@ func TestHandExampleLengthPenalty(t *testing.T) {
 
 // greedyLoop is the test's own greedy decoder: argmax (lowest id on ties)
 // of the model's logits until eos or maxNew tokens.
-func greedyLoop(t *testing.T, model generation.ModelFunc, prompt []int32, eosTok int32, maxNew int) ([]int32, float64) {
+func greedyLoop(t *testing.T, model backend.ModelFunc, prompt []int32, eosTok int32, maxNew int) ([]int32, float64) {
 	hist := slices.Clone(prompt)
 	var out []int32
 	sum := 0.0
@@ -202,7 +201,7 @@ func TestSmallBeamIsAPrefixOfTheExhaustiveRankingAtStepOne(t *testing.T) {
 func TestBeamNeverHoldsMoreThanBeamSize(t *testing.T) {
 	for _, k := range []int{1, 2, 3, 5} {
 		model := hashModel(7, uint64(k))
-		b := generation.NewMemoryBackend(7, 16, model)
+		b := backend.NewMemoryBackend(7, 16, model)
 		rec := &recorder{Backend: b}
 		res, err := beam.Search(context.Background(), rec, [][]int32{{6, 1}}, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
 			c.NumBeams = k
@@ -404,7 +403,7 @@ func TestLogprobIsTheSumAlongThePath(t *testing.T) {
 // the prompt extends a history seen at the previous step (the backend
 // scored the prefixes the search kept). It also rescores every returned
 // hypothesis by teacher forcing.
-func checkFollowsParents(seen [][]int32, prompt []int32, model generation.ModelFunc, hyps []beam.Hypothesis, logprob func(h beam.Hypothesis) float64) []string {
+func checkFollowsParents(seen [][]int32, prompt []int32, model backend.ModelFunc, hyps []beam.Hypothesis, logprob func(h beam.Hypothesis) float64) []string {
 	var errs []string
 	known := map[string]bool{}
 	for _, h := range seen {
@@ -438,7 +437,7 @@ func TestStateFollowsParentsInARealSearch(t *testing.T) {
 		for _, broken := range []bool{false, true} {
 			model := hashModel(10, 17)
 			seen := &seenModel{model: model}
-			b := generation.NewMemoryBackend(10, 4, seen.fn)
+			b := backend.NewMemoryBackend(10, 4, seen.fn)
 			opts := beam.Options{Rule: rule, Config: cfgOf(func(c *logits.GenerationConfig) {
 				c.NumBeams = 4
 				c.NumReturnSequences = 4
@@ -446,10 +445,11 @@ func TestStateFollowsParentsInARealSearch(t *testing.T) {
 				c.LengthPenalty = 0
 				c.EOSTokenID = []int32{0}
 			})}
+			var on backend.Backend = b
 			if broken {
-				opts = beam.BreakReorder(opts)
+				on = dropCopies{b}
 			}
-			res, err := beam.Search(context.Background(), b, [][]int32{prompt}, opts)
+			res, err := beam.Search(context.Background(), on, [][]int32{prompt}, opts)
 			require.NoError(t, err)
 			errs := checkFollowsParents(seen.seen, prompt, model, res.Hypotheses[0], func(h beam.Hypothesis) float64 { return h.LogProb })
 			if broken {
@@ -466,11 +466,11 @@ func TestStateFollowsParentsInARealSearch(t *testing.T) {
 // fed by that Eval: pruned and finished beams free their slots (their KV
 // cells on llama.cpp) at once.
 type idleHolder struct {
-	*generation.MemoryBackend
+	*backend.MemoryBackend
 	idle int
 }
 
-func (h *idleHolder) Eval(ctx context.Context, feeds []generation.Feed) error {
+func (h *idleHolder) Eval(ctx context.Context, feeds []backend.Feed) error {
 	fed := map[int]bool{}
 	for _, f := range feeds {
 		fed[f.Slot] = true
@@ -491,7 +491,7 @@ func TestPrunedBeamsFreeTheirSlotsAtOnce(t *testing.T) {
 		return l, err
 	}
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
-		b := &idleHolder{MemoryBackend: generation.NewMemoryBackend(6, 8, model)}
+		b := &idleHolder{MemoryBackend: backend.NewMemoryBackend(6, 8, model)}
 		res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}, {5, 2}}, beam.Options{Rule: rule, Config: cfgOf(func(c *logits.GenerationConfig) {
 			c.NumBeams = 4
 			c.MaxNewTokens = intp(8)

@@ -1,0 +1,57 @@
+// Package backend is the contract between llamaloop's decoding code and the
+// thing that evaluates a model, in the spirit of database/sql/driver: the
+// decoding loop (package generation) and beam search (package beam) are
+// written once against it, in pure Go, and an implementation plugs a model
+// in underneath.
+//
+//   - [Backend] evaluates token histories held in numbered slots and exposes
+//     the next-token logits after each evaluation; [Feed] is one slot's input
+//     to an evaluation.
+//   - [Tokenizer] turns text into tokens and tokens into bytes;
+//     [ChatTemplater], implemented by a tokenizer whose model has a chat
+//     template, renders [Message] values as a prompt.
+//   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
+//     table or a function): the backend of the loop's and the search's tests,
+//     of the transformers parity replays and of benchmarks of the loop
+//     itself.
+//
+// Package llamacpp/llamabackend implements Backend and Tokenizer on
+// llama.cpp (a slot is a llama.cpp sequence); it is the only part of the
+// stack above llamacpp that needs cgo. This package, generation, beam,
+// logits and mirostat build with CGO_ENABLED=0.
+//
+// # Cancellation
+//
+// Every long-running call of llamaloop takes a context.Context and follows
+// one contract: generation's Generator.Stream and Generate, beam.Search, and
+// mirostat's Sampler.Stream and Generate.
+//
+//   - It checks ctx before every step (one token of every request, one step
+//     of every beam search, one model call) and passes ctx to Backend.Eval,
+//     which honours it within a long evaluation. Once ctx is done, the call
+//     stops within one step.
+//   - A cancellation is not a failure: whatever the call completed before it
+//     is returned, as on a normal end, and the cancellation is reported as
+//     ctx.Err() itself, unwrapped (context.Canceled or
+//     context.DeadlineExceeded), never as a backend error that wraps it.
+//   - It leaves nothing behind: every backend slot it used is cleared and
+//     none of its goroutines outlives it.
+//
+// Where each call reports it:
+//
+//   - generation: each unfinished request's last event has Finish
+//     FinishCancelled and Err ctx.Err(), as every other way a request ends is
+//     reported on its last event; the stream itself yields no error, and
+//     Generate returns the requests' results with a nil error.
+//   - beam.Search returns ctx.Err() with a Result that holds the hypotheses
+//     of every prompt whose search had completed (nil for the others).
+//   - mirostat's Stream yields (Step{}, ctx.Err()) last; its Generate
+//     returns the tokens drawn so far with ctx.Err(). The steps already
+//     yielded stay committed to the sampler.
+//
+// # Errors
+//
+// [ErrTokenOutOfRange] and [ErrContextFull] are defined here, once, because
+// every implementation raises them and the packages above act on them:
+// errors.Is finds them through every layer's wrapping.
+package backend

@@ -1,0 +1,35 @@
+package backend
+
+// Tokenizer turns text into tokens and tokens into bytes with a model's
+// rules. llamabackend.Tokenizer implements it on a llama.cpp vocabulary.
+type Tokenizer interface {
+	// Tokenize returns the tokens of text. addSpecial adds the model's BOS
+	// (and EOS) tokens where it wants them; parseSpecial reads the text of
+	// special tokens, such as "<|eot_id|>", as those tokens.
+	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	// AppendPiece appends the bytes of token to dst, which may be part of a
+	// UTF-8 sequence. Special (control) tokens have bytes only when special
+	// is true.
+	AppendPiece(dst []byte, token int32, special bool) ([]byte, error)
+	// IsEOG reports whether token ends generation (EOS, EOT, ...).
+	IsEOG(token int32) bool
+	// EOGTokens lists every end-of-generation token.
+	EOGTokens() []int32
+	// AddsBOS reports whether Tokenize with addSpecial prepends a BOS token.
+	AddsBOS() bool
+}
+
+// ChatTemplater is implemented by a Tokenizer whose model has a chat
+// template. It is a separate interface, found by a type assertion, because
+// many models have no template.
+type ChatTemplater interface {
+	// ApplyChatTemplate renders messages as prompt text; addAssistant ends
+	// it with the opening of an assistant message.
+	ApplyChatTemplate(messages []Message, addAssistant bool) (string, error)
+}
+
+// Message is one message of a chat prompt.
+type Message struct {
+	Role    string // "system", "user", "assistant", ...
+	Content string
+}
