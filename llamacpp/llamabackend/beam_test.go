@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/refbackend"
 	"github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
@@ -32,7 +33,7 @@ func llamaSetup(t *testing.T, name string, slots int) (*llamabackend.Backend, *r
 	case "tiny":
 		require.NoError(t, testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32)))
 	}
-	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	m, err := llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 2048, Sequences: slots, UnifiedKV: true, Threads: 1,
@@ -122,10 +123,10 @@ func problemsVia(t *testing.T, via backend.Backend, lb *llamabackend.Backend, rb
 			if fmt.Sprint(h.Tokens) != fmt.Sprint(w.Tokens) {
 				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: %v, reference %v", i, j, h.Tokens, w.Tokens))
 			}
-			if math.Abs(h.LogProb-w.LogProb) > 1e-3 {
+			if math.Abs(h.LogProb-w.LogProb) > llamatest.Tolerance(t, llamatest.BeamLogProb) {
 				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: log-prob %.6f, reference %.6f", i, j, h.LogProb, w.LogProb))
 			}
-			if tf := teacherForced(t, lb, prompts[i], h.Tokens); math.Abs(h.LogProb-tf) > 1e-3 {
+			if tf := teacherForced(t, lb, prompts[i], h.Tokens); math.Abs(h.LogProb-tf) > llamatest.Tolerance(t, llamatest.BeamLogProb) {
 				problems = append(problems, fmt.Sprintf("prompt %d hypothesis %d: log-prob %.6f, teacher-forced %.6f", i, j, h.LogProb, tf))
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -51,7 +52,7 @@ func llamaModel(t testing.TB, name string) *llamacpp.Model {
 		p = path
 	}
 	llamaMu.Unlock()
-	m, err := llamacpp.LoadModel(p.(string), llamacpp.ModelParams{})
+	m, err := llamacpp.LoadModel(p.(string), llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m
