@@ -15,6 +15,7 @@
 #                             check on a machine without a GPU
 #   LLAMALOOP_TEST_GPU_LAYERS layers the tests offload (default -1: all;
 #                             0 with the cpu rehearsal)
+#   LLAMALOOP_CHECK_BENCH     the llamabench runs: "small 1b" (default)
 #   CUDA_ARCH                 native (default), or e.g. 90
 # It exits non-zero when a step fails, after saying which.
 set -uo pipefail
@@ -96,14 +97,21 @@ if [ "$backend" = cuda ]; then
 		grep -E 'largest \|llama.cpp - reference\|' | sed 's/^/     /' | tee -a "$log"
 fi
 
+threads=$(nproc)
+((threads > 8)) && threads=8
 bench() { # name model reps
 	say "llamabench $1"
-	"$here/bin/llamabench" -m "$2" -r "$3" --threads 8 --bandwidth-mb 0 --json "$out/bench-$1.json" --chart "$out/bench-$1.svg" \
+	"$here/bin/llamabench" -m "$2" -r "$3" --threads "$threads" --bandwidth-mb 0 --json "$out/bench-$1.json" --chart "$out/bench-$1.svg" \
 		>>"$log" 2>"$out/bench.err" || { cat "$out/bench.err" >>"$log"; failures+=("llamabench $1"); }
 	rm -f "$out/bench.err"
 }
-bench small "$here/models/bench-small-q8_0.gguf" 3
-bench 1b "$here/models/bench-1b-q4_0.gguf" 3
+for b in ${LLAMALOOP_CHECK_BENCH:-small 1b}; do
+	case $b in
+	small) bench small "$here/models/bench-small-q8_0.gguf" 3 ;;
+	1b) bench 1b "$here/models/bench-1b-q4_0.gguf" 3 ;;
+	*) failures+=("unknown llamabench run $b") ;;
+	esac
+done
 mv "$out/tests.log" "$out/tests.log.txt" 2>/dev/null
 
 if ((${#failures[@]})); then
