@@ -1,4 +1,4 @@
-package llamacpp_test
+package nativesampler_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -80,7 +80,7 @@ func BenchmarkSideBySideChain(b *testing.B) {
 				history[i] = int32(rng.IntN(v))
 			}
 			row := p.NewRow(history)
-			native, err := llamacpp.NewNativeChain(v, llamacpp.NativeChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
+			native, err := nativesampler.NewChain(v, nativesampler.ChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
 				TopK: 50, TopP: 0.9, Temperature: 0.7, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -101,7 +101,7 @@ func BenchmarkSideBySideChain(b *testing.B) {
 func BenchmarkSideBySideGreedy(b *testing.B) {
 	for _, v := range sideVocabs {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			native, err := llamacpp.NewNativeGreedy(v)
+			native, err := nativesampler.NewGreedy(v)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func BenchmarkSideBySideMirostat(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				native, err := llamacpp.NewNativeMirostat(v, version, 5, 0.1, 100, 1)
+				native, err := nativesampler.NewMirostat(v, version, 5, 0.1, 100, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
