@@ -9,7 +9,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/beam/replay"
+	"github.com/llamaloop/llamaloop/internal/beamreplay"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
@@ -27,7 +27,7 @@ func TestParityVectors(t *testing.T) {
 	require.Equal(t, "beam", file.Kind)
 	require.Len(t, file.Cases, 60)
 	for _, raw := range file.Cases {
-		assert.NoError(t, replay.Run(raw), parity.CaseID(raw))
+		assert.NoError(t, beamreplay.Run(raw), parity.CaseID(raw))
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package paritygen replays the greedy_logprobs parity vectors of
 // transformers (see internal/parity/testdata/README.md) through the
 // decoding loop of package generation. The test of package generation and
-// cmd/parity both call it, so the replay is written once.
+// internal/cmd/parity both call it, so the replay is written once.
 package paritygen
 
 import (

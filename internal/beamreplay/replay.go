@@ -1,8 +1,8 @@
-// Package replay replays transformers' beam-search parity vectors
+// Package beamreplay replays transformers' beam-search parity vectors
 // (internal/parity/testdata/beam.json) through package beam over the in-memory backend.
 // It is the one implementation of the replay, used by beam's tests and by
-// cmd/parity.
-package replay
+// internal/cmd/parity; it is internal because only those two need it.
+package beamreplay
 
 import (
 	"context"
