@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // The functions below work on a probability row probs (each entry in [0, 1],
@@ -68,7 +70,7 @@ func TopIndices(probs []float64, k int) ([]int, error) {
 	if k < 1 {
 		return nil, paramError("k must be >= 1, got %d", k)
 	}
-	c := topK(nil, probs, k, -1) // nothing is masked: zero probabilities rank last
+	c := topK(nil, new(numeric.Best[float64]), probs, k, -1) // nothing is masked: zero probabilities rank last
 	out := make([]int, len(c))
 	for i, x := range c {
 		out[i] = int(x.id)

@@ -3,7 +3,8 @@ package mirostat
 import (
 	"cmp"
 	"math"
-	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // cand is one token of a row while its candidate set is selected.
@@ -43,11 +44,7 @@ func (st *rowStats) surpriseBits(lv float64) float64 { return -st.logProb(lv) * 
 
 // prob is the original probability of a token with log score lv.
 func (st *rowStats) prob(lv float64) float64 {
-	x := st.logProb(lv)
-	if x > 0 { // rounding at a single-token row; expNonPositive wants x <= 0
-		return math.Exp(x)
-	}
-	return expNonPositive(x)
+	return numeric.Exp(st.logProb(lv)) // math.Exp above 0, where a single-token row can round
 }
 
 // maxRowLen bounds a row so that token ids fit the int32 of cand.
@@ -67,9 +64,10 @@ func logitStats(row []float32, top *topSet) (rowStats, error) {
 // logitTerms is logitStats, filling the histogram h instead of top when h
 // is not nil (a draw takes V1's top M from h). Both add the same terms in
 // the same order, so that a draw and the reference see the same normalizer
-// to the last bit. The tokens within 88.7 of the maximum that do not enter
-// top, nearly all of them, go through addTerms or histogram.addTerms,
-// loops without calls; the others take the same arithmetic here.
+// to the last bit (numeric.Term's). The tokens that do not enter top and
+// lie within 88.7 of the maximum (histogram.addTerms) or 700
+// (numeric.AddTerms), nearly all of them, go through loops without calls;
+// the others take the same arithmetic here.
 func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 	if len(row) == 0 {
 		return rowStats{}, ErrEmptyRow
@@ -98,13 +96,13 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 		if h != nil {
 			i, z = h.addTerms(row, i, z)
 		} else {
-			i, z = addTerms(row, i, m, thr, z)
+			i, z = numeric.AddTerms(row, i, m, thr, z)
 		}
 		if i >= len(row) {
 			break
 		}
 		x := row[i]
-		e := term(float64(x) - m)
+		e := numeric.Term(float64(x) - m)
 		z += e
 		if h != nil {
 			h.add(x, i, e)
@@ -145,50 +143,6 @@ func rowMax(row []float32) (float64, int) {
 		}
 	}
 	return float64(m), best
-}
-
-// term is the normalizer's term exp(d), d <= 0: 0 for a masked token, and
-// clamped to expFloor otherwise: a term below e^-700 cannot change a sum
-// that includes e^0.
-func term(d float64) float64 {
-	if d < expFloor {
-		if math.IsInf(d, -1) {
-			return 0
-		}
-		d = expFloor
-	}
-	e, _ := expTermBits(d)
-	return e
-}
-
-// addTerms adds the terms from i on, less the maximum m, to the sum z
-// until a token is above lim (top's threshold) or more than 88.7 below m
-// (where term clamps), and returns where it stopped. Masked tokens add
-// nothing.
-func addTerms(row []float32, i int, m, lim, z float64) (int, float64) {
-	shifter := math.Float64bits(expShifter)
-	inv, sh, one, c1, c2, c3 := expTermVars[0], expTermVars[1], expTermVars[2], expTermVars[3], expTermVars[4], expTermVars[5]
-	for ; i < len(row); i++ {
-		x := float64(row[i])
-		if x > lim {
-			break
-		}
-		// expTermBits, written out so that its constants stay in registers.
-		u := float64((x - m) * inv)
-		kf := u + sh
-		k := math.Float64bits(kf)
-		f := u - (kf - sh)
-		scale := math.Float64frombits(expTermTable[k&(expTableSize-1)] + k<<42)
-		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
-		if (shifter-k)>>bandShift >= bands { // a branch on k costs less than one on x
-			if math.IsInf(x, -1) { // masked: no term
-				continue
-			}
-			break
-		}
-		z += e
-	}
-	return i, z
 }
 
 func firstNonFiniteLogit(row []float32) error {
@@ -256,61 +210,46 @@ func collectAtLeast[F float32 | float64](dst []cand, row []F, thr F) []cand {
 	return dst
 }
 
-// topSet collects the best m tokens of a row read in id order. A token
-// enters when its value exceeds thr (ties lose: their ids are larger);
-// when the set reaches 2m + 32 entries, a quickselect keeps the best m and
-// raises thr to the m-th. An entry costs an append rather than the
-// O(log m) sift-down of a heap, and the selection O(m) per m entries.
+// topSet collects the best m tokens of a row read in id order, in a
+// numeric.Best. A token enters when its value exceeds thr (ties lose: their
+// ids are larger); once the set holds m tokens, thr is the worst of them.
 type topSet struct {
-	c   []cand
-	m   int
-	thr float64
+	best *numeric.Best[float64]
+	dst  []cand
+	thr  float64
 }
 
 // newTopSet returns an empty set of the best m tokens with values above
-// masked, in dst's storage.
-func newTopSet(dst []cand, m int, masked float64) topSet {
-	return topSet{c: dst[:0], m: m, thr: masked}
+// masked, in best, whose ranking it returns in dst's storage.
+func newTopSet(dst []cand, best *numeric.Best[float64], m int, masked float64) topSet {
+	best.Reset(m)
+	if m == 0 {
+		masked = math.Inf(1) // nothing enters
+	}
+	return topSet{best: best, dst: dst[:0], thr: masked}
 }
 
 // add enters token id with value x > thr and returns the new thr.
 func (t *topSet) add(x float64, id int) float64 {
-	t.c = append(t.c, cand{v: x, id: int32(id)})
-	if len(t.c) >= 2*t.m+32 {
-		t.prune()
+	t.best.Offer(numeric.Entry[float64]{Key: x, Index: int32(id)})
+	if t.best.Full() {
+		t.thr = t.best.Worst().Key
 	}
 	return t.thr
 }
 
-func (t *topSet) prune() {
-	if t.m == 0 {
-		t.c, t.thr = t.c[:0], math.Inf(1)
-		return
-	}
-	selectBest(t.c, t.m)
-	t.c = t.c[:t.m]
-	worst := t.c[0]
-	for _, c := range t.c[1:] {
-		if ranksAfter(c, worst) {
-			worst = c
-		}
-	}
-	t.thr = worst.v
-}
-
 // ranked returns the best m (fewer if fewer entered) in rank order.
 func (t *topSet) ranked() []cand {
-	if len(t.c) > t.m {
-		t.prune()
+	for _, e := range t.best.Sorted() {
+		t.dst = append(t.dst, cand{v: e.Key, id: e.Index})
 	}
-	slices.SortFunc(t.c, byRank)
-	return t.c
+	return t.dst
 }
 
 // topK returns the k best tokens of row with values above masked, in rank
-// order.
-func topK[F float32 | float64](dst []cand, row []F, k int, masked F) []cand {
-	t := newTopSet(dst, k, float64(masked))
+// order, selected in best.
+func topK[F float32 | float64](dst []cand, best *numeric.Best[float64], row []F, k int, masked F) []cand {
+	t := newTopSet(dst, best, k, float64(masked))
 	thr := t.thr
 	for i, v := range row {
 		if x := float64(v); x > thr {

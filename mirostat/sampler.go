@@ -3,6 +3,8 @@ package mirostat
 import (
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // Step is what one draw produced.
@@ -63,9 +65,10 @@ type Sampler struct {
 	cfg   Config // defaults applied
 	mu    float64
 	steps int
-	cands []cand    // scratch: candidates of the current row
-	probs []float64 // scratch: their original probabilities
-	hist  histogram // scratch: the row's candidates by band
+	cands []cand                // scratch: candidates of the current row
+	probs []float64             // scratch: their original probabilities
+	hist  histogram             // scratch: the row's candidates by band
+	best  numeric.Best[float64] // scratch: the best tokens of a row
 }
 
 // New returns a sampler at mu = cfg.Mu (2*Tau when 0).
@@ -393,7 +396,7 @@ func (s *Sampler) commit(rs rowStats, c cand, p float64, kept, k int, exponent f
 func (s *Sampler) selectLogits(row []float32) (selection, error) {
 	ninf := float32(math.Inf(-1))
 	if s.cfg.Version == V1 {
-		top := newTopSet(s.cands, min(s.cfg.M, len(row)), float64(ninf))
+		top := newTopSet(s.cands, &s.best, min(s.cfg.M, len(row)), float64(ninf))
 		st, err := logitStats(row, &top)
 		if err != nil {
 			return selection{}, err
@@ -423,7 +426,7 @@ func (s *Sampler) selectWeights(row []float64) (selection, error) {
 		return selection{}, err
 	}
 	if s.cfg.Version == V1 {
-		return selectV1(s, row, st, topK(s.cands[:0], row, s.cfg.M, 0), 0, true)
+		return selectV1(s, row, st, topK(s.cands[:0], &s.best, row, s.cfg.M, 0), 0, true)
 	}
 	// surprise <= mu  ⇔  w >= W·2^-mu, with the same margin as for logits.
 	lnThr := st.lnZ - s.mu*math.Ln2
@@ -464,7 +467,7 @@ func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand,
 	case k <= len(top):
 		kept = top[:k]
 	case len(top) == min(s.cfg.M, len(row)): // more unmasked tokens than M
-		kept = topK(s.cands[:0], row, k, masked)
+		kept = topK(s.cands[:0], &s.best, row, k, masked)
 		setLogScores(kept, weights)
 		s.cands = kept
 	}

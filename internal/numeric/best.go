@@ -1,0 +1,128 @@
+package numeric
+
+import "cmp"
+
+// Entry is one item of a ranking: its key, and the index that orders equal keys (a token id, a
+// flat candidate index).
+type Entry[K cmp.Ordered] struct {
+	Key   K
+	Index int32
+}
+
+// Before reports whether e ranks before o: a larger key, or an equal key and a smaller index.
+func (e Entry[K]) Before(o Entry[K]) bool {
+	return e.Key > o.Key || (e.Key == o.Key && e.Index < o.Index)
+}
+
+// Best keeps the n best entries offered to it: the n that rank first under [Entry.Before]. It is a
+// min-heap of at most n entries whose root is the worst one kept, so an entry that cannot enter
+// costs one comparison and one that does O(log n). Keys must not be NaN (rank NaN before Offer).
+//
+// A caller that offers the entries of a row in increasing index order can test the key alone
+// ([Best.Admits]) before it builds an entry: an entry whose key equals the worst one's has a
+// larger index and cannot enter. The zero value keeps nothing; [Best.Reset] sets n and keeps the
+// storage, so that a Best reused from step to step does not allocate.
+type Best[K cmp.Ordered] struct {
+	h []Entry[K]
+	n int
+}
+
+// Reset empties b and sets the number of entries it keeps (n >= 0).
+func (b *Best[K]) Reset(n int) {
+	if cap(b.h) < n {
+		b.h = make([]Entry[K], 0, n)
+	}
+	b.h, b.n = b.h[:0], n
+}
+
+// Len returns the number of entries kept.
+func (b *Best[K]) Len() int { return len(b.h) }
+
+// Full reports whether b keeps n entries, so that an entry enters only by displacing the worst.
+func (b *Best[K]) Full() bool { return len(b.h) >= b.n }
+
+// Worst returns the worst entry kept; b must not be empty.
+func (b *Best[K]) Worst() Entry[K] { return b.h[0] }
+
+// Admits reports whether an entry of key k, offered after every entry kept in index order (so
+// with a larger index), would enter: b is not full, or k is larger than the worst key kept. It
+// is the test a scan of a row makes before it builds an entry.
+func (b *Best[K]) Admits(k K) bool { return len(b.h) < b.n || (b.n > 0 && k > b.h[0].Key) }
+
+// Offer enters e when b is not full, or when e ranks before the worst entry kept, which it then
+// displaces. It reports whether e entered.
+func (b *Best[K]) Offer(e Entry[K]) bool {
+	if len(b.h) < b.n {
+		b.h = append(b.h, e)
+		b.up(len(b.h) - 1)
+		return true
+	}
+	if b.n == 0 || !e.Before(b.h[0]) {
+		return false
+	}
+	b.h[0] = e
+	b.down()
+	return true
+}
+
+// Sorted returns the entries kept, best first, and leaves b empty; the slice aliases b's storage
+// and is valid until the next Reset or Offer.
+func (b *Best[K]) Sorted() []Entry[K] {
+	h := b.h
+	// Heap sort: the root, the worst, goes to the end of what is left.
+	for end := len(h) - 1; end > 0; end-- {
+		h[0], h[end] = h[end], h[0]
+		b.h = h[:end]
+		b.down()
+	}
+	b.h = h[:0]
+	return h
+}
+
+// Keys appends the keys of the entries kept, in heap order, to dst (for a caller that only needs
+// their values, such as the k-th largest key, without ordering them).
+func (b *Best[K]) Keys(dst []K) []K {
+	for _, e := range b.h {
+		dst = append(dst, e.Key)
+	}
+	return dst
+}
+
+// up moves h[i] towards the root while it ranks after its parent.
+func (b *Best[K]) up(i int) {
+	h := b.h
+	e := h[i]
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h[parent].Before(e) {
+			break
+		}
+		h[i] = h[parent]
+		i = parent
+	}
+	h[i] = e
+}
+
+// down moves the root towards the leaves while a child ranks after it.
+func (b *Best[K]) down() {
+	h := b.h
+	n := len(h)
+	e := h[0]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		w := l // the worse child
+		if r := l + 1; r < n && h[l].Before(h[r]) {
+			w = r
+		}
+		if !e.Before(h[w]) {
+			break
+		}
+		h[i] = h[w]
+		i = w
+	}
+	h[i] = e
+}
