@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -54,16 +55,17 @@ type group struct {
 	maxLen    int
 	step      int // tokens generated so far
 
-	beams    []beam      // live beams, in the rule's order
-	next     []beam      // scratch for reordering
-	free     []beam      // slots (with their history) holding no beam
-	children []child     // the step's surviving candidates, in order
-	feed     []int       // per live beam, the index of its feed in search.feeds
-	tokens   []int32     // per live beam, the token to evaluate next
-	scores   [][]float32 // per live beam, the processed scores of the step
-	tables   []table     // scratch: the step's candidate table
-	nChild   []int32     // scratch: children per live beam
-	taken    []bool      // scratch: parent slot already inherited
+	beams    []beam                // live beams, in the rule's order
+	next     []beam                // scratch for reordering
+	free     []beam                // slots (with their history) holding no beam
+	children []child               // the step's surviving candidates, in order
+	feed     []int                 // per live beam, the index of its feed in search.feeds
+	tokens   []int32               // per live beam, the token to evaluate next
+	scores   [][]float32           // per live beam, the processed scores of the step
+	tables   []table               // scratch: the step's candidate table
+	nChild   []int32               // scratch: children per live beam
+	taken    []bool                // scratch: parent slot already inherited
+	best     numeric.Best[float64] // scratch: the step's best candidates
 
 	// Transformers beam search.
 	cands   []cand
@@ -254,6 +256,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 			g.free = append(g.free, beam{slot: i*k + j, node: -1})
 			g.scores[j] = make([]float32, vocab)
 		}
+		g.best.Reset(max(c, k)) // its storage, before the first step
 		if opts.Rule == Transformers && k > 1 {
 			g.cands = make([]cand, 0, c)
 			g.running = make([]int, 0, k)

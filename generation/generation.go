@@ -83,6 +83,7 @@ import (
 	"iter"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -242,6 +243,7 @@ type Generator struct {
 	feeds         []backend.Feed
 	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
 	logprobs      []float32
+	best          numeric.Best[float32] // scratch: a token's top alternatives
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
@@ -650,9 +651,9 @@ func TestLogprobs(t *testing.T) {
 }
 
 func TestTopLogprobsTies(t *testing.T) {
-	got := topLogprobs(nil, []float32{-1, -2, -1, float32(math.Inf(-1)), -0.5, -2}, 4)
+	got := topLogprobs(nil, new(numeric.Best[float32]), []float32{-1, -2, -1, float32(math.Inf(-1)), -0.5, -2}, 4)
 	require.Equal(t, []TokenLogprob{{4, -0.5}, {0, -1}, {2, -1}, {1, -2}}, got)
-	require.Empty(t, topLogprobs(nil, []float32{-1}, 0))
+	require.Empty(t, topLogprobs(nil, new(numeric.Best[float32]), []float32{-1}, 0))
 }
 
 // A row that ends without a new token (here, cancelled) still delivers the
