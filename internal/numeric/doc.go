@@ -1,6 +1,6 @@
-// Package numeric holds the arithmetic that logits, mirostat and beam share, so that each routine
-// has one implementation: the table exponential, the softmax normalizer (log-sum-exp), and the
-// bounded selection of the best n entries of a stream.
+// Package numeric holds the arithmetic that logits, mirostat, beam and generation share, so that
+// each routine has one implementation: the table exponential, the softmax normalizer
+// (log-sum-exp), the inverse-CDF draw, and the bounded selection of the best n entries of a stream.
 //
 // # Exponentials
 //
@@ -17,6 +17,12 @@
 // sum over a whole row and a sum over the list of its finite entries agree to the last bit;
 // [LogSumExp] is m + ln of that sum. [AddTerms] is the loop inside them, resumable, for mirostat's
 // normalizer, which also collects its best tokens in the same pass.
+//
+// # Draws
+//
+// [InverseCDF] maps one uniform to an index of a probability row by its running sum, the draw of
+// Mirostat's samplers and of its lab's comparison samplers. [Log] is math.Log made right for
+// subnormal arguments.
 //
 // # Selection
 //

@@ -95,3 +95,13 @@ func Term(d float64) float64 {
 	e, _ := ExpTerm(d)
 	return e
 }
+
+// Log is math.Log for x > 0, subnormal x included: on amd64 math.Log returns about -709 for every
+// subnormal (golang/go#56600), and weights and probabilities can be subnormal.
+func Log(x float64) float64 {
+	if x < 0x1p-1022 {
+		frac, exp := math.Frexp(x)
+		return math.Log(frac) + float64(exp)*math.Ln2
+	}
+	return math.Log(x)
+}
