@@ -407,7 +407,7 @@ func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
 	if k <= len(top) || len(top) < min(s.cfg.M, len(row)) { // top holds the candidates, ranked
 		kept := top[:min(k, len(top))]
 		probs := s.fillProbs(st, kept)
-		i := inverseCDF(probs, u)
+		i := numeric.InverseCDF(probs, u)
 		return s.commit(st, kept[i], probs[i], len(kept), k, exponent)
 	}
 	// The candidates are the first k in rank order: the tokens of the bands
@@ -518,7 +518,7 @@ func (s *Sampler) drawAmong(row []float32, st rowStats, c []cand, u float64) (St
 	if len(c) <= descentLeaf {
 		slices.SortFunc(c, byRank)
 		probs := s.fillProbs(st, c)
-		i := inverseCDF(probs, u)
+		i := numeric.InverseCDF(probs, u)
 		return s.commit(st, c[i], probs[i], len(c), 0, 0)
 	}
 	var total float64

@@ -9,13 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ln is right where math.Log on amd64 is not (golang/go#56600).
-func TestLnSubnormal(t *testing.T) {
-	assert.InDelta(t, -744.4400719213812, ln(5e-324), 1e-12)
-	assert.InDelta(t, math.Log(2.61773395118493)-310*math.Ln10, ln(2.61773395118493e-310), 1e-12)
-	assert.Equal(t, math.Log(0.3), ln(0.3))
-}
-
 // The normalizer against a float64 brute force with math.Exp, on rows of
 // every range, masked or not, up to 262144 tokens: lnZ within 1e-12
 // relative in Z. The pass that fills a draw's histogram must give the same

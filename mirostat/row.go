@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/mirostat/internal/zipf"
 )
 
 // cand is one token of a row while its candidate set is selected.
@@ -182,7 +183,7 @@ func weightStats(row []float64) (rowStats, error) {
 	if top < 0 {
 		return rowStats{}, ErrAllMasked
 	}
-	return rowStats{n: len(row), top: top, lnZ: ln(sum)}, nil
+	return rowStats{n: len(row), top: top, lnZ: numeric.Log(sum)}, nil
 }
 
 // float32Below returns the largest float32 that is <= x.
@@ -262,78 +263,17 @@ func topK[F float32 | float64](dst []cand, best *numeric.Best[float64], row []F,
 // ranksAfter reports whether a ranks after b: byRank(a, b) > 0.
 func ranksAfter(a, b cand) bool { return a.v < b.v || (a.v == b.v && a.id > b.id) }
 
-// zipfT holds t_i = ln((i+2)/(i+1)), the regressors of the Zipf fit.
-var zipfT = func() (t [1024]float64) {
-	for i := range t {
-		t[i] = zipfRegressor(i)
-	}
-	return t
-}()
-
-func zipfRegressor(i int) float64 { return math.Log1p(1 / float64(i+1)) }
-
-// minZipfExponent replaces a fitted exponent below it: a flat top (every
-// ratio 1) fits s = 0, where k's formula divides by zero. In that limit k is 1
-// or the whole vocabulary, and so it is with this floor.
-const minZipfExponent = 1e-3
-
-// zipfExponent fits ŝ by least squares through the origin over the adjacent
-// log-ratios of c, which holds the top tokens in rank order (paper, eq. 30):
-// ŝ = Σ t_i b_i / Σ t_i², b_i = ln(p_i/p_{i+1}), t_i = ln((i+2)/(i+1)).
-// It returns 0 when c has fewer than two tokens.
+// zipfExponent is V1's Zipf exponent over c, the top tokens in rank order
+// (see zipf.Exponent).
 func zipfExponent(c []cand) float64 {
-	if len(c) < 2 {
-		return 0
-	}
-	var num, den float64
-	for i := range len(c) - 1 {
-		t := 0.0
-		if i < len(zipfT) {
-			t = zipfT[i]
-		} else {
-			t = zipfRegressor(i)
-		}
-		num += t * (c[i].lv - c[i+1].lv)
-		den += t * t
-	}
-	return max(num/den, minZipfExponent)
+	return zipf.Exponent(len(c), func(i int) float64 { return c[i].lv })
 }
 
-// adaptiveK is V1's k for surprise target mu (bits), Zipf exponent s and
-// vocabulary n (paper, eq. 34): k = (ε·2^mu / (1 - n^-ε))^(1/s) with ε = s-1,
-// rounded to the nearest integer and clamped to [1, n]. Near s = 1 the factor
-// ε/(1 - n^-ε) takes its limit 1/ln n; the power is taken in log space, so a
-// large mu saturates at n instead of overflowing.
+// adaptiveK is V1's k (see zipf.K); a NaN is ErrNumerical.
 func adaptiveK(mu, s float64, n int) (int, error) {
-	if n <= 1 || s == 0 {
-		return 1, nil
-	}
-	lnN := math.Log(float64(n))
-	eps := s - 1
-	x := eps * lnN
-	var lnFactor float64
-	if math.Abs(x) < 1e-8 {
-		lnFactor = -math.Log(lnN) + x/2
-	} else {
-		lnFactor = math.Log(eps / -math.Expm1(-x))
-	}
-	lnK := (lnFactor + mu*math.Ln2) / s
-	switch {
-	case math.IsNaN(lnK):
+	k, ok := zipf.K(mu, s, n)
+	if !ok {
 		return 0, ErrNumerical
-	case lnK >= lnN:
-		return n, nil
 	}
-	return int(max(1, math.Round(math.Exp(lnK)))), nil
-}
-
-// ln is math.Log for x > 0, subnormal x included: on amd64 math.Log
-// returns about -709 for every subnormal (golang/go#56600), and weights and
-// probabilities can be subnormal.
-func ln(x float64) float64 {
-	if x < 0x1p-1022 {
-		frac, exp := math.Frexp(x)
-		return math.Log(frac) + float64(exp)*math.Ln2
-	}
-	return math.Log(x)
+	return k, nil
 }

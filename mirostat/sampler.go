@@ -296,12 +296,13 @@ type selection struct {
 	s     float64   // V1's Zipf exponent
 }
 
-// pick maps u to a candidate by inverse CDF in rank order (see
-// inverseCDF); prepared rows binary-search their running sums, which are the
+// pick maps u to a candidate by inverse CDF in rank order (the reference
+// draw, numeric.InverseCDF; drawLogits reaches the same index without
+// ranking the candidates, see draw.go); prepared rows binary-search their running sums, which are the
 // same sums.
 func (sel *selection) pick(u float64) int {
 	if sel.cum == nil {
-		return inverseCDF(sel.probs, u)
+		return numeric.InverseCDF(sel.probs, u)
 	}
 	target := u * sel.cum[len(sel.cum)-1]
 	i, _ := slices.BinarySearchFunc(sel.cum, target, func(c, t float64) int {
@@ -313,35 +314,7 @@ func (sel *selection) pick(u float64) int {
 	if i < len(sel.cum) {
 		return i
 	}
-	return lastWithMass(sel.probs)
-}
-
-// inverseCDF is the reference draw: the index of the first probability
-// whose running sum exceeds u times the total. When rounding lifts u*total
-// to the total, it is the last index with mass. drawLogits reaches the same
-// index without ranking the candidates (see draw.go).
-func inverseCDF(probs []float64, u float64) int {
-	var total float64
-	for _, p := range probs {
-		total += p
-	}
-	target := u * total
-	var cum float64
-	for i, p := range probs {
-		if cum += p; cum > target {
-			return i
-		}
-	}
-	return lastWithMass(probs)
-}
-
-func lastWithMass(probs []float64) int {
-	for i := len(probs) - 1; i > 0; i-- {
-		if probs[i] > 0 {
-			return i
-		}
-	}
-	return 0
+	return numeric.LastWithMass(sel.probs)
 }
 
 // mass sums the candidates' original probabilities in rank order.
@@ -433,10 +406,10 @@ func (s *Sampler) selectWeights(row []float64) (selection, error) {
 	lnThr -= 1e-9 * (math.Abs(st.lnZ) + math.Abs(s.mu*math.Ln2) + 1)
 	c := collectAtLeast(s.cands[:0], row, math.Exp(lnThr))
 	for i := range c {
-		c[i].lv = ln(c[i].v)
+		c[i].lv = numeric.Log(c[i].v)
 	}
 	w := row[st.top]
-	return s.finishV2(st, c, cand{v: w, lv: ln(w), id: int32(st.top)}), nil
+	return s.finishV2(st, c, cand{v: w, lv: numeric.Log(w), id: int32(st.top)}), nil
 }
 
 // finishV2 keeps the collected candidates whose surprise is at most mu (the
@@ -477,7 +450,7 @@ func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand,
 func setLogScores(c []cand, weights bool) {
 	for i := range c {
 		if weights {
-			c[i].lv = ln(c[i].v)
+			c[i].lv = numeric.Log(c[i].v)
 		} else {
 			c[i].lv = c[i].v
 		}
