@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -19,7 +20,7 @@ type search struct {
 	ctx     context.Context
 	backend backend.Backend
 	opts    Options
-	cfg     *logits.GenerationConfig
+	cfg     *genconfig.Config
 	pipe    *logits.Pipeline
 	choose  logits.Chooser // one beam: the config's greedy or multinomial choice
 	src     logits.Source  // the draws of sampling, seeded with Options.Seed
@@ -139,7 +140,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	}
 	cfg := opts.Config
 	if cfg == nil {
-		cfg = logits.DefaultGenerationConfig()
+		cfg = genconfig.Default()
 	}
 	vocab := backend.VocabSize()
 	if vocab < 1 {
@@ -273,11 +274,11 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 
 // earlyStopping maps the config's early_stopping onto the three behaviours
 // of transformers.
-func earlyStopping(cfg *logits.GenerationConfig) earlyStop {
+func earlyStopping(cfg *genconfig.Config) earlyStop {
 	switch cfg.EarlyStopping {
-	case logits.EarlyStoppingTrue:
+	case genconfig.EarlyStoppingTrue:
 		return earlyTrue
-	case logits.EarlyStoppingNever:
+	case genconfig.EarlyStoppingNever:
 		return earlyNever
 	}
 	return earlyFalse
@@ -286,7 +287,7 @@ func earlyStopping(cfg *logits.GenerationConfig) earlyStop {
 // fillToken is the padding of short output rows: transformers' beam search
 // fills with `pad or eos[0]` (so a pad of 0 gives eos[0]) and -1 without eos;
 // its greedy and sampling loop pads with pad, which defaults to eos[0].
-func fillToken(cfg *logits.GenerationConfig, k int) int32 {
+func fillToken(cfg *genconfig.Config, k int) int32 {
 	if len(cfg.EOSTokenID) == 0 {
 		if k == 1 && cfg.PadTokenID != nil {
 			return *cfg.PadTokenID

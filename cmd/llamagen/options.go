@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/cli"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
@@ -34,7 +34,7 @@ type options struct {
 
 	genConfig string
 	// overrides holds the generation-config fields set on the command line,
-	// as JSON values by field name, applied with GenerationConfig.Update.
+	// as JSON values by field name, applied with genconfig.Config.Update.
 	overrides map[string]json.RawMessage
 
 	mirostat    int
@@ -77,7 +77,7 @@ type configOption struct {
 	usage     string
 }
 
-// configOptions lists every GenerationConfig field that package logits
+// configOptions lists every genconfig.Config field that package logits
 // and the decoding loop act on, with transformers' defaults.
 var configOptions = []configOption{
 	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
@@ -369,15 +369,15 @@ func (o *options) mirostatConfig() *mirostat.Config {
 // defaults or --generation-config, then llamagen's default length when
 // nothing sets one, then the command-line fields. Validate's warnings are
 // returned for stderr; its errors are the error.
-func (o *options) generationConfig(vocabSize int) (*logits.GenerationConfig, []string, error) {
-	cfg := logits.DefaultGenerationConfig()
+func (o *options) generationConfig(vocabSize int) (*genconfig.Config, []string, error) {
+	cfg := genconfig.Default()
 	fileKeys := map[string]json.RawMessage{}
 	if o.genConfig != "" {
 		data, err := os.ReadFile(o.genConfig)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--generation-config: %w", err)
 		}
-		if cfg, err = logits.ParseGenerationConfig(data); err != nil {
+		if cfg, err = genconfig.Parse(data); err != nil {
 			return nil, nil, fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
 		}
 		_ = json.Unmarshal(data, &fileKeys)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
@@ -68,7 +69,7 @@ func sideBySide(b *testing.B, v int, ours, theirs func(row []float32)) {
 func BenchmarkSideBySideChain(b *testing.B) {
 	for _, v := range sideVocabs {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			cfg := logits.DefaultGenerationConfig()
+			cfg := genconfig.Default()
 			cfg.DoSample, cfg.RepetitionPenalty, cfg.TopK, cfg.TopP, cfg.Temperature = true, 1.1, 50, 0.9, 0.7
 			p, err := logits.NewPipeline(cfg, logits.Options{VocabSize: v})
 			if err != nil {
