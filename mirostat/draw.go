@@ -399,7 +399,7 @@ func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
 	}
 	top := h.best(s.cands[:0], row, min(s.cfg.M, len(row)))
 	s.cands = top
-	exponent := zipfExponent(top)
+	exponent := s.zipfExponent(top)
 	k, err := adaptiveK(s.mu, exponent, len(row))
 	if err != nil {
 		return Step{}, err

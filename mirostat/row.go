@@ -3,6 +3,7 @@ package mirostat
 import (
 	"cmp"
 	"math"
+	"slices"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/mirostat/internal/zipf"
@@ -264,9 +265,14 @@ func topK[F float32 | float64](dst []cand, best *numeric.Best[float64], row []F,
 func ranksAfter(a, b cand) bool { return a.v < b.v || (a.v == b.v && a.id > b.id) }
 
 // zipfExponent is V1's Zipf exponent over c, the top tokens in rank order
-// (see zipf.Exponent).
-func zipfExponent(c []cand) float64 {
-	return zipf.Exponent(len(c), func(i int) float64 { return c[i].lv })
+// (zipf.Exponent of their log scores, gathered in s's scratch).
+func (s *Sampler) zipfExponent(c []cand) float64 {
+	s.lv = slices.Grow(s.lv[:0], len(c))[:len(c)]
+	lv := s.lv
+	for i := range c {
+		lv[i] = c[i].lv
+	}
+	return zipf.Exponent(lv)
 }
 
 // adaptiveK is V1's k (see zipf.K); a NaN is ErrNumerical.

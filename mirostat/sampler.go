@@ -69,6 +69,7 @@ type Sampler struct {
 	probs []float64             // scratch: their original probabilities
 	hist  histogram             // scratch: the row's candidates by band
 	best  numeric.Best[float64] // scratch: the best tokens of a row
+	lv    []float64             // scratch: V1's top log scores, for the Zipf fit
 }
 
 // New returns a sampler at mu = cfg.Mu (2*Tau when 0).
@@ -430,7 +431,7 @@ func (s *Sampler) finishV2(st rowStats, c []cand, top cand) selection {
 func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand, masked F, weights bool) (selection, error) {
 	setLogScores(top, weights)
 	s.cands = top
-	exponent := zipfExponent(top)
+	exponent := s.zipfExponent(top)
 	k, err := adaptiveK(s.mu, exponent, len(row))
 	if err != nil {
 		return selection{}, err

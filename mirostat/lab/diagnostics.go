@@ -209,7 +209,7 @@ func ZipfExponent(probs []float64, order []int, m int) (float64, error) {
 		}
 		lv = append(lv, numeric.Log(probs[id]))
 	}
-	return zipf.Exponent(len(lv), func(i int) float64 { return lv[i] }), nil
+	return zipf.Exponent(lv), nil
 }
 
 // AdaptiveK returns V1's k for target mu (bits), Zipf exponent s > 0 and a

@@ -20,23 +20,23 @@ var regressors = func() (t [1024]float64) {
 
 func regressor(i int) float64 { return math.Log1p(1 / float64(i+1)) }
 
-// Exponent fits ŝ by least squares through the origin over the adjacent log-ratios of the n top
-// tokens in rank order (paper, eq. 30): ŝ = Σ t_i b_i / Σ t_i², b_i = lv(i) - lv(i+1) = ln(p_i/p_{i+1}),
-// t_i = ln((i+2)/(i+1)), where lv(i) is the log-probability of the i-th token, up to a common
-// shift. It returns 0 when n < 2, and at least MinExponent otherwise.
-func Exponent(n int, lv func(i int) float64) float64 {
-	if n < 2 {
+// Exponent fits ŝ by least squares through the origin over the adjacent log-ratios of the top
+// tokens in rank order (paper, eq. 30): ŝ = Σ t_i b_i / Σ t_i², with b_i = lv_i - lv_{i+1} =
+// ln(p_i/p_{i+1}) and t_i = ln((i+2)/(i+1)), where lv holds their log-probabilities (up to a common
+// shift). It returns 0 when lv holds fewer than two tokens, and at least MinExponent otherwise.
+func Exponent(lv []float64) float64 {
+	if len(lv) < 2 {
 		return 0
 	}
 	var num, den float64
-	for i := range n - 1 {
+	for i := range len(lv) - 1 {
 		t := 0.0
 		if i < len(regressors) {
 			t = regressors[i]
 		} else {
 			t = regressor(i)
 		}
-		num += t * (lv(i) - lv(i+1))
+		num += t * (lv[i] - lv[i+1])
 		den += t * t
 	}
 	return max(num/den, MinExponent)

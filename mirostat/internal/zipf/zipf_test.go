@@ -11,12 +11,15 @@ import (
 func TestExponentRecoversS(t *testing.T) {
 	for _, s := range []float64{0.7, 1, 1.3, 2} {
 		for _, n := range []int{2, 100, 1500} {
-			got := Exponent(n, func(i int) float64 { return -s * math.Log(float64(i+1)) })
-			assert.InDelta(t, s, got, 1e-12, "s=%v n=%d", s, n)
+			lv := make([]float64, n)
+			for i := range lv {
+				lv[i] = -s * math.Log(float64(i+1))
+			}
+			assert.InDelta(t, s, Exponent(lv), 1e-12, "s=%v n=%d", s, n)
 		}
 	}
-	assert.Zero(t, Exponent(1, func(int) float64 { return 0 }))
-	assert.Equal(t, MinExponent, Exponent(5, func(int) float64 { return -1 }), "a flat top hits the floor")
+	assert.Zero(t, Exponent([]float64{-1}), "fewer than two tokens")
+	assert.Equal(t, MinExponent, Exponent([]float64{-1, -1, -1}), "a flat top hits the floor")
 }
 
 func TestK(t *testing.T) {
