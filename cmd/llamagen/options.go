@@ -446,7 +446,10 @@ type settingsError struct {
 	err error
 }
 
+// Error returns the command line's message.
 func (e *settingsError) Error() string { return e.msg }
+
+// Unwrap returns the config's error.
 func (e *settingsError) Unwrap() error { return e.err }
 
 // configOptionFor returns the option of the generation_config.json field key, or nil when no

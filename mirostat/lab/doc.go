@@ -15,7 +15,7 @@
 //
 // Every transform and every truncation is the processor of package logits that implements the
 // rule for transformers (RepetitionPenalty, PresenceFrequencyPenalty, LogitBias, AllowTokens,
-// BlockTokens, Temperature, TopK, TopP, MinP, EpsilonLogitsWarper, TypicalLogitsWarper), applied
+// BlockTokens, Temperature, TopK, TopP, MinP, Epsilon, Typical), applied
 // to a copy of the row, so a rule behaves the same here and in a generation pipeline. That fixes
 // their arithmetic and ranges: float32 as in transformers (a temperature or penalty is rounded to
 // float32 before it meets a logit), top_p in [0, 1] (0 keeps the top token), epsilon in (0, 1),
