@@ -26,7 +26,7 @@ func (r *History) kthLargest(xs []float32, k int) float32 {
 		root := b.Worst().Key
 		for ; i < len(xs); i++ {
 			if x := xs[i]; x > root {
-				b.Offer(numeric.Entry[float32]{Key: x, Index: int32(i)})
+				b.Replace(numeric.Entry[float32]{Key: x, Index: int32(i)})
 				root = b.Worst().Key
 			} else if x != x {
 				nNaN++

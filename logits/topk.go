@@ -114,7 +114,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 					nNaN++
 					continue
 				}
-				b.Offer(numeric.Entry[float32]{Key: x, Index: int32(i)})
+				b.Replace(numeric.Entry[float32]{Key: x, Index: int32(i)}) // x > root: it enters
 				if w := b.Worst().Key; w != root {
 					root = w
 					cut = cutFor(root, t)

@@ -233,7 +233,12 @@ func newTopSet(dst []cand, best *numeric.Best[float64], m int, masked float64) t
 
 // add enters token id with value x > thr and returns the new thr.
 func (t *topSet) add(x float64, id int) float64 {
-	t.best.Offer(numeric.Entry[float64]{Key: x, Index: int32(id)})
+	e := numeric.Entry[float64]{Key: x, Index: int32(id)}
+	if t.best.Full() {
+		t.best.Replace(e) // x > thr, the worst key: it enters
+	} else {
+		t.best.Offer(e)
+	}
 	if t.best.Full() {
 		t.thr = t.best.Worst().Key
 	}

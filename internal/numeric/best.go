@@ -53,17 +53,20 @@ func (b *Best[K]) Admits(k K) bool { return len(b.h) < b.n || (b.n > 0 && k > b.
 // displaces. It reports whether e entered.
 func (b *Best[K]) Offer(e Entry[K]) bool {
 	if len(b.h) < b.n {
-		b.h = append(b.h, e)
-		b.up(len(b.h) - 1)
+		b.push(e)
 		return true
 	}
-	if b.n == 0 || !e.Before(b.h[0]) {
+	if len(b.h) == 0 || !e.Before(b.h[0]) {
 		return false
 	}
-	b.h[0] = e
-	b.down()
+	b.sift(e)
 	return true
 }
+
+// Replace puts e in place of the worst entry kept, which e must rank before (a full b, and an
+// entry that Admits or Before has let in): Offer for a scan that has already compared, with one
+// call less per entry that enters, which is most of the cost of a top-k over a row.
+func (b *Best[K]) Replace(e Entry[K]) { b.sift(e) }
 
 // Sorted returns the entries kept, best first, and leaves b empty; the slice aliases b's storage
 // and is valid until the next Reset or Offer.
@@ -71,9 +74,10 @@ func (b *Best[K]) Sorted() []Entry[K] {
 	h := b.h
 	// Heap sort: the root, the worst, goes to the end of what is left.
 	for end := len(h) - 1; end > 0; end-- {
-		h[0], h[end] = h[end], h[0]
+		last := h[end]
+		h[end] = h[0]
 		b.h = h[:end]
-		b.down()
+		b.sift(last)
 	}
 	b.h = h[:0]
 	return h
@@ -88,41 +92,48 @@ func (b *Best[K]) Keys(dst []K) []K {
 	return dst
 }
 
-// up moves h[i] towards the root while it ranks after its parent.
-func (b *Best[K]) up(i int) {
+// push appends e and moves it towards the root while it ranks after its parent. The indices are
+// unsigned so that the compiler can drop the bounds checks.
+func (b *Best[K]) push(e Entry[K]) {
+	b.h = append(b.h, e)
 	h := b.h
-	e := h[i]
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !h[parent].Before(e) {
+	j := uint(len(h) - 1)
+	for j > 0 {
+		parent := (j - 1) / 2
+		p := h[parent]
+		if !p.Before(e) {
 			break
 		}
-		h[i] = h[parent]
-		i = parent
+		h[j] = p
+		j = parent
 	}
-	h[i] = e
+	h[j] = e
 }
 
-// down moves the root towards the leaves while a child ranks after it.
-func (b *Best[K]) down() {
+// sift puts e in place of the root (b must not be empty) and moves it towards the leaves while a
+// child ranks after it, through a hole rather than swaps.
+func (b *Best[K]) sift(e Entry[K]) {
 	h := b.h
-	n := len(h)
-	e := h[0]
-	i := 0
+	n := uint(len(h))
+	i := uint(0)
 	for {
 		l := 2*i + 1
-		if l >= n {
+		if l >= n || l < i { // the end of the heap (or an overflow)
 			break
 		}
-		w := l // the worse child
-		if r := l + 1; r < n && h[l].Before(h[r]) {
-			w = r
+		w, c := l, h[l] // the worse child
+		if r := l + 1; r < n {
+			if hr := h[r]; c.Before(hr) {
+				w, c = r, hr
+			}
 		}
-		if !e.Before(h[w]) {
+		if !e.Before(c) {
 			break
 		}
-		h[i] = h[w]
+		h[i] = c
 		i = w
 	}
-	h[i] = e
+	if i < n {
+		h[i] = e
+	}
 }

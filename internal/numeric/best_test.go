@@ -73,6 +73,16 @@ func TestBestTiesLose(t *testing.T) {
 	assert.Equal(t, []float64{2, 3}, slices.Sorted(slices.Values(b.Keys(nil))))
 	assert.Equal(t, []Entry[float64]{{3, 1}, {2, 3}}, b.Sorted())
 
+	// Replace for an entry already known to rank before the worst.
+	b.Reset(3)
+	for i, k := range []float64{5, 1, 4} {
+		b.Offer(Entry[float64]{Key: k, Index: int32(i)})
+	}
+	require.True(t, b.Admits(2))
+	b.Replace(Entry[float64]{Key: 2, Index: 3})
+	assert.Equal(t, Entry[float64]{Key: 2, Index: 3}, b.Worst())
+	assert.Equal(t, []Entry[float64]{{5, 0}, {4, 2}, {2, 3}}, b.Sorted())
+
 	b.Reset(0)
 	assert.True(t, b.Full())
 	assert.False(t, b.Admits(9))
