@@ -10,6 +10,8 @@ import (
 // kthLargest returns the k-th largest value of xs (1 <= k <= len(xs)), counting duplicates, with NaN
 // ranked above every number as torch.topk ranks it. It keeps the k largest numbers in r.best, so a
 // pass over xs costs one comparison per value once the kept values are large; it never sorts xs.
+// Only values matter here, so the entries carry no index: equal values then rank as equals, and a
+// row of many ties costs no reordering among them.
 func (r *History) kthLargest(xs []float32, k int) float32 {
 	b := &r.best
 	b.Reset(k)
@@ -17,7 +19,7 @@ func (r *History) kthLargest(xs []float32, k int) float32 {
 	i := 0
 	for ; i < len(xs) && !b.Full(); i++ {
 		if x := xs[i]; x == x {
-			b.Offer(numeric.Entry[float32]{Key: x, Index: int32(i)})
+			b.Offer(numeric.Entry[float32]{Key: x})
 		} else {
 			nNaN++
 		}
@@ -26,7 +28,7 @@ func (r *History) kthLargest(xs []float32, k int) float32 {
 		root := b.Worst().Key
 		for ; i < len(xs); i++ {
 			if x := xs[i]; x > root {
-				b.Replace(numeric.Entry[float32]{Key: x, Index: int32(i)})
+				b.Replace(numeric.Entry[float32]{Key: x})
 				root = b.Worst().Key
 			} else if x != x {
 				nNaN++

@@ -83,7 +83,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	for ; i < len(scores) && !b.Full(); i++ {
 		pending = append(pending, int32(i))
 		if x := scores[i]; x == x {
-			b.Offer(numeric.Entry[float32]{Key: x, Index: int32(i)})
+			b.Offer(numeric.Entry[float32]{Key: x})
 		} else {
 			nNaN++
 		}
@@ -114,7 +114,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 					nNaN++
 					continue
 				}
-				b.Replace(numeric.Entry[float32]{Key: x, Index: int32(i)}) // x > root: it enters
+				b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
 				if w := b.Worst().Key; w != root {
 					root = w
 					cut = cutFor(root, t)

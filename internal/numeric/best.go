@@ -11,12 +11,16 @@ type Entry[K cmp.Ordered] struct {
 
 // Before reports whether e ranks before o: a larger key, or an equal key and a smaller index.
 func (e Entry[K]) Before(o Entry[K]) bool {
-	return e.Key > o.Key || (e.Key == o.Key && e.Index < o.Index)
+	if e.Key > o.Key {
+		return true
+	}
+	return !(e.Key < o.Key) && e.Index < o.Index
 }
 
-// Best keeps the n best entries offered to it: the n that rank first under [Entry.Before]. It is a
-// min-heap of at most n entries whose root is the worst one kept, so an entry that cannot enter
-// costs one comparison and one that does O(log n). Keys must not be NaN (rank NaN before Offer).
+// Best keeps the n best entries offered to it: the n that rank first under [Entry.Before]. Once it
+// holds n entries it is a min-heap whose root is the worst one kept, so an entry that cannot enter
+// costs one comparison and one that does O(log n); the first n are only appended, then arranged
+// into a heap at once (O(n)). Keys must not be NaN (rank NaN before Offer).
 //
 // A caller that offers the entries of a row in increasing index order can test the key alone
 // ([Best.Admits]) before it builds an entry: an entry whose key equals the worst one's has a
@@ -41,7 +45,8 @@ func (b *Best[K]) Len() int { return len(b.h) }
 // Full reports whether b keeps n entries, so that an entry enters only by displacing the worst.
 func (b *Best[K]) Full() bool { return len(b.h) >= b.n }
 
-// Worst returns the worst entry kept; b must not be empty.
+// Worst returns the worst entry kept; b must be full (and n > 0): the worst of fewer is not
+// tracked.
 func (b *Best[K]) Worst() Entry[K] { return b.h[0] }
 
 // Admits reports whether an entry of key k, offered after every entry kept in index order (so
@@ -53,31 +58,37 @@ func (b *Best[K]) Admits(k K) bool { return len(b.h) < b.n || (b.n > 0 && k > b.
 // displaces. It reports whether e entered.
 func (b *Best[K]) Offer(e Entry[K]) bool {
 	if len(b.h) < b.n {
-		b.push(e)
+		b.h = append(b.h, e)
+		if len(b.h) == b.n {
+			b.heapify()
+		}
 		return true
 	}
 	if len(b.h) == 0 || !e.Before(b.h[0]) {
 		return false
 	}
-	b.sift(e)
+	b.sift(0, e)
 	return true
 }
 
 // Replace puts e in place of the worst entry kept, which e must rank before (a full b, and an
 // entry that Admits or Before has let in): Offer for a scan that has already compared, with one
 // call less per entry that enters, which is most of the cost of a top-k over a row.
-func (b *Best[K]) Replace(e Entry[K]) { b.sift(e) }
+func (b *Best[K]) Replace(e Entry[K]) { b.sift(0, e) }
 
 // Sorted returns the entries kept, best first, and leaves b empty; the slice aliases b's storage
 // and is valid until the next Reset or Offer.
 func (b *Best[K]) Sorted() []Entry[K] {
+	if len(b.h) < b.n {
+		b.heapify() // fewer than n were offered: they are not a heap yet
+	}
 	h := b.h
 	// Heap sort: the root, the worst, goes to the end of what is left.
 	for end := len(h) - 1; end > 0; end-- {
 		last := h[end]
 		h[end] = h[0]
 		b.h = h[:end]
-		b.sift(last)
+		b.sift(0, last)
 	}
 	b.h = h[:0]
 	return h
@@ -92,30 +103,20 @@ func (b *Best[K]) Keys(dst []K) []K {
 	return dst
 }
 
-// push appends e and moves it towards the root while it ranks after its parent. The indices are
-// unsigned so that the compiler can drop the bounds checks.
-func (b *Best[K]) push(e Entry[K]) {
-	b.h = append(b.h, e)
-	h := b.h
-	j := uint(len(h) - 1)
-	for j > 0 {
-		parent := (j - 1) / 2
-		p := h[parent]
-		if !p.Before(e) {
-			break
-		}
-		h[j] = p
-		j = parent
+// heapify arranges the entries into a heap, bottom up (Floyd): O(n), where n pushes would cost
+// O(n log n).
+func (b *Best[K]) heapify() {
+	for i := len(b.h)/2 - 1; i >= 0; i-- {
+		b.sift(uint(i), b.h[i])
 	}
-	h[j] = e
 }
 
-// sift puts e in place of the root (b must not be empty) and moves it towards the leaves while a
-// child ranks after it, through a hole rather than swaps.
-func (b *Best[K]) sift(e Entry[K]) {
+// sift puts e at h[i] and moves it towards the leaves while a child ranks after it, through a
+// hole rather than swaps. The indices are unsigned so that the compiler can drop the bounds
+// checks.
+func (b *Best[K]) sift(i uint, e Entry[K]) {
 	h := b.h
 	n := uint(len(h))
-	i := uint(0)
 	for {
 		l := 2*i + 1
 		if l >= n || l < i { // the end of the heap (or an overflow)
