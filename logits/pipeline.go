@@ -241,12 +241,6 @@ func (p *Pipeline) NewHistory(prompt []int32) *History {
 	return r
 }
 
-// NewRow is NewHistory under the name it had when History was called Row.
-//
-// Deprecated: use NewHistory. NewRow stays only until llamacpp's side-by-side benchmarks, which
-// call it, leave that package.
-func (p *Pipeline) NewRow(prompt []int32) *History { return p.NewHistory(prompt) }
-
 // Process applies every stage in order to scores, the next-token row of history r, in place. It
 // does not allocate in steady state. r should come from p.NewHistory; a history of another pipeline
 // is re-initialised from its tokens first.

@@ -80,7 +80,7 @@ func BenchmarkSideBySideChain(b *testing.B) {
 			for i := range history {
 				history[i] = int32(rng.IntN(v))
 			}
-			row := p.NewRow(history)
+			hist := p.NewHistory(history)
 			native, err := nativesampler.NewChain(v, nativesampler.ChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
 				TopK: 50, TopP: 0.9, Temperature: 0.7, Seed: 1})
 			if err != nil {
@@ -91,8 +91,8 @@ func BenchmarkSideBySideChain(b *testing.B) {
 				native.Accept(t)
 			}
 			sideBySide(b, v, func(w []float32) {
-				p.Process(row, w)
-				p.Sample(row, w, rng.Float64())
+				p.Process(hist, w)
+				p.Sample(hist, w, rng.Float64())
 			}, func(w []float32) { _, _ = native.Sample(w) })
 		})
 	}
