@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
@@ -32,7 +33,7 @@ func rampModel(vocab int) backend.ModelFunc {
 // completed, reports context.Canceled itself and leaves every slot empty.
 func TestCancellationContract(t *testing.T) {
 	const vocab, after = 8, 3
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	maxNew := 20
 	cfg.MaxNewTokens = &maxNew
 

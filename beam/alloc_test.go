@@ -2,13 +2,13 @@ package beam_test
 
 import (
 	"context"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/asan"
 	"runtime"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -30,7 +30,7 @@ func TestNoPerStepAllocation(t *testing.T) {
 	} {
 		allocs := func(maxNew int) float64 {
 			b := backend.NewMemoryBackend(64, 8, benchModel(64))
-			cfg := logits.DefaultGenerationConfig()
+			cfg := genconfig.Default()
 			cfg.NumBeams = c.beams
 			cfg.DoSample = c.sample
 			cfg.MaxNewTokens = intp(maxNew)
@@ -51,7 +51,7 @@ func TestNoPerStepAllocation(t *testing.T) {
 // goroutines (large vocabularies) gives the result of one goroutine.
 func TestParallelRowsMatch(t *testing.T) {
 	const vocab = 4096
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	cfg.NumBeams = 4
 	cfg.NumReturnSequences = 4
 	cfg.MaxNewTokens = intp(6)

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -97,8 +98,8 @@ type Options struct {
 	// EarlyStopping, NumReturnSequences, MaxNewTokens or MaxLength (resolved
 	// per prompt, as generate() does), EOSTokenID, PadTokenID, DoSample, and
 	// every field that enables a logits processor. nil means
-	// logits.DefaultGenerationConfig(). The search does not modify it.
-	Config *logits.GenerationConfig
+	// genconfig.Default(). The search does not modify it.
+	Config *genconfig.Config
 
 	// User processors run after the config's processors and before the
 	// sampling warpers, as a logits_processor argument of generate() does.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // benchModel returns precomputed rows chosen by the last token and the
@@ -40,7 +40,7 @@ func BenchmarkSearch(b *testing.B) {
 						ps[i] = []int32{int32(i), 7, 9, 11}
 					}
 					b0 := backend.NewMemoryBackend(vocab, prompts*k, benchModel(vocab))
-					cfg := logits.DefaultGenerationConfig()
+					cfg := genconfig.Default()
 					cfg.NumBeams = k
 					cfg.MaxNewTokens = &[]int{maxNew}[0]
 					opts := beam.Options{Rule: rule, Config: cfg}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -44,7 +45,7 @@ func TestUserProcessorsRunConcurrently(t *testing.T) {
 		delete(scoresAt, &scores[0])
 		mu.Unlock()
 	})
-	cfg := cfgOf(func(c *logits.GenerationConfig) {
+	cfg := cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = 8
 		c.MaxNewTokens = intp(4)
 	})

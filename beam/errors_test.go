@@ -9,7 +9,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,8 +22,8 @@ func (n narrowLogits) Logits(i int) []float32 {
 	return l[:len(l)-1]
 }
 
-func beamCfg(k int) *logits.GenerationConfig {
-	return cfgOf(func(c *logits.GenerationConfig) {
+func beamCfg(k int) *genconfig.Config {
+	return cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = k
 		c.MaxNewTokens = intp(5)
 		c.EOSTokenID = []int32{0}
@@ -42,7 +42,7 @@ func TestValidation(t *testing.T) {
 	}{
 		{"zero beams", 4, prompt, beam.Options{Config: beamCfg(0)}, beam.ErrInvalid},
 		{"negative beams narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: beamCfg(-1)}, beam.ErrInvalid},
-		{"return more than beams", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"return more than beams", 4, prompt, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.NumReturnSequences = 3
 		})}, beam.ErrInvalid},
@@ -52,28 +52,28 @@ func TestValidation(t *testing.T) {
 		{"empty prompt", 4, [][]int32{{1}, {}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
 		{"token out of range", 4, [][]int32{{1, 6}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
 		{"negative token", 4, [][]int32{{-1}}, beam.Options{Config: beamCfg(2)}, beam.ErrInvalid},
-		{"eos out of range", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"eos out of range", 4, prompt, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.EOSTokenID = []int32{9}
 		})}, beam.ErrInvalid},
-		{"prompt fills max_length", 4, [][]int32{{1, 2, 3}}, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"prompt fills max_length", 4, [][]int32{{1, 2, 3}}, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.MaxLength = 3
 		})}, beam.ErrInvalid},
-		{"negative length penalty narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"negative length penalty narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.LengthPenalty = -1
 		})}, beam.ErrInvalid},
-		{"NaN length penalty", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"NaN length penalty", 4, prompt, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.LengthPenalty = math.NaN()
 		})}, beam.ErrInvalid},
-		{"sampling narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"sampling narrowing", 4, prompt, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.DoSample = true
 		})}, beam.ErrInvalid},
 		{"unknown rule", 4, prompt, beam.Options{Rule: 7, Config: beamCfg(2)}, beam.ErrInvalid},
-		{"more candidates than the vocabulary holds", 4, prompt, beam.Options{Config: cfgOf(func(c *logits.GenerationConfig) {
+		{"more candidates than the vocabulary holds", 4, prompt, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.EOSTokenID = []int32{0, 1, 2, 3, 4, 5}
 		})}, beam.ErrInvalid},
@@ -151,7 +151,7 @@ func TestBadStepsLeaveTheBackendUsable(t *testing.T) {
 	}
 }
 
-func transformersOrNarrow(t *testing.T, rule beam.Rule, model backend.ModelFunc, cfg *logits.GenerationConfig) []beam.Hypothesis {
+func transformersOrNarrow(t *testing.T, rule beam.Rule, model backend.ModelFunc, cfg *genconfig.Config) []beam.Hypothesis {
 	b := backend.NewMemoryBackend(6, cfg.NumBeams, model)
 	res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}}, beam.Options{Rule: rule, Config: cfg})
 	require.NoError(t, err)

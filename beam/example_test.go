@@ -7,7 +7,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // A toy model over the tokens {0, 1, 2, 3} whose next-token distribution
@@ -31,7 +31,7 @@ func Example() {
 	// slot) or, here, an in-memory model. A prompt needs num_beams slots.
 	backend := backend.NewMemoryBackend(4, 2, exampleModel)
 
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	cfg.NumBeams = 2
 	cfg.NumReturnSequences = 2
 	cfg.MaxNewTokens = new(int)
@@ -55,7 +55,7 @@ func Example() {
 
 func Example_narrowing() {
 	backend := backend.NewMemoryBackend(4, 2, exampleModel)
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	cfg.NumBeams = 2
 	cfg.MaxNewTokens = new(int)
 	*cfg.MaxNewTokens = 3

@@ -7,7 +7,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // FuzzSearch runs searches with arbitrary sizes, rules, eos sets, length
@@ -35,11 +35,11 @@ func FuzzSearch(f *testing.F) {
 			}
 			return l, err
 		}
-		cfg := logits.DefaultGenerationConfig()
+		cfg := genconfig.Default()
 		cfg.NumBeams = int(k%6) - 1
 		cfg.MaxNewTokens = intp(int(maxNew % 7))
 		cfg.LengthPenalty = float64(lp) / 10
-		cfg.EarlyStopping = logits.EarlyStopping(es % 3)
+		cfg.EarlyStopping = genconfig.EarlyStopping(es % 3)
 		cfg.DoSample = sample
 		for i := range int(nEOS % 4) {
 			cfg.EOSTokenID = append(cfg.EOSTokenID, int32((int(seed)+i)%v))

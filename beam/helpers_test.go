@@ -12,7 +12,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/stretchr/testify/require"
 )
 
@@ -151,8 +151,8 @@ func (m *seenModel) fn(history []int32) ([]float32, error) {
 }
 
 // cfgOf returns a default config changed by set.
-func cfgOf(set func(c *logits.GenerationConfig)) *logits.GenerationConfig {
-	c := logits.DefaultGenerationConfig()
+func cfgOf(set func(c *genconfig.Config)) *genconfig.Config {
+	c := genconfig.Default()
 	set(c)
 	return c
 }
@@ -163,7 +163,7 @@ func tokens(ts ...int32) []int32 { return ts }
 
 // narrow runs the Narrowing rule on a fresh memory backend with `slots`
 // slots.
-func narrow(t *testing.T, model backend.ModelFunc, vocab, slots int, prompt []int32, set func(c *logits.GenerationConfig)) ([]beam.Hypothesis, *recorder) {
+func narrow(t *testing.T, model backend.ModelFunc, vocab, slots int, prompt []int32, set func(c *genconfig.Config)) ([]beam.Hypothesis, *recorder) {
 	t.Helper()
 	rec := &recorder{Backend: backend.NewMemoryBackend(vocab, slots, model)}
 	res, err := beam.Search(context.Background(), rec, [][]int32{prompt}, beam.Options{Rule: beam.Narrowing, Config: cfgOf(set)})

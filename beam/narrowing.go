@@ -23,7 +23,7 @@ func (s *search) stepNarrowing(g *group) (bool, error) {
 	for j, b := range g.beams {
 		tables[j] = table{scores: g.scores[j], base: b.logprob}
 	}
-	cands := topLogProbs(g.cands, tables, s.k-len(g.done))
+	cands := topLogProbs(g.cands, &g.best, tables, s.k-len(g.done))
 	g.cands = cands
 	if len(cands) == 0 {
 		return false, ErrNoFiniteScore

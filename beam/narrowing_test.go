@@ -13,7 +13,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,8 +36,8 @@ func handModel() backend.ModelFunc {
 	}, []float64{0.25, 0.25, 0.5, 0})
 }
 
-func handConfig(beams int, lp float64) func(c *logits.GenerationConfig) {
-	return func(c *logits.GenerationConfig) {
+func handConfig(beams int, lp float64) func(c *genconfig.Config) {
+	return func(c *genconfig.Config) {
 		c.NumBeams = beams
 		c.MaxNewTokens = intp(2)
 		c.LengthPenalty = lp
@@ -107,7 +107,7 @@ func TestBeamOneIsGreedy(t *testing.T) {
 		model := hashModel(5, seed)
 		prompt := tokens(4, int32(seed%4))
 		want, wantLP := greedyLoop(t, model, prompt, 0, 8)
-		hyps, rec := narrow(t, model, 5, 1, prompt, func(c *logits.GenerationConfig) {
+		hyps, rec := narrow(t, model, 5, 1, prompt, func(c *genconfig.Config) {
 			c.NumBeams = 1
 			c.MaxNewTokens = intp(8)
 			c.LengthPenalty = 0
@@ -162,7 +162,7 @@ func TestExhaustiveBeamEqualsBruteForce(t *testing.T) {
 		}
 
 		k := 81 // 3^4: nothing is ever pruned
-		hyps, _ := narrow(t, model, 4, k, prompt, func(c *logits.GenerationConfig) {
+		hyps, _ := narrow(t, model, 4, k, prompt, func(c *genconfig.Config) {
 			c.NumBeams = k
 			c.MaxNewTokens = intp(maxNew)
 			c.LengthPenalty = alpha
@@ -186,7 +186,7 @@ func TestSmallBeamIsAPrefixOfTheExhaustiveRankingAtStepOne(t *testing.T) {
 	order := []int32{0, 1, 2, 3, 4, 5}
 	sort.SliceStable(order, func(i, j int) bool { return l[order[i]] > l[order[j]] })
 	for k := 1; k <= 6; k++ {
-		hyps, _ := narrow(t, model, 6, k, prompt, func(c *logits.GenerationConfig) {
+		hyps, _ := narrow(t, model, 6, k, prompt, func(c *genconfig.Config) {
 			c.NumBeams = k
 			c.MaxNewTokens = intp(1)
 			c.EOSTokenID = nil
@@ -203,7 +203,7 @@ func TestBeamNeverHoldsMoreThanBeamSize(t *testing.T) {
 		model := hashModel(7, uint64(k))
 		b := backend.NewMemoryBackend(7, 16, model)
 		rec := &recorder{Backend: b}
-		res, err := beam.Search(context.Background(), rec, [][]int32{{6, 1}}, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *logits.GenerationConfig) {
+		res, err := beam.Search(context.Background(), rec, [][]int32{{6, 1}}, beam.Options{Rule: beam.Narrowing, Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = k
 			c.MaxNewTokens = intp(10)
 			c.EOSTokenID = []int32{0}
@@ -231,7 +231,7 @@ func TestEOSFinishesAndShrinksTheBeam(t *testing.T) {
 		return l, err
 	}
 	prompt := tokens(4)
-	hyps, rec := narrow(t, model, 5, 4, prompt, func(c *logits.GenerationConfig) {
+	hyps, rec := narrow(t, model, 5, 4, prompt, func(c *genconfig.Config) {
 		c.NumBeams = 4
 		c.MaxNewTokens = intp(6)
 		c.EOSTokenID = []int32{0}
@@ -261,7 +261,7 @@ func TestSearchStopsWhenTheLastHypothesisFinishes(t *testing.T) {
 	model := probModel(4, 1, map[string][]float64{
 		"": {0, 0.5, 0.3, 0.2},
 	}, []float64{1, 0, 0, 0})
-	hyps, rec := narrow(t, model, 4, 2, tokens(3), func(c *logits.GenerationConfig) {
+	hyps, rec := narrow(t, model, 4, 2, tokens(3), func(c *genconfig.Config) {
 		c.NumBeams = 2
 		c.MaxNewTokens = intp(10)
 		c.EOSTokenID = []int32{0}
@@ -275,7 +275,7 @@ func TestSearchStopsWhenTheLastHypothesisFinishes(t *testing.T) {
 func TestMaxLenReturnsUnfinished(t *testing.T) {
 	model := masked(hashModel(5, 2), 0)
 	const k, maxNew = 3, 4
-	hyps, rec := narrow(t, model, 5, k, tokens(1), func(c *logits.GenerationConfig) {
+	hyps, rec := narrow(t, model, 5, k, tokens(1), func(c *genconfig.Config) {
 		c.NumBeams = k
 		c.MaxNewTokens = intp(maxNew)
 		c.EOSTokenID = []int32{0}
@@ -296,8 +296,8 @@ func TestLengthPenaltyChangesTheWinner(t *testing.T) {
 		"2,2":   {0, 0.3, 0.7, 0},
 		"2,2,2": {0.7, 0.15, 0.15, 0},
 	}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3, 0})
-	set := func(alpha float64) func(c *logits.GenerationConfig) {
-		return func(c *logits.GenerationConfig) {
+	set := func(alpha float64) func(c *genconfig.Config) {
+		return func(c *genconfig.Config) {
 			c.NumBeams = 2
 			c.MaxNewTokens = intp(4)
 			c.LengthPenalty = alpha
@@ -318,7 +318,7 @@ func TestLengthPenaltyChangesTheWinner(t *testing.T) {
 
 func TestTiesGoToTheLowestID(t *testing.T) {
 	uniform := func([]int32) ([]float32, error) { return make([]float32, 6), nil }
-	hyps, _ := narrow(t, uniform, 6, 2, tokens(5), func(c *logits.GenerationConfig) {
+	hyps, _ := narrow(t, uniform, 6, 2, tokens(5), func(c *genconfig.Config) {
 		c.NumBeams = 2
 		c.MaxNewTokens = intp(1)
 		c.EOSTokenID = []int32{5}
@@ -328,7 +328,7 @@ func TestTiesGoToTheLowestID(t *testing.T) {
 	assert.Equal(t, tokens(1), hyps[1].Tokens)
 
 	// Across beams: after 0 and 1, the lower beam's tokens come first.
-	hyps, _ = narrow(t, uniform, 6, 3, tokens(5), func(c *logits.GenerationConfig) {
+	hyps, _ = narrow(t, uniform, 6, 3, tokens(5), func(c *genconfig.Config) {
 		c.NumBeams = 3
 		c.MaxNewTokens = intp(2)
 		c.EOSTokenID = []int32{5}
@@ -347,7 +347,7 @@ func TestLogitsNeedNotBeNormalized(t *testing.T) {
 		}
 		return l, err
 	}
-	set := func(c *logits.GenerationConfig) {
+	set := func(c *genconfig.Config) {
 		c.NumBeams = 3
 		c.MaxNewTokens = intp(5)
 		c.EOSTokenID = []int32{0}
@@ -365,7 +365,7 @@ func TestMaskedTokensAreNeverChosen(t *testing.T) {
 	// Only tokens 1 and 2 are ever allowed: the beam of 8 is never full,
 	// and no -inf candidate fills it.
 	model := masked(hashModel(6, 9), 0, 3, 4, 5)
-	hyps, rec := narrow(t, model, 6, 8, tokens(5), func(c *logits.GenerationConfig) {
+	hyps, rec := narrow(t, model, 6, 8, tokens(5), func(c *genconfig.Config) {
 		c.NumBeams = 8
 		c.MaxNewTokens = intp(2)
 		c.EOSTokenID = []int32{0}
@@ -384,7 +384,7 @@ func TestLogprobIsTheSumAlongThePath(t *testing.T) {
 	model := hashModel(8, 21)
 	prompt := tokens(7, 3, 1)
 	const alpha = 0.7
-	hyps, _ := narrow(t, model, 8, 4, prompt, func(c *logits.GenerationConfig) {
+	hyps, _ := narrow(t, model, 8, 4, prompt, func(c *genconfig.Config) {
 		c.NumBeams = 4
 		c.MaxNewTokens = intp(7)
 		c.LengthPenalty = alpha
@@ -438,7 +438,7 @@ func TestStateFollowsParentsInARealSearch(t *testing.T) {
 			model := hashModel(10, 17)
 			seen := &seenModel{model: model}
 			b := backend.NewMemoryBackend(10, 4, seen.fn)
-			opts := beam.Options{Rule: rule, Config: cfgOf(func(c *logits.GenerationConfig) {
+			opts := beam.Options{Rule: rule, Config: cfgOf(func(c *genconfig.Config) {
 				c.NumBeams = 4
 				c.NumReturnSequences = 4
 				c.MaxNewTokens = intp(6)
@@ -492,7 +492,7 @@ func TestPrunedBeamsFreeTheirSlotsAtOnce(t *testing.T) {
 	}
 	for _, rule := range []beam.Rule{beam.Transformers, beam.Narrowing} {
 		b := &idleHolder{MemoryBackend: backend.NewMemoryBackend(6, 8, model)}
-		res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}, {5, 2}}, beam.Options{Rule: rule, Config: cfgOf(func(c *logits.GenerationConfig) {
+		res, err := beam.Search(context.Background(), b, [][]int32{{5, 1}, {5, 2}}, beam.Options{Rule: rule, Config: cfgOf(func(c *genconfig.Config) {
 			c.NumBeams = 4
 			c.MaxNewTokens = intp(8)
 			c.EOSTokenID = []int32{0}

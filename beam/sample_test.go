@@ -7,8 +7,8 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +23,7 @@ func oneStep() backend.ModelFunc {
 // returned hypothesis's token.
 func sampleFreq(t *testing.T, k, n int) []float64 {
 	b := backend.NewMemoryBackend(4, k, oneStep())
-	cfg := cfgOf(func(c *logits.GenerationConfig) {
+	cfg := cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = k
 		c.DoSample = true
 		c.MaxNewTokens = intp(1)
@@ -63,7 +63,7 @@ func TestSamplingDistribution(t *testing.T) {
 
 func TestSamplingIsSeeded(t *testing.T) {
 	model := hashModel(8, 6)
-	cfg := cfgOf(func(c *logits.GenerationConfig) {
+	cfg := cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = 3
 		c.DoSample = true
 		c.MaxNewTokens = intp(8)
@@ -140,15 +140,15 @@ func TestSameTokensAsTheDecodingLoop(t *testing.T) {
 	const vocab, seeds = 24, 200
 	model := hashModel(vocab, 3)
 	prompt := []int32{7, 9, 11}
-	for name, set := range map[string]func(c *logits.GenerationConfig){
-		"greedy":   func(c *logits.GenerationConfig) {},
-		"sampling": func(c *logits.GenerationConfig) { c.DoSample = true; c.TopK = 0 },
-		"warped": func(c *logits.GenerationConfig) {
+	for name, set := range map[string]func(c *genconfig.Config){
+		"greedy":   func(c *genconfig.Config) {},
+		"sampling": func(c *genconfig.Config) { c.DoSample = true; c.TopK = 0 },
+		"warped": func(c *genconfig.Config) {
 			c.DoSample, c.Temperature, c.TopK, c.TopP, c.RepetitionPenalty = true, 0.7, 10, 0.9, 1.3
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := cfgOf(func(c *logits.GenerationConfig) {
+			cfg := cfgOf(func(c *genconfig.Config) {
 				c.MaxNewTokens = intp(16)
 				c.EOSTokenID = []int32{0, 1}
 				set(c)

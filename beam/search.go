@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -18,7 +20,7 @@ type search struct {
 	ctx     context.Context
 	backend backend.Backend
 	opts    Options
-	cfg     *logits.GenerationConfig
+	cfg     *genconfig.Config
 	pipe    *logits.Pipeline
 	choose  logits.Chooser // one beam: the config's greedy or multinomial choice
 	src     logits.Source  // the draws of sampling, seeded with Options.Seed
@@ -54,16 +56,17 @@ type group struct {
 	maxLen    int
 	step      int // tokens generated so far
 
-	beams    []beam      // live beams, in the rule's order
-	next     []beam      // scratch for reordering
-	free     []beam      // slots (with their history) holding no beam
-	children []child     // the step's surviving candidates, in order
-	feed     []int       // per live beam, the index of its feed in search.feeds
-	tokens   []int32     // per live beam, the token to evaluate next
-	scores   [][]float32 // per live beam, the processed scores of the step
-	tables   []table     // scratch: the step's candidate table
-	nChild   []int32     // scratch: children per live beam
-	taken    []bool      // scratch: parent slot already inherited
+	beams    []beam                // live beams, in the rule's order
+	next     []beam                // scratch for reordering
+	free     []beam                // slots (with their history) holding no beam
+	children []child               // the step's surviving candidates, in order
+	feed     []int                 // per live beam, the index of its feed in search.feeds
+	tokens   []int32               // per live beam, the token to evaluate next
+	scores   [][]float32           // per live beam, the processed scores of the step
+	tables   []table               // scratch: the step's candidate table
+	nChild   []int32               // scratch: children per live beam
+	taken    []bool                // scratch: parent slot already inherited
+	best     numeric.Best[float64] // scratch: the step's best candidates
 
 	// Transformers beam search.
 	cands   []cand
@@ -137,7 +140,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	}
 	cfg := opts.Config
 	if cfg == nil {
-		cfg = logits.DefaultGenerationConfig()
+		cfg = genconfig.Default()
 	}
 	vocab := backend.VocabSize()
 	if vocab < 1 {
@@ -254,6 +257,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 			g.free = append(g.free, beam{slot: i*k + j, node: -1})
 			g.scores[j] = make([]float32, vocab)
 		}
+		g.best.Reset(max(c, k)) // its storage, before the first step
 		if opts.Rule == Transformers && k > 1 {
 			g.cands = make([]cand, 0, c)
 			g.running = make([]int, 0, k)
@@ -270,11 +274,11 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 
 // earlyStopping maps the config's early_stopping onto the three behaviours
 // of transformers.
-func earlyStopping(cfg *logits.GenerationConfig) earlyStop {
+func earlyStopping(cfg *genconfig.Config) earlyStop {
 	switch cfg.EarlyStopping {
-	case logits.EarlyStoppingTrue:
+	case genconfig.EarlyStoppingTrue:
 		return earlyTrue
-	case logits.EarlyStoppingNever:
+	case genconfig.EarlyStoppingNever:
 		return earlyNever
 	}
 	return earlyFalse
@@ -283,7 +287,7 @@ func earlyStopping(cfg *logits.GenerationConfig) earlyStop {
 // fillToken is the padding of short output rows: transformers' beam search
 // fills with `pad or eos[0]` (so a pad of 0 gives eos[0]) and -1 without eos;
 // its greedy and sampling loop pads with pad, which defaults to eos[0].
-func fillToken(cfg *logits.GenerationConfig, k int) int32 {
+func fillToken(cfg *genconfig.Config, k int) int32 {
 	if len(cfg.EOSTokenID) == 0 {
 		if k == 1 && cfg.PadTokenID != nil {
 			return *cfg.PadTokenID

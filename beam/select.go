@@ -1,6 +1,10 @@
 package beam
 
-import "math"
+import (
+	"math"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+)
 
 // cand is one extension of a beam: a token appended to the beam's path.
 type cand struct {
@@ -21,40 +25,45 @@ type table struct {
 	base   float64
 }
 
-// insert puts c into the ranked list dst (capacity >= n, at most n entries),
-// highest key first; a key equal to an entry's ranks after it, so entries
-// pushed in flat-index order break ties to the lower index.
-func insert(dst []cand, n int, c cand) []cand {
-	if len(dst) == n {
-		dst = dst[:n-1]
+// The three rankings below scan every candidate of every row in flat-index
+// order beam*V+token and keep the best n in a numeric.Best, keyed by their
+// ranking key with the flat index breaking ties (torch.topk leaves the order
+// of equal scores unspecified; the lower index wins here). A flat index is
+// an int32: rows*V stays far below 2^31 for any search that fits in memory
+// (V scores per row).
+
+// flatIndex returns the flat index of token v of row j in rows of width.
+func flatIndex(j, width, v int) int32 { return int32(j*width + v) }
+
+// ranked returns the candidates that best kept, best first, in dst's
+// storage, with their beam, token and float32 score (add + score).
+func ranked(dst []cand, best *numeric.Best[float64], rows []table) []cand {
+	dst = dst[:0]
+	width := int32(len(rows[0].scores))
+	for _, e := range best.Sorted() {
+		j, v := e.Index/width, e.Index%width
+		r := &rows[j]
+		dst = append(dst, cand{key: e.Key, score: r.scores[v] + r.add, beam: j, token: v, node: -1})
 	}
-	i := len(dst)
-	dst = append(dst, c)
-	for i > 0 && dst[i-1].key < c.key {
-		dst[i] = dst[i-1]
-		i--
-	}
-	dst[i] = c
 	return dst
 }
 
 // topScores ranks the candidates of rows by float32 add+score and keeps the
-// best n, ties to the lower flat index beam*V+token (torch.topk leaves their
-// order unspecified). NaN candidates are never kept.
-func topScores(dst []cand, rows []table, n int) []cand {
-	dst = dst[:0]
+// best n, ties to the lower flat index. NaN candidates are never kept.
+func topScores(dst []cand, best *numeric.Best[float64], rows []table, n int) []cand {
+	best.Reset(n)
 	for j, r := range rows {
 		add := r.add
 		for v, x := range r.scores {
 			acc := x + add
 			key := float64(acc)
-			if len(dst) == n && !(key > dst[n-1].key) || acc != acc {
+			if !best.Admits(key) || acc != acc {
 				continue
 			}
-			dst = insert(dst, n, cand{key: key, score: acc, beam: int32(j), token: int32(v), node: -1})
+			best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
 		}
 	}
-	return dst
+	return ranked(dst, best, rows)
 }
 
 // topSampled draws n candidates without replacement from softmax(add+score)
@@ -64,8 +73,8 @@ func topScores(dst []cand, rows []table, n int) []cand {
 // candidate in flat-index order. Ranking by log p_i - log q_i needs no
 // normalisation. Candidates of probability zero come last, in flat-index
 // order, and take no draw.
-func (s *search) topSampled(dst []cand, rows []table, n int) []cand {
-	dst = dst[:0]
+func (s *search) topSampled(dst []cand, best *numeric.Best[float64], rows []table, n int) []cand {
+	best.Reset(n)
 	for j, r := range rows {
 		add := r.add
 		for v, x := range r.scores {
@@ -77,28 +86,28 @@ func (s *search) topSampled(dst []cand, rows []table, n int) []cand {
 			if !math.IsInf(float64(acc), -1) {
 				key = float64(acc) - math.Log(s.src.ExpFloat64())
 			}
-			if len(dst) == n && !(key > dst[n-1].key) {
+			if !best.Admits(key) {
 				continue
 			}
-			dst = insert(dst, n, cand{key: key, score: acc, beam: int32(j), token: int32(v), node: -1})
+			best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
 		}
 	}
-	return dst
+	return ranked(dst, best, rows)
 }
 
 // topLogProbs ranks the candidates of rows by float64 base+score and keeps
 // the best n finite ones, ties to the lower flat index.
-func topLogProbs(dst []cand, rows []table, n int) []cand {
-	dst = dst[:0]
+func topLogProbs(dst []cand, best *numeric.Best[float64], rows []table, n int) []cand {
+	best.Reset(n)
 	for j, r := range rows {
 		base := r.base
 		for v, x := range r.scores {
 			key := base + float64(x)
-			if len(dst) == n && !(key > dst[n-1].key) || math.IsInf(key, 0) || key != key {
+			if !best.Admits(key) || math.IsInf(key, 0) || key != key {
 				continue
 			}
-			dst = insert(dst, n, cand{key: key, beam: int32(j), token: int32(v), node: -1})
+			best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
 		}
 	}
-	return dst
+	return ranked(dst, best, rows)
 }

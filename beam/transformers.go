@@ -3,6 +3,8 @@ package beam
 import (
 	"fmt"
 	"math"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // finished is one of a prompt's NumBeams finished-hypothesis entries of
@@ -40,9 +42,9 @@ func (s *search) stepBeam(g *group) (bool, error) {
 	}
 	var cands []cand
 	if s.cfg.DoSample {
-		cands = s.topSampled(g.cands, tables, s.c)
+		cands = s.topSampled(g.cands, &g.best, tables, s.c)
 	} else {
-		cands = topScores(g.cands, tables, s.c)
+		cands = topScores(g.cands, &g.best, tables, s.c)
 	}
 	g.cands = cands
 	best := float32(math.Inf(-1))
@@ -233,7 +235,7 @@ func (s *search) stepSample(g *group) (bool, error) {
 	}
 	token := int32(tok)
 	n := s.newNode(b.node, token, g.prompt, row[tok])
-	logprob := b.logprob + float64(row[tok]) - logSumExp(row)
+	logprob := b.logprob + float64(row[tok]) - numeric.LogSumExp(row)
 	eos := s.isEOS(token)
 	done := eos || g.promptLen+g.step+1 >= g.maxLen
 	s.report(g, n, logprob, eos)
@@ -249,23 +251,6 @@ func (s *search) stepSample(g *group) (bool, error) {
 	}
 	g.children = append(g.children[:0], child{parent: 0, token: token, node: n, logprob: logprob})
 	return false, nil
-}
-
-// logSumExp is log(sum(exp(x))), shifted by the maximum and summed in
-// float64.
-func logSumExp(x []float32) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, float64(v))
-	}
-	if math.IsInf(m, 0) {
-		return m
-	}
-	sum := 0.0
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	return m + math.Log(sum)
 }
 
 // assemble builds generate()'s padded outputs from the returned rows.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
-	"github.com/llamaloop/llamaloop/beam/replay"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/beamreplay"
 	"github.com/llamaloop/llamaloop/internal/parity"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +27,7 @@ func TestParityVectors(t *testing.T) {
 	require.Equal(t, "beam", file.Kind)
 	require.Len(t, file.Cases, 60)
 	for _, raw := range file.Cases {
-		assert.NoError(t, replay.Run(raw), parity.CaseID(raw))
+		assert.NoError(t, beamreplay.Run(raw), parity.CaseID(raw))
 	}
 }
 
@@ -49,8 +49,8 @@ func lastTokenModel() backend.ModelFunc {
 	}
 }
 
-func workedConfig(set func(c *logits.GenerationConfig)) *logits.GenerationConfig {
-	return cfgOf(func(c *logits.GenerationConfig) {
+func workedConfig(set func(c *genconfig.Config)) *genconfig.Config {
+	return cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = 2
 		c.EOSTokenID = []int32{3}
 		c.MaxLength = 4
@@ -61,7 +61,7 @@ func workedConfig(set func(c *logits.GenerationConfig)) *logits.GenerationConfig
 	})
 }
 
-func transformers(t *testing.T, model backend.ModelFunc, vocab int, prompts [][]int32, cfg *logits.GenerationConfig) *beam.Result {
+func transformers(t *testing.T, model backend.ModelFunc, vocab int, prompts [][]int32, cfg *genconfig.Config) *beam.Result {
 	t.Helper()
 	b := backend.NewMemoryBackend(vocab, len(prompts)*cfg.NumBeams, model)
 	res, err := beam.Search(context.Background(), b, prompts, beam.Options{Config: cfg})
@@ -73,7 +73,7 @@ func transformers(t *testing.T, model backend.ModelFunc, vocab int, prompts [][]
 // TestWorkedExample checks the numbers of the worked example on
 // lastTokenModel, which were produced by running transformers 4.57.6's code.
 func TestWorkedExample(t *testing.T) {
-	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(*logits.GenerationConfig) {}))
+	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(*genconfig.Config) {}))
 	assert.Equal(t, [][]int32{{0, 1, 3, 2}, {0, 2, 1, 3}}, res.Sequences)
 	assert.InDeltaSlice(t, []float32{-0.6019864, -0.7418747}, res.SequencesScores, 1e-6)
 	assert.Equal(t, [][]int32{{0, 0, -1}, {0, 1, 0}}, res.BeamIndices)
@@ -87,13 +87,13 @@ func TestWorkedExample(t *testing.T) {
 	assert.Equal(t, tokens(2, 1, 3), res.Hypotheses[0][1].Tokens)
 
 	// A pad of 0 is falsy in transformers: the fill becomes eos.
-	res = transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *logits.GenerationConfig) { c.PadTokenID = int32p(0) }))
+	res = transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *genconfig.Config) { c.PadTokenID = int32p(0) }))
 	assert.Equal(t, [][]int32{{0, 1, 3, 3}, {0, 2, 1, 3}}, res.Sequences)
 }
 
 func TestWorkedExampleEarlyStopping(t *testing.T) {
-	for _, es := range []logits.EarlyStopping{logits.EarlyStoppingFalse, logits.EarlyStoppingTrue} {
-		res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *logits.GenerationConfig) {
+	for _, es := range []genconfig.EarlyStopping{genconfig.EarlyStoppingFalse, genconfig.EarlyStoppingTrue} {
+		res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *genconfig.Config) {
 			c.MaxLength = 8
 			c.EarlyStopping = es
 		}))
@@ -101,14 +101,14 @@ func TestWorkedExampleEarlyStopping(t *testing.T) {
 		assert.InDeltaSlice(t, []float32{-0.6019864, -0.7418747}, res.SequencesScores, 1e-6)
 	}
 
-	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *logits.GenerationConfig) {
+	res := transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *genconfig.Config) {
 		c.MaxLength = 8
-		c.EarlyStopping = logits.EarlyStoppingNever
+		c.EarlyStopping = genconfig.EarlyStoppingNever
 	}))
 	assert.Equal(t, [][]int32{{0, 1, 3, 2, 2}, {0, 1, 2, 1, 3}}, res.Sequences)
 	assert.InDeltaSlice(t, []float32{-0.60199, -0.72969}, res.SequencesScores, 1e-5)
 
-	res = transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *logits.GenerationConfig) {
+	res = transformers(t, lastTokenModel(), 4, [][]int32{{0}}, workedConfig(func(c *genconfig.Config) {
 		c.MaxLength = 8
 		c.LengthPenalty = 2
 	}))
@@ -123,7 +123,7 @@ func TestWorkedExampleEarlyStopping(t *testing.T) {
 func TestPromptsAreIndependent(t *testing.T) {
 	model := hashModel(9, 4)
 	prompts := [][]int32{{1, 2, 3}, {4, 4}, {5, 6}, {7, 7, 7, 7}}
-	cfg := cfgOf(func(c *logits.GenerationConfig) {
+	cfg := cfgOf(func(c *genconfig.Config) {
 		c.NumBeams = 3
 		c.NumReturnSequences = 2
 		c.MaxNewTokens = intp(6)

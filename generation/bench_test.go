@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/logits"
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // cheapModel returns one of 8 precomputed rows, chosen by the last token,
@@ -30,12 +30,12 @@ func cheapModel(vocab int) backend.ModelFunc {
 // allocs/op shows the steady state.
 func BenchmarkLoop(b *testing.B) {
 	const vocab = 256
-	greedy := logits.DefaultGenerationConfig()
-	sampling := logits.DefaultGenerationConfig()
+	greedy := genconfig.Default()
+	sampling := genconfig.Default()
 	sampling.DoSample = true // transformers' default chain: top-k 50
 	for _, mode := range []struct {
 		name string
-		cfg  *logits.GenerationConfig
+		cfg  *genconfig.Config
 	}{{"greedy", greedy}, {"sample", sampling}} {
 		for _, batch := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/batch=%d", mode.name, batch), func(b *testing.B) {

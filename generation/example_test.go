@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // words is a toy tokenizer: token i is the text words[i]; token 0 ends
@@ -56,7 +56,7 @@ func Example() {
 	b := backend.NewMemoryBackend(len(vocab), 2, model)
 	g := generation.NewGenerator(b, vocab)
 
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	maxNew := 6
 	cfg.MaxNewTokens = &maxNew
 	reqs := []generation.Request{

@@ -25,7 +25,7 @@
 // # Lengths
 //
 // A request follows generate() of transformers with its own prompt length
-// P: its config is resolved with GenerationConfig.Resolve(P), so
+// P: its config is resolved with genconfig.Config.Resolve(P), so
 // max_new_tokens gives max_length = P + max_new_tokens, and a request stops
 // once P plus its new tokens reach max_length. A prompt of max_length tokens
 // or more is an error, as in transformers. min_length, min_new_tokens,
@@ -83,6 +83,8 @@ import (
 	"iter"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -104,13 +106,13 @@ type Request struct {
 	Messages []backend.Message
 
 	// Config is the request's generation config; nil means
-	// logits.DefaultGenerationConfig(). When it has no eos_token_id and the
+	// genconfig.Default(). When it has no eos_token_id and the
 	// generator has a Tokenizer, the request uses a copy with the tokenizer's
 	// end-of-generation tokens as eos_token_id, as a model's
 	// generation_config.json would give. num_beams must be 1 (beam search
 	// is package beam) and num_return_sequences 1 (send the request again
 	// with another seed).
-	Config *logits.GenerationConfig
+	Config *genconfig.Config
 	// Processors are user processors, inserted where transformers inserts
 	// a logits_processor argument (after the config's processors, before
 	// the sampling warpers).
@@ -235,13 +237,14 @@ type Generator struct {
 	vocab   int
 	busy    bool
 
-	defaultConfig *logits.GenerationConfig
+	defaultConfig *genconfig.Config
 	pool          []*seq // requests of earlier calls, for reuse
 	free          []int  // free slots, a stack
 	active        []*seq // requests holding a slot, in admission order
 	feeds         []backend.Feed
 	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
 	logprobs      []float32
+	best          numeric.Best[float32] // scratch: a token's top alternatives
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests

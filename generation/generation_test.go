@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 	"fmt"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/asan"
 	"math"
 	"math/rand/v2"
@@ -11,20 +12,21 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func greedyConfig(maxNew int, eos ...int32) *logits.GenerationConfig {
-	c := logits.DefaultGenerationConfig()
+func greedyConfig(maxNew int, eos ...int32) *genconfig.Config {
+	c := genconfig.Default()
 	c.MaxNewTokens = intp(maxNew)
 	c.EOSTokenID = eos
 	return c
 }
 
-func samplingConfig(maxNew int, eos ...int32) *logits.GenerationConfig {
+func samplingConfig(maxNew int, eos ...int32) *genconfig.Config {
 	c := greedyConfig(maxNew, eos...)
 	c.DoSample = true
 	return c
@@ -173,7 +175,7 @@ func TestSamplingFrequencies(t *testing.T) {
 		{0.25, 0.25, 0.25, 0.25},
 		{0.7, 0.1, 0.1, 0.1},
 	}
-	check := func(t *testing.T, cfg *logits.GenerationConfig, want [][]float64, quantile float64) {
+	check := func(t *testing.T, cfg *genconfig.Config, want [][]float64, quantile float64) {
 		b := backend.NewMemoryBackend(4, 4, markovModel(p))
 		var reqs []Request
 		for s := range 8 {
@@ -440,7 +442,7 @@ func TestBadInput(t *testing.T) {
 	beams.NumBeams = 2
 	badTemp := samplingConfig(5)
 	badTemp.Temperature = -1
-	maxLen := logits.DefaultGenerationConfig()
+	maxLen := genconfig.Default()
 	maxLen.MaxLength = 3
 	for name, tc := range map[string]struct {
 		tok backend.Tokenizer
@@ -501,7 +503,7 @@ func TestNaNLogits(t *testing.T) {
 		row[h[len(h)-1]%8] = 1
 		return row, nil
 	}
-	for _, cfg := range []*logits.GenerationConfig{greedyConfig(10), samplingConfig(10)} {
+	for _, cfg := range []*genconfig.Config{greedyConfig(10), samplingConfig(10)} {
 		b := backend.NewMemoryBackend(8, 2, model)
 		res := generate(t, b, nil, []Request{{Prompt: []int32{7, 1}, Config: cfg}, {Prompt: []int32{3}, Config: cfg}})
 		require.Equal(t, FinishError, res[0].Finish)
@@ -650,9 +652,9 @@ func TestLogprobs(t *testing.T) {
 }
 
 func TestTopLogprobsTies(t *testing.T) {
-	got := topLogprobs(nil, []float32{-1, -2, -1, float32(math.Inf(-1)), -0.5, -2}, 4)
+	got := topLogprobs(nil, new(numeric.Best[float32]), []float32{-1, -2, -1, float32(math.Inf(-1)), -0.5, -2}, 4)
 	require.Equal(t, []TokenLogprob{{4, -0.5}, {0, -1}, {2, -1}, {1, -2}}, got)
-	require.Empty(t, topLogprobs(nil, []float32{-1}, 0))
+	require.Empty(t, topLogprobs(nil, new(numeric.Best[float32]), []float32{-1}, 0))
 }
 
 // A row that ends without a new token (here, cancelled) still delivers the

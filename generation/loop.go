@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -160,7 +161,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 		}
 		g.logprobs = g.logprobs[:len(scores)]
 		logits.LogSoftmax(g.logprobs, scores)
-		r.top = topLogprobs(r.top[:0], g.logprobs, req.TopLogprobs)
+		r.top = topLogprobs(r.top[:0], &g.best, g.logprobs, req.TopLogprobs)
 	}
 
 	tok, err := r.choose.Choose(r.hist, scores, &r.src)
@@ -227,29 +228,21 @@ func (r *seq) end(reason FinishReason, err error) Event {
 
 // topLogprobs appends to dst the n entries of logprobs with the largest
 // values, largest first and lower ids first among equals, skipping -inf and
-// NaN. It keeps dst sorted while it scans, which is fast for a small n.
-func topLogprobs(dst []TokenLogprob, logprobs []float32, n int) []TokenLogprob {
+// NaN, selected in best.
+func topLogprobs(dst []TokenLogprob, best *numeric.Best[float32], logprobs []float32, n int) []TokenLogprob {
 	if n <= 0 {
 		return dst
 	}
 	negInf := float32(math.Inf(-1))
+	best.Reset(n)
 	for i, v := range logprobs {
-		if v == negInf || v != v {
+		if v == negInf || v != v || !best.Admits(v) {
 			continue
 		}
-		if len(dst) == n {
-			if v <= dst[n-1].Logprob {
-				continue
-			}
-			dst = dst[:n-1]
-		}
-		j := len(dst)
-		dst = append(dst, TokenLogprob{})
-		for j > 0 && dst[j-1].Logprob < v {
-			dst[j] = dst[j-1]
-			j--
-		}
-		dst[j] = TokenLogprob{Token: int32(i), Logprob: v}
+		best.Offer(numeric.Entry[float32]{Key: v, Index: int32(i)})
+	}
+	for _, e := range best.Sorted() {
+		dst = append(dst, TokenLogprob{Token: e.Index, Logprob: e.Key})
 	}
 	return dst
 }

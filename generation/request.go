@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -100,9 +101,9 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 }
 
 // config is a request config made ready to run, shared by the requests that
-// give the same *GenerationConfig.
+// give the same *genconfig.Config.
 type config struct {
-	cfg  *logits.GenerationConfig
+	cfg  *genconfig.Config
 	pipe *logits.Pipeline
 	err  error
 }
@@ -110,7 +111,7 @@ type config struct {
 // prepare validates every request and makes its seq. Nothing is sent to the
 // backend, so a failure leaves it untouched.
 func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
-	configs := map[*logits.GenerationConfig]*config{}
+	configs := map[*genconfig.Config]*config{}
 	seqs := make([]*seq, 0, len(reqs))
 	for i := range reqs {
 		r, err := g.prepareSeq(&reqs[i], configs)
@@ -124,7 +125,7 @@ func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 	return seqs, nil
 }
 
-func (g *Generator) prepareSeq(req *Request, configs map[*logits.GenerationConfig]*config) (*seq, error) {
+func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*config) (*seq, error) {
 	prompt, err := g.PromptTokens(req)
 	if err != nil {
 		return nil, err
@@ -180,11 +181,11 @@ func (g *Generator) prepareSeq(req *Request, configs map[*logits.GenerationConfi
 
 // config returns the ready form of req.Config, made once per call for each
 // config given (per request when it has its own processors).
-func (g *Generator) config(req *Request, configs map[*logits.GenerationConfig]*config) (*config, error) {
+func (g *Generator) config(req *Request, configs map[*genconfig.Config]*config) (*config, error) {
 	cfg := req.Config
 	if cfg == nil {
 		if g.defaultConfig == nil {
-			g.defaultConfig = logits.DefaultGenerationConfig()
+			g.defaultConfig = genconfig.Default()
 		}
 		cfg = g.defaultConfig
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 var benchVocabs = []int{32000, 128256, 262144}
@@ -76,7 +78,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 func BenchmarkDefaultChain(b *testing.B) {
 	for _, v := range benchVocabs {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			cfg := DefaultGenerationConfig()
+			cfg := genconfig.Default()
 			cfg.DoSample = true
 			cfg.RepetitionPenalty = 1.1
 			cfg.Temperature = 0.7
@@ -135,7 +137,7 @@ func BenchmarkProcessor(b *testing.B) {
 		make func(v int) (Processor, error)
 	}{
 		{"SequenceBias", func(v int) (Processor, error) {
-			return NewSequenceBias([]SequenceBias{{Tokens: []int32{5}, Bias: 1.5}, {Tokens: []int32{7, 9, 11}, Bias: -2}}, v)
+			return NewSequenceBias([]genconfig.SequenceBias{{Tokens: []int32{5}, Bias: 1.5}, {Tokens: []int32{7, 9, 11}, Bias: -2}}, v)
 		}},
 		{"EncoderRepetitionPenalty", func(int) (Processor, error) { return NewEncoderRepetitionPenalty(1.1) }},
 		{"RepetitionPenalty", func(int) (Processor, error) { return NewRepetitionPenalty(1.1) }},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // SequenceBiasProcessor is transformers' SequenceBiasLogitsProcessor: a bias for the last token of each
@@ -33,7 +35,7 @@ type biasSeq struct {
 // NewSequenceBias returns the processor for sequence_bias (list form). Every id must be positive
 // (transformers' rule for the list form) and below vocabSize when vocabSize > 0; the list must not be
 // empty.
-func NewSequenceBias(entries []SequenceBias, vocabSize int) (*SequenceBiasProcessor, error) {
+func NewSequenceBias(entries []genconfig.SequenceBias, vocabSize int) (*SequenceBiasProcessor, error) {
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("logits: sequence_bias must be a non-empty list, got %v", entries)
 	}
@@ -49,7 +51,7 @@ func NewSequenceBias(entries []SequenceBias, vocabSize int) (*SequenceBiasProces
 					id, e.Tokens, vocabSize)
 			}
 		}
-		if e.intBias {
+		if e.IntBias() {
 			return nil, fmt.Errorf("logits: sequence_bias: the bias of %v must be a float, got the integer %g", e.Tokens, e.Bias)
 		}
 		keys, biases = addKey(keys, biases, e.Tokens, e.Bias)

@@ -3,14 +3,11 @@
 //
 // # Configs and pipelines
 //
-// A [GenerationConfig] holds every decoding field of transformers' GenerationConfig with its 4.57
-// default (note top_k = 50). Read a model's generation_config.json with [LoadGenerationConfig],
-// apply the caller's settings with [GenerationConfig.Update], and check it with
-// [GenerationConfig.Validate], which returns transformers' errors as errors and its warnings as
-// strings. [NewPipeline] then builds the processor list of transformers' _get_logits_processor: the
-// same processors, in the same order, under the same conditions, with warpers only when sampling,
-// min_tokens_to_keep = len(eos)+1 under beam search, user processors before the warpers and
-// LogitNormalization last. [Chain] builds a custom list instead.
+// A model's generation_config.json is a genconfig.Config (package genconfig reads, updates and
+// validates it). [NewPipeline] builds from it the processor list of transformers'
+// _get_logits_processor: the same processors, in the same order, under the same conditions, with
+// warpers only when sampling, min_tokens_to_keep = len(eos)+1 under beam search, user processors
+// before the warpers and LogitNormalization last. [Chain] builds a custom list instead.
 //
 // # Choosing the token
 //
@@ -55,11 +52,12 @@
 //   - EncoderRepetitionPenalty and EncoderNoRepeatNGram use each row's own prompt as its encoder
 //     input; transformers' EncoderRepetitionPenalty only touches the first B rows under beam search.
 //   - Token ids outside the row in a history are ignored (torch would raise); ids in the config are
-//     checked against the vocabulary by Validate.
+//     checked against the vocabulary by genconfig.Config.Validate.
 //   - The warpers leave a row that holds NaN or +inf, or is all -inf, unchanged (torch produces NaN or
 //     raises later in multinomial).
 //   - Classifier-free guidance, watermarking and the Hub-hosted modes (group beam search,
-//     constrained beam search, contrastive search, DoLa) are rejected by Validate.
+//     constrained beam search, contrastive search, DoLa) are rejected by genconfig.Config.Validate,
+//     which NewPipeline calls.
 //     prefix_allowed_tokens_fn is a user processor.
 //   - The sign of a zero score is not preserved where transformers adds +0.0.
 //

@@ -3,6 +3,8 @@ package logits
 import (
 	"fmt"
 	"math"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // Epsilon is transformers' EpsilonLogitsWarper (epsilon sampling): a token is removed when its
@@ -79,7 +81,7 @@ func (p *Eta) Process(hist *History, scores []float32) {
 		for _, x := range scores {
 			if x != negInf {
 				d := widen(x) - fm
-				e := exp(d)
+				e := numeric.Exp(d)
 				sum += e
 				dot += e * d
 			}
@@ -88,7 +90,7 @@ func (p *Eta) Process(hist *History, scores []float32) {
 		for _, i := range cand {
 			if x := scores[i]; x != negInf {
 				d := widen(x) - fm
-				e := exp(d)
+				e := numeric.Exp(d)
 				sum += e
 				dot += e * d
 			}

@@ -3,12 +3,13 @@ package logits_test
 import (
 	"fmt"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
 // A model's generation_config.json, a caller override, and one sampling step.
 func Example() {
-	cfg, err := logits.ParseGenerationConfig([]byte(`{"do_sample": true, "temperature": 0.6, "top_p": 0.9,
+	cfg, err := genconfig.Parse([]byte(`{"do_sample": true, "temperature": 0.6, "top_p": 0.9,
 		"eos_token_id": [0], "repetition_penalty": 1.2}`))
 	if err != nil {
 		panic(err)

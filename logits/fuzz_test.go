@@ -7,13 +7,17 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 // FuzzParseGenerationConfig feeds arbitrary JSON to the loader: it must never panic, a config that
 // parses must clone and re-apply to itself unchanged, and a config that Validate accepts must build
 // a pipeline that processes a row without panicking.
 func FuzzParseGenerationConfig(f *testing.F) {
-	if data, err := os.ReadFile("testdata/generation_config.json"); err == nil {
+	if data, err := os.ReadFile("../genconfig/testdata/generation_config.json"); err == nil {
 		f.Add(data)
 	}
 	for _, s := range []string{everything, stateful, `{}`, `{"eos_token_id": [1, 2], "max_new_tokens": 4}`,
@@ -22,7 +26,7 @@ func FuzzParseGenerationConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseGenerationConfig(data)
+		c, err := genconfig.Parse(data)
 		if err != nil {
 			return
 		}
@@ -81,7 +85,7 @@ func FuzzPipeline(f *testing.F) {
 		}
 		pa, pb := frac(a), frac(b)
 		on := func(bit int) bool { return flags&(1<<bit) != 0 }
-		c := DefaultGenerationConfig()
+		c := genconfig.Default()
 		c.EOSTokenID = []int32{int32(k % v)}
 		if on(20) {
 			c.EOSTokenID = append(c.EOSTokenID, int32((k/3)%v))
@@ -150,7 +154,7 @@ func FuzzPipeline(f *testing.F) {
 			c.RenormalizeLogits = true
 		}
 		if on(22) {
-			c.SequenceBias = []SequenceBias{{Tokens: []int32{1 + int32(k%(v-1))}, Bias: 2 * pa}, {Tokens: []int32{2, 3}, Bias: -pb}}
+			c.SequenceBias = []genconfig.SequenceBias{{Tokens: []int32{1 + int32(k%(v-1))}, Bias: 2 * pa}, {Tokens: []int32{2, 3}, Bias: -pb}}
 		}
 		if on(23) {
 			c.EncoderRepetitionPenalty = 0.5 + pb

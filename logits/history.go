@@ -1,6 +1,10 @@
 package logits
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+)
 
 // History is what the processors know of one sequence being generated: its tokens (prompt plus
 // accepted tokens, transformers' row of input_ids) and the state of every stage of the [Pipeline]
@@ -17,7 +21,7 @@ type History struct {
 
 	cand candidates
 	// Scratch reused across steps so that Process does not allocate in steady state.
-	heap  []float32
+	best  numeric.Best[float32]
 	pairs []scored
 	keys  []float32
 	dist  []float32

@@ -91,7 +91,7 @@ func (p *ForcedBOS) Process(hist *History, scores []float32) {
 
 // ForcedEOS is transformers' ForcedEOSTokenLogitsProcessor: when cur_len == max_length - 1 (the step
 // that produces the last token), the whole row becomes -inf and every forced eos id 0. max_length is
-// the row's resolved total length (see GenerationConfig.Resolve).
+// the row's resolved total length (see genconfig.Config.Resolve).
 type ForcedEOS struct {
 	maxLen lengthRule
 	eos    []int32

@@ -3,6 +3,8 @@ package logits
 import (
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // InfNanRemove is transformers' InfNanRemoveLogitsProcessor (remove_invalid_values): NaN becomes 0,
@@ -105,13 +107,7 @@ func (LogitNormalization) Process(hist *History, scores []float32) {
 		LogSoftmax(scores, scores)
 		return
 	}
-	sum := 0.0
-	for _, i := range hist.cand.idx {
-		if x := scores[i]; x != negInf {
-			sum += exp(widen(x) - float64(m))
-		}
-	}
-	logSum := float32(math.Log(sum))
+	logSum := float32(math.Log(numeric.ExpSumAt(scores, hist.cand.idx, float64(m))))
 	for _, i := range hist.cand.idx {
 		scores[i] = (scores[i] - m) - logSum
 	}

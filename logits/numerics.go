@@ -1,6 +1,10 @@
 package logits
 
-import "math"
+import (
+	"math"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+)
 
 // negInf is transformers' filter value: every processor masks with IEEE -inf.
 var negInf = float32(math.Inf(-1))
@@ -50,18 +54,6 @@ func rowMax(scores []float32) float32 {
 	return m
 }
 
-// expSum returns Σ exp(x_i - m) accumulated in float64 over scores, skipping -inf entries.
-func expSum(scores []float32, m float32) float64 {
-	s := 0.0
-	fm := float64(m)
-	for _, x := range scores {
-		if x != negInf {
-			s += exp(widen(x) - fm)
-		}
-	}
-	return s
-}
-
 // widen returns float64(x). It builds normal numbers from their bits because CVTSS2SD, the amd64
 // conversion, only writes half of its register: each conversion then waits for the previous use of
 // that register, which in a loop of exponentials chains every iteration to the one before (4x
@@ -88,7 +80,7 @@ func LogSoftmax(dst, src []float32) {
 		}
 		return
 	}
-	logSum := float32(math.Log(expSum(src, m)))
+	logSum := float32(math.Log(numeric.ExpSum(src, float64(m))))
 	dst = dst[:len(src)]
 	for i, x := range src {
 		dst[i] = (x - m) - logSum
@@ -107,14 +99,14 @@ func Softmax(dst, src []float32) {
 		}
 		return
 	}
-	inv := 1 / expSum(src, m)
+	inv := 1 / numeric.ExpSum(src, float64(m))
 	fm := float64(m)
 	dst = dst[:len(src)]
 	for i, x := range src {
 		if x == negInf {
 			dst[i] = 0
 		} else {
-			dst[i] = float32(exp(widen(x)-fm) * inv)
+			dst[i] = float32(numeric.Exp(widen(x)-fm) * inv)
 		}
 	}
 }
@@ -161,13 +153,13 @@ func sampleFrom(scores []float32, cand []int32, m float32, u float64) (int, bool
 	if cand == nil {
 		for _, x := range scores {
 			if x != negInf && x == x {
-				total += exp(widen(x) - fm)
+				total += numeric.Exp(widen(x) - fm)
 			}
 		}
 	} else {
 		for _, i := range cand {
 			if x := scores[i]; x != negInf && x == x {
-				total += exp(widen(x) - fm)
+				total += numeric.Exp(widen(x) - fm)
 			}
 		}
 	}
@@ -178,7 +170,7 @@ func sampleFrom(scores []float32, cand []int32, m float32, u float64) (int, bool
 		if x == negInf || x != x {
 			return false
 		}
-		acc += exp(widen(x) - fm)
+		acc += numeric.Exp(widen(x) - fm)
 		last = i
 		return acc > target
 	}
@@ -198,45 +190,6 @@ func sampleFrom(scores []float32, cand []int32, m float32, u float64) (int, bool
 	// Rounding can leave u*total just above the final sum; the last drawable entry takes it.
 	return last, last >= 0
 }
-
-// exp returns e^x with a relative error below 1e-12, several times faster than math.Exp (a table
-// of 2^(j/256) and a cubic polynomial). Every probability in this package is computed with it, so
-// the candidate and full-row paths agree bit for bit.
-func exp(x float64) float64 {
-	const (
-		invStep = 256 / math.Ln2
-		stepHi  = 6.93147180369123816490e-01 / 256 // fdlibm's ln2_hi: k*stepHi is exact
-		stepLo  = 1.90821492927058770002e-10 / 256
-		shifter = 0x1.8p52 // adding it rounds to an integer
-	)
-	if !(x > -745.2) {
-		if x != x {
-			return x
-		}
-		return 0
-	}
-	if x > 709.7 {
-		return math.Inf(1)
-	}
-	kf := float64(x*invStep+shifter) - shifter
-	r := (x - kf*stepHi) - kf*stepLo
-	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24))))
-	k := int64(kf)
-	e := k >> 8
-	v := exp2Table[k&255] * p
-	if e < -1000 {
-		return v * math.Float64frombits(uint64(e+600+1023)<<52) * 0x1p-600
-	}
-	return v * math.Float64frombits(uint64(e+1023)<<52)
-}
-
-// exp2Table[j] = 2^(j/256).
-var exp2Table = func() (t [256]float64) {
-	for j := range t {
-		t[j] = math.Exp2(float64(j) / 256)
-	}
-	return t
-}()
 
 // maxFloat32 is float32's largest finite value; InfNanRemove writes it for +inf.
 const maxFloat32 = math.MaxFloat32

@@ -114,23 +114,6 @@ func TestSampleIndexDistribution(t *testing.T) {
 	assert.InDelta(t, 4*n/7, counts[2], 2)
 }
 
-func TestExpAccuracy(t *testing.T) {
-	for x := -745.0; x < 709; x += 0.0137 {
-		want := math.Exp(x)
-		if want < 1e-300 {
-			continue
-		}
-		if got := exp(x); math.Abs(got-want) > 1e-12*want {
-			t.Fatalf("exp(%v) = %v, want %v", x, got, want)
-		}
-	}
-	assert.Equal(t, 0.0, exp(-800))
-	assert.Equal(t, 0.0, exp(math.Inf(-1)))
-	assert.True(t, math.IsInf(exp(800), 1))
-	assert.True(t, math.IsNaN(exp(math.NaN())))
-	assert.InDelta(t, math.Exp(-744), exp(-744), 1e-320)
-}
-
 func nextAfter(x, y float32) float32 { return math.Nextafter32(x, y) }
 
 // requireSameFloats requires equal slices, NaN matching NaN.

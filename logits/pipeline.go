@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
 // Options complete what a config alone does not say.
@@ -53,10 +55,10 @@ type candidateStage interface{ keepsCandidates() }
 //	then only when do_sample: Temperature, TopK, TopP, MinP, Typical, Epsilon, Eta,
 //	then LogitNormalization (renormalize_logits).
 //
-// cfg may be resolved ([GenerationConfig.Resolve]) or not; per-row lengths follow the rules of
+// cfg may be resolved ([genconfig.Config.Resolve]) or not; per-row lengths follow the rules of
 // Resolve with each row's prompt length. cfg is checked with Validate(opts.VocabSize) and its errors
 // returned; warnings are not reported here.
-func NewPipeline(cfg *GenerationConfig, opts Options) (*Pipeline, error) {
+func NewPipeline(cfg *genconfig.Config, opts Options) (*Pipeline, error) {
 	if opts.VocabSize <= 0 {
 		return nil, fmt.Errorf("logits: Options.VocabSize must be positive, got %d", opts.VocabSize)
 	}
@@ -239,12 +241,6 @@ func (p *Pipeline) NewHistory(prompt []int32) *History {
 	return r
 }
 
-// NewRow is NewHistory under the name it had when History was called Row.
-//
-// Deprecated: use NewHistory. NewRow stays only until llamacpp's side-by-side benchmarks, which
-// call it, leave that package.
-func (p *Pipeline) NewRow(prompt []int32) *History { return p.NewHistory(prompt) }
-
 // Process applies every stage in order to scores, the next-token row of history r, in place. It
 // does not allocate in steady state. r should come from p.NewHistory; a history of another pipeline
 // is re-initialised from its tokens first.
@@ -310,7 +306,7 @@ func (l lengthRule) at(promptLen int) int {
 }
 
 // lengthRuleOf is max_length of c per row, as Resolve computes it.
-func lengthRuleOf(c *GenerationConfig) lengthRule {
+func lengthRuleOf(c *genconfig.Config) lengthRule {
 	switch {
 	case c.MaxNewTokens != nil:
 		return lengthRule{n: *c.MaxNewTokens, fromPrompt: true}

@@ -1,17 +1,20 @@
 package logits
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func mustConfig(t testing.TB, js string) *GenerationConfig {
+func mustConfig(t testing.TB, js string) *genconfig.Config {
 	t.Helper()
-	c, err := ParseGenerationConfig([]byte(js))
+	c, err := genconfig.Parse([]byte(js))
 	require.NoError(t, err)
 	return c
 }
@@ -125,7 +128,7 @@ func TestPipelineUserReplacesSameType(t *testing.T) {
 }
 
 func TestPipelineErrors(t *testing.T) {
-	_, err := NewPipeline(DefaultGenerationConfig(), Options{})
+	_, err := NewPipeline(genconfig.Default(), Options{})
 	assert.ErrorContains(t, err, "VocabSize")
 	_, err = Chain(0)
 	assert.Error(t, err)
@@ -285,4 +288,43 @@ func TestPipelineConcurrentRows(t *testing.T) {
 		}
 	}
 	assert.Len(t, got, 4)
+}
+
+// NewPipeline rejects what genconfig's Validate rejects, with the same *genconfig.FieldError, so
+// that a caller can name the field whichever of the two it called.
+func TestNewPipelineRejectsWhatValidateRejects(t *testing.T) {
+	for _, js := range []string{
+		`{"do_sample": true, "top_p": -0.1}`,
+		`{"do_sample": true, "temperature": 0.0}`,
+		`{"do_sample": true, "temperature": 2}`,
+		`{"repetition_penalty": 0.0}`,
+		`{"do_sample": true, "typical_p": 0.0}`,
+		`{"bad_words_ids": [[3, 10]]}`,
+		`{"sequence_bias": [[[3], 2]]}`,
+		`{"forced_bos_token_id": 10}`,
+		`{"num_beams": 2, "num_return_sequences": 3}`,
+		`{"guidance_scale": 1.5}`,
+	} {
+		c := mustConfig(t, js)
+		_, verr := c.Validate(10)
+		require.Error(t, verr, js)
+		_, err := NewPipeline(c, Options{VocabSize: 10})
+		require.Error(t, err, js)
+		assert.Equal(t, verr.Error(), err.Error(), js)
+		var fe *genconfig.FieldError
+		assert.ErrorAs(t, err, &fe, js)
+	}
+	for _, set := range []func(c *genconfig.Config){
+		func(c *genconfig.Config) { c.Temperature = math.NaN() },
+		func(c *genconfig.Config) { c.RepetitionPenalty = math.NaN() },
+		func(c *genconfig.Config) { c.TopP = math.NaN() },
+		func(c *genconfig.Config) { c.MinP = ptr(math.NaN()) },
+		func(c *genconfig.Config) { c.TypicalP = math.NaN() },
+	} {
+		c := genconfig.Default()
+		c.DoSample = true
+		set(c)
+		_, err := NewPipeline(c, Options{VocabSize: 10})
+		assert.Error(t, err)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/genconfig"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,7 +80,7 @@ func TestEncoderNoRepeatNGram(t *testing.T) {
 }
 
 func TestSequenceBias(t *testing.T) {
-	p := must(NewSequenceBias([]SequenceBias{
+	p := must(NewSequenceBias([]genconfig.SequenceBias{
 		{Tokens: []int32{1}, Bias: 0.5},
 		{Tokens: []int32{2, 1}, Bias: 0.25}, // applies: the history ends with 2
 		{Tokens: []int32{3, 1}, Bias: 100},  // does not apply
@@ -92,13 +94,13 @@ func TestSequenceBias(t *testing.T) {
 	assert.Equal(t, []float32{1, 1.5, 1, -1}, got, "a 2-token sequence needs cur_len >= 2")
 
 	// Per token, the biases are summed in float32 before the one addition to the score.
-	p = must(NewSequenceBias([]SequenceBias{{Tokens: []int32{1}, Bias: 1e-8}, {Tokens: []int32{2, 1}, Bias: 1e-8}}, 3))
+	p = must(NewSequenceBias([]genconfig.SequenceBias{{Tokens: []int32{1}, Bias: 1e-8}, {Tokens: []int32{2, 1}, Bias: 1e-8}}, 3))
 	got = apply(t, []float32{0, 1, 0}, []int32{2, 2}, nil, p)
 	assert.Equal(t, float32(1)+(float32(1e-8)+float32(1e-8)), got[1])
 
 	_, err := NewSequenceBias(nil, 4)
 	assert.Error(t, err)
-	_, err = NewSequenceBias([]SequenceBias{{Tokens: []int32{4}, Bias: 1}}, 4)
+	_, err = NewSequenceBias([]genconfig.SequenceBias{{Tokens: []int32{4}, Bias: 1}}, 4)
 	assert.ErrorContains(t, err, "sequence_bias")
 }
 

@@ -3,80 +3,52 @@ package logits
 import (
 	"cmp"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // kthLargest returns the k-th largest value of xs (1 <= k <= len(xs)), counting duplicates, with NaN
-// ranked above every number as torch.topk ranks it. It keeps a min-heap of k values in r.heap, so
-// a pass over xs costs one comparison per value once the heap holds large values; it never sorts xs.
+// ranked above every number as torch.topk ranks it. It keeps the k largest numbers in r.best, so a
+// pass over xs costs one comparison per value once the kept values are large; it never sorts xs.
+// Only values matter here, so the entries carry no index: equal values then rank as equals, and a
+// row of many ties costs no reordering among them.
 func (r *History) kthLargest(xs []float32, k int) float32 {
-	if cap(r.heap) < k {
-		r.heap = make([]float32, 0, k)
-	}
-	h := r.heap[:0]
+	b := &r.best
+	b.Reset(k)
 	nNaN := 0
 	i := 0
-	for ; i < len(xs) && len(h) < k; i++ {
-		x := xs[i]
-		if x != x {
+	for ; i < len(xs) && !b.Full(); i++ {
+		if x := xs[i]; x == x {
+			b.Offer(numeric.Entry[float32]{Key: x})
+		} else {
 			nNaN++
-			continue
 		}
-		h = append(h, x)
-		heapUp(h, len(h)-1)
 	}
-	if len(h) == k {
-		root := h[0]
-		for _, x := range xs[i:] {
-			if x > root {
-				h[0] = x
-				heapDown(h)
-				root = h[0]
+	if b.Full() {
+		root := b.Worst().Key
+		for ; i < len(xs); i++ {
+			if x := xs[i]; x > root {
+				b.Replace(numeric.Entry[float32]{Key: x})
+				root = b.Worst().Key
 			} else if x != x {
 				nNaN++
 			}
 		}
 	}
-	r.heap = h
-	if nNaN >= k {
+	return kthOf(b, xs, k, nNaN)
+}
+
+// kthOf returns the k-th largest value of a row from the nNaN NaNs it holds and b, its largest
+// numbers (at least k - nNaN of them, or all): the first NaN when k <= nNaN, else the
+// (k-nNaN)-th largest number.
+func kthOf(b *numeric.Best[float32], xs []float32, k, nNaN int) float32 {
+	switch {
+	case nNaN >= k:
 		return xs[slices.IndexFunc(xs, func(x float32) bool { return x != x })]
+	case nNaN == 0:
+		return b.Worst().Key
 	}
-	if nNaN == 0 {
-		return h[0]
-	}
-	// The k-th largest overall is the (k-nNaN)-th largest number.
-	slices.Sort(h)
-	return h[len(h)-(k-nNaN)]
-}
-
-// heapUp and heapDown maintain a min-heap of float32 (no NaN inside).
-func heapUp(h []float32, i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if h[parent] <= h[i] {
-			return
-		}
-		h[parent], h[i] = h[i], h[parent]
-		i = parent
-	}
-}
-
-func heapDown(h []float32) {
-	i, n := 0, len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h[r] < h[l] {
-			m = r
-		}
-		if h[i] <= h[m] {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	return b.Sorted()[k-nNaN-1].Key
 }
 
 // cmpDesc orders entries by key descending (NaN first), then index ascending: the tie order this

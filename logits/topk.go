@@ -3,15 +3,16 @@ package logits
 import (
 	"fmt"
 	"math"
-	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // TopK is transformers' TopKLogitsWarper: with k' = min(max(k, min_tokens_to_keep), V), every score
 // below the k'-th largest becomes -inf. Every score tied with the k'-th largest is kept, so more than
 // k' tokens can survive; NaN ranks above every number (torch.topk) and is never removed.
 //
-// It runs in one pass over the row with a bounded min-heap of k' values, never sorting the row: a
-// score below the heap's minimum can never reach the k'-th place, so it is set to -inf on the spot;
+// It runs in one pass over the row keeping the k' largest values (a bounded min-heap,
+// numeric.Best), never sorting the row: a score below the smallest of them can never reach the k'-th place, so it is set to -inf on the spot;
 // the few others are settled after the pass. The survivors become the row's candidates, so that the
 // later warpers and Pipeline.Sample work on them alone.
 type TopK struct {
@@ -74,33 +75,30 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	if temp != nil {
 		t = temp.t
 	}
-	if cap(r.heap) < k {
-		r.heap = make([]float32, 0, k)
-	}
-	h := r.heap[:0]
+	b := &r.best
+	b.Reset(k)
 	pending := r.cand.idx[:0] // indices that may survive, in index order
 	nNaN := 0
 	i := 0
-	for ; i < len(scores) && len(h) < k; i++ {
+	for ; i < len(scores) && !b.Full(); i++ {
 		pending = append(pending, int32(i))
 		if x := scores[i]; x == x {
-			h = append(h, x)
-			heapUp(h, len(h)-1)
+			b.Offer(numeric.Entry[float32]{Key: x})
 		} else {
 			nNaN++
 		}
 	}
-	if len(h) == k {
+	if b.Full() {
 		// Below cut, a score (or its quotient) is below the current k-th largest, which only grows.
-		root := h[0]
+		root := b.Worst().Key
 		cut := cutFor(root, t)
 		ninf := negInf
 		for ; i < len(scores); i++ {
 			// Fast path: four scores below the cut at once (the common case once the heap is warm).
 			if i+4 <= len(scores) {
-				b := scores[i : i+4 : i+4]
-				if b[0] < cut && b[1] < cut && b[2] < cut && b[3] < cut {
-					b[0], b[1], b[2], b[3] = ninf, ninf, ninf, ninf
+				s := scores[i : i+4 : i+4]
+				if s[0] < cut && s[1] < cut && s[2] < cut && s[3] < cut {
+					s[0], s[1], s[2], s[3] = ninf, ninf, ninf, ninf
 					i += 3
 					continue
 				}
@@ -116,26 +114,20 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 					nNaN++
 					continue
 				}
-				h[0] = x
-				heapDown(h)
-				if h[0] != root {
-					root = h[0]
+				b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
+				if w := b.Worst().Key; w != root {
+					root = w
 					cut = cutFor(root, t)
 				}
 			}
 		}
 	}
-	r.heap = h
 	// The k-th largest, NaN ranking first.
 	var thr float32
-	switch {
-	case nNaN >= k:
+	if nNaN >= k {
 		thr = float32(math.NaN())
-	case nNaN == 0:
-		thr = h[0]
-	default:
-		slices.Sort(h)
-		thr = h[len(h)-(k-nNaN)]
+	} else {
+		thr = kthOf(b, scores, k, nNaN)
 	}
 	kept := pending[:0]
 	if temp != nil {

@@ -1,6 +1,10 @@
 package logits
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+)
 
 // TopP is transformers' TopPLogitsWarper (nucleus sampling): it keeps the smallest set of most
 // probable tokens whose probability reaches top_p, plus the token that crosses it, and never fewer
@@ -51,7 +55,7 @@ func (p *TopP) Process(hist *History, scores []float32) {
 				hist.keepTop(scores, scores, top, j)
 				return
 			}
-			above += exp(widen(e.v) - fm)
+			above += numeric.Exp(widen(e.v) - fm)
 		}
 		if len(top) >= total {
 			return // every token is kept
@@ -85,12 +89,7 @@ func softmaxNorm(scores []float32, cand []int32) (m float32, sum float64, ok boo
 		return 0, 0, false
 	}
 	if cand == nil {
-		return m, expSum(scores, m), true
+		return m, numeric.ExpSum(scores, float64(m)), true
 	}
-	for _, i := range cand {
-		if x := scores[i]; x != negInf {
-			sum += exp(widen(x) - float64(m))
-		}
-	}
-	return m, sum, true
+	return m, numeric.ExpSumAt(scores, cand, float64(m)), true
 }

@@ -3,6 +3,8 @@ package logits
 import (
 	"fmt"
 	"math"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // Typical is transformers' TypicalLogitsWarper (locally typical sampling): with lp = log_softmax(x),
@@ -54,7 +56,7 @@ func (p *Typical) Process(hist *History, scores []float32) {
 	}
 	each(func(_ int32, x float32) {
 		if lp := (x - m) - logSum; lp != negInf { // -inf·0 is NaN, which nansum skips
-			h -= exp(widen(lp)) * widen(lp)
+			h -= numeric.Exp(widen(lp)) * widen(lp)
 		}
 	})
 	h32 := float32(h)
@@ -77,7 +79,7 @@ func (p *Typical) Process(hist *History, scores []float32) {
 		top, total := hist.topSorted(keys, cand, k)
 		cum := 0.0
 		for j, e := range top {
-			cum += exp(widen(scores[e.i])-fm) / sum
+			cum += numeric.Exp(widen(scores[e.i])-fm) / sum
 			if float32(cum) >= p.mass {
 				last := j
 				for last+1 < len(top) && top[last+1].v == top[j].v {

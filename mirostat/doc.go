@@ -5,6 +5,12 @@
 // probability and surprise under the row's original distribution, the
 // number of candidates kept, and the updated feedback state.
 //
+// This package is the sampler itself: its configuration and feedback state
+// (Sampler, State, Checkpoint), batches and replays, prepared rows, and a
+// generation loop (Generate, Stream). What a study of the sampler needs
+// beside it, transforms of a row, comparison samplers with fixed
+// truncations, diagnostics and traces, is package mirostat/lab.
+//
 // # Units
 //
 // Surprise is -log2 of a probability, in bits, and so are tau (the target),
@@ -47,7 +53,8 @@
 //
 // A step reads the row twice: once for its maximum, once for the
 // normalizer (one table-driven exponential per token, within 1e-13 of
-// math.Exp, the sum in float64), which in the same loop files every token
+// math.Exp, the sum in float64; the house's one exponential, in
+// internal/numeric), which in the same loop files every token
 // in a histogram of probability mass by logit band, a list per band. When
 // the candidates are few (V1: k <= M; V2: up to n/32 + 256), the lists give
 // them; when they are many, the histogram leads to the band that holds the

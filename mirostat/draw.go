@@ -3,6 +3,8 @@ package mirostat
 import (
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // The draw is an inverse CDF over the candidates in rank order (see Draws
@@ -29,14 +31,14 @@ import (
 // bands is the number of logit bands of a histogram.
 const bands = 2048
 
-// bandShift sets the width of a band: 2^bandShift steps of expTermBits'
+// bandShift sets the width of a band: 2^bandShift steps of numeric.ExpTerm's
 // reduction, 64·ln2/1024 ≈ 0.043, so that the bands span 88.7 below the
 // largest logit, more than ln n + 40 for any row (n < 2^31).
 const bandShift = 6
 
 // histogram holds the mass and count of a row's unmasked tokens by logit
 // band, and the tokens of each band as a list: band b holds the logits x
-// whose term exp(x - shift) expTermBits reduces to k with -k >> bandShift
+// whose term exp(x - shift) numeric.ExpTerm reduces to k with -k >> bandShift
 // = b, the last band everything lower; masked tokens are in none. Past
 // ln n + 40 below the largest logit, all tokens together weigh less than
 // e^-40 times the most probable one; on the rows of a language model, a band
@@ -73,15 +75,15 @@ func (h *histogram) reset(n int, shift float64) {
 
 // bandOf is the band of logit x under the largest logit m, non-increasing
 // in x, or bands for a masked token: -k >> bandShift for the k of x's term
-// in expTermBits, clamped to the last band.
+// in numeric.ExpTerm, clamped to the last band.
 func bandOf(x float32, m float64) uint64 {
 	d := float64(x) - m
-	if d < expFloor {
-		d = expFloor
+	if d < numeric.ExpFloor {
+		d = numeric.ExpFloor
 	}
-	_, k := expTermBits(d)
+	_, k := numeric.ExpTerm(d)
 	// A NaN lands in any band: its step fails.
-	b := min((math.Float64bits(expShifter)-k)>>bandShift, bands-1)
+	b := min((math.Float64bits(numeric.ExpShifter)-k)>>bandShift, bands-1)
 	if math.Float32bits(x) == 0xff800000 { // -Inf
 		b = bands
 	}
@@ -103,22 +105,23 @@ func (h *histogram) add(x float32, i int, e float64) {
 	s.count++
 }
 
-// addTerms is the package's addTerms without a limit (a V1 draw takes its
+// addTerms is numeric.AddTerms without a limit (a V1 draw takes its
 // top M from the histogram), entering each unmasked token in h as well. It
 // stops at a token more than 88.7 below the maximum, which logitTerms
 // enters by add: the loop takes the others, whose bands need no clamping.
 func (h *histogram) addTerms(row []float32, i int, z float64) (int, float64) {
-	m, shifter := h.shift, math.Float64bits(expShifter)
-	inv, sh, one, c1, c2, c3 := expTermVars[0], expTermVars[1], expTermVars[2], expTermVars[3], expTermVars[4], expTermVars[5]
+	m, shifter := h.shift, math.Float64bits(numeric.ExpShifter)
+	v := &numeric.ExpTermVars
+	inv, sh, one, c1, c2, c3 := v[0], v[1], v[2], v[3], v[4], v[5]
 	stats, next := h.stats[:bands], h.next[:len(row)]
 	for ; i < len(row); i++ {
-		// bandOf, written out: it does not inline. expTermBits too, so
-		// that its constants stay in registers.
+		// bandOf, written out: it does not inline. numeric.ExpTerm too,
+		// so that its constants stay in registers.
 		u := float64((float64(row[i]) - m) * inv)
 		kf := u + sh
 		k := math.Float64bits(kf)
 		f := u - (kf - sh)
-		scale := math.Float64frombits(expTermTable[k&(expTableSize-1)] + k<<42)
+		scale := math.Float64frombits(numeric.ExpTermTable[k&(numeric.ExpTableSize-1)] + k<<42)
 		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
 		b := (shifter - k) >> bandShift
 		if b >= bands {
@@ -396,7 +399,7 @@ func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
 	}
 	top := h.best(s.cands[:0], row, min(s.cfg.M, len(row)))
 	s.cands = top
-	exponent := zipfExponent(top)
+	exponent := s.zipfExponent(top)
 	k, err := adaptiveK(s.mu, exponent, len(row))
 	if err != nil {
 		return Step{}, err
@@ -404,7 +407,7 @@ func (s *Sampler) drawLogitsV1(row []float32, u float64) (Step, error) {
 	if k <= len(top) || len(top) < min(s.cfg.M, len(row)) { // top holds the candidates, ranked
 		kept := top[:min(k, len(top))]
 		probs := s.fillProbs(st, kept)
-		i := inverseCDF(probs, u)
+		i := numeric.InverseCDF(probs, u)
 		return s.commit(st, kept[i], probs[i], len(kept), k, exponent)
 	}
 	// The candidates are the first k in rank order: the tokens of the bands
@@ -515,7 +518,7 @@ func (s *Sampler) drawAmong(row []float32, st rowStats, c []cand, u float64) (St
 	if len(c) <= descentLeaf {
 		slices.SortFunc(c, byRank)
 		probs := s.fillProbs(st, c)
-		i := inverseCDF(probs, u)
+		i := numeric.InverseCDF(probs, u)
 		return s.commit(st, c[i], probs[i], len(c), 0, 0)
 	}
 	var total float64

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/llamaloop/llamaloop/mirostat/internal/zipf"
 )
 
 // PreparedRow is a row whose softmax and full ranking are computed once, for
@@ -18,6 +20,7 @@ type PreparedRow struct {
 	probs    []float64 // original probability, by rank
 	cum      []float64 // running sums of probs, by rank
 	surprise []float64 // bits, by rank; nondecreasing
+	lv       []float64 // log scores, by rank: V1's Zipf fit reads its top M here
 	rank     []int32   // by token id: its rank, or -1 when masked
 }
 
@@ -52,6 +55,7 @@ func prepare(st rowStats, c []cand) *PreparedRow {
 		probs:    make([]float64, len(c)),
 		cum:      make([]float64, len(c)),
 		surprise: make([]float64, len(c)),
+		lv:       make([]float64, len(c)),
 		rank:     make([]int32, st.n),
 	}
 	for i := range r.rank {
@@ -63,6 +67,7 @@ func prepare(st rowStats, c []cand) *PreparedRow {
 		cum += r.probs[i]
 		r.cum[i] = cum
 		r.surprise[i] = st.surpriseBits(k.lv)
+		r.lv[i] = k.lv
 		r.rank[k.id] = int32(i)
 	}
 	return r
@@ -98,7 +103,7 @@ func (r *PreparedRow) selectFor(s *Sampler) (selection, error) {
 	var exponent float64
 	switch s.cfg.Version {
 	case V1:
-		exponent = zipfExponent(r.ranked[:min(s.cfg.M, len(r.ranked))])
+		exponent = zipf.Exponent(r.lv[:min(s.cfg.M, len(r.lv))])
 		var err error
 		if k, err = adaptiveK(s.mu, exponent, r.st.n); err != nil {
 			return selection{}, err

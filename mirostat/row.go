@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/mirostat/internal/zipf"
 )
 
 // cand is one token of a row while its candidate set is selected.
@@ -43,11 +46,7 @@ func (st *rowStats) surpriseBits(lv float64) float64 { return -st.logProb(lv) * 
 
 // prob is the original probability of a token with log score lv.
 func (st *rowStats) prob(lv float64) float64 {
-	x := st.logProb(lv)
-	if x > 0 { // rounding at a single-token row; expNonPositive wants x <= 0
-		return math.Exp(x)
-	}
-	return expNonPositive(x)
+	return numeric.Exp(st.logProb(lv)) // math.Exp above 0, where a single-token row can round
 }
 
 // maxRowLen bounds a row so that token ids fit the int32 of cand.
@@ -67,9 +66,10 @@ func logitStats(row []float32, top *topSet) (rowStats, error) {
 // logitTerms is logitStats, filling the histogram h instead of top when h
 // is not nil (a draw takes V1's top M from h). Both add the same terms in
 // the same order, so that a draw and the reference see the same normalizer
-// to the last bit. The tokens within 88.7 of the maximum that do not enter
-// top, nearly all of them, go through addTerms or histogram.addTerms,
-// loops without calls; the others take the same arithmetic here.
+// to the last bit (numeric.Term's). The tokens that do not enter top and
+// lie within 88.7 of the maximum (histogram.addTerms) or 700
+// (numeric.AddTerms), nearly all of them, go through loops without calls;
+// the others take the same arithmetic here.
 func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 	if len(row) == 0 {
 		return rowStats{}, ErrEmptyRow
@@ -98,13 +98,13 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 		if h != nil {
 			i, z = h.addTerms(row, i, z)
 		} else {
-			i, z = addTerms(row, i, m, thr, z)
+			i, z = numeric.AddTerms(row, i, m, thr, z)
 		}
 		if i >= len(row) {
 			break
 		}
 		x := row[i]
-		e := term(float64(x) - m)
+		e := numeric.Term(float64(x) - m)
 		z += e
 		if h != nil {
 			h.add(x, i, e)
@@ -147,50 +147,6 @@ func rowMax(row []float32) (float64, int) {
 	return float64(m), best
 }
 
-// term is the normalizer's term exp(d), d <= 0: 0 for a masked token, and
-// clamped to expFloor otherwise: a term below e^-700 cannot change a sum
-// that includes e^0.
-func term(d float64) float64 {
-	if d < expFloor {
-		if math.IsInf(d, -1) {
-			return 0
-		}
-		d = expFloor
-	}
-	e, _ := expTermBits(d)
-	return e
-}
-
-// addTerms adds the terms from i on, less the maximum m, to the sum z
-// until a token is above lim (top's threshold) or more than 88.7 below m
-// (where term clamps), and returns where it stopped. Masked tokens add
-// nothing.
-func addTerms(row []float32, i int, m, lim, z float64) (int, float64) {
-	shifter := math.Float64bits(expShifter)
-	inv, sh, one, c1, c2, c3 := expTermVars[0], expTermVars[1], expTermVars[2], expTermVars[3], expTermVars[4], expTermVars[5]
-	for ; i < len(row); i++ {
-		x := float64(row[i])
-		if x > lim {
-			break
-		}
-		// expTermBits, written out so that its constants stay in registers.
-		u := float64((x - m) * inv)
-		kf := u + sh
-		k := math.Float64bits(kf)
-		f := u - (kf - sh)
-		scale := math.Float64frombits(expTermTable[k&(expTableSize-1)] + k<<42)
-		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
-		if (shifter-k)>>bandShift >= bands { // a branch on k costs less than one on x
-			if math.IsInf(x, -1) { // masked: no term
-				continue
-			}
-			break
-		}
-		z += e
-	}
-	return i, z
-}
-
 func firstNonFiniteLogit(row []float32) error {
 	for i, v := range row {
 		if x := float64(v); math.IsNaN(x) || math.IsInf(x, 1) {
@@ -228,7 +184,7 @@ func weightStats(row []float64) (rowStats, error) {
 	if top < 0 {
 		return rowStats{}, ErrAllMasked
 	}
-	return rowStats{n: len(row), top: top, lnZ: ln(sum)}, nil
+	return rowStats{n: len(row), top: top, lnZ: numeric.Log(sum)}, nil
 }
 
 // float32Below returns the largest float32 that is <= x.
@@ -256,61 +212,51 @@ func collectAtLeast[F float32 | float64](dst []cand, row []F, thr F) []cand {
 	return dst
 }
 
-// topSet collects the best m tokens of a row read in id order. A token
-// enters when its value exceeds thr (ties lose: their ids are larger);
-// when the set reaches 2m + 32 entries, a quickselect keeps the best m and
-// raises thr to the m-th. An entry costs an append rather than the
-// O(log m) sift-down of a heap, and the selection O(m) per m entries.
+// topSet collects the best m tokens of a row read in id order, in a
+// numeric.Best. A token enters when its value exceeds thr (ties lose: their
+// ids are larger); once the set holds m tokens, thr is the worst of them.
 type topSet struct {
-	c   []cand
-	m   int
-	thr float64
+	best *numeric.Best[float64]
+	dst  []cand
+	thr  float64
 }
 
 // newTopSet returns an empty set of the best m tokens with values above
-// masked, in dst's storage.
-func newTopSet(dst []cand, m int, masked float64) topSet {
-	return topSet{c: dst[:0], m: m, thr: masked}
+// masked, in best, whose ranking it returns in dst's storage.
+func newTopSet(dst []cand, best *numeric.Best[float64], m int, masked float64) topSet {
+	best.Reset(m)
+	if m == 0 {
+		masked = math.Inf(1) // nothing enters
+	}
+	return topSet{best: best, dst: dst[:0], thr: masked}
 }
 
 // add enters token id with value x > thr and returns the new thr.
 func (t *topSet) add(x float64, id int) float64 {
-	t.c = append(t.c, cand{v: x, id: int32(id)})
-	if len(t.c) >= 2*t.m+32 {
-		t.prune()
+	e := numeric.Entry[float64]{Key: x, Index: int32(id)}
+	if t.best.Full() {
+		t.best.Replace(e) // x > thr, the worst key: it enters
+	} else {
+		t.best.Offer(e)
+	}
+	if t.best.Full() {
+		t.thr = t.best.Worst().Key
 	}
 	return t.thr
 }
 
-func (t *topSet) prune() {
-	if t.m == 0 {
-		t.c, t.thr = t.c[:0], math.Inf(1)
-		return
-	}
-	selectBest(t.c, t.m)
-	t.c = t.c[:t.m]
-	worst := t.c[0]
-	for _, c := range t.c[1:] {
-		if ranksAfter(c, worst) {
-			worst = c
-		}
-	}
-	t.thr = worst.v
-}
-
 // ranked returns the best m (fewer if fewer entered) in rank order.
 func (t *topSet) ranked() []cand {
-	if len(t.c) > t.m {
-		t.prune()
+	for _, e := range t.best.Sorted() {
+		t.dst = append(t.dst, cand{v: e.Key, id: e.Index})
 	}
-	slices.SortFunc(t.c, byRank)
-	return t.c
+	return t.dst
 }
 
 // topK returns the k best tokens of row with values above masked, in rank
-// order.
-func topK[F float32 | float64](dst []cand, row []F, k int, masked F) []cand {
-	t := newTopSet(dst, k, float64(masked))
+// order, selected in best.
+func topK[F float32 | float64](dst []cand, best *numeric.Best[float64], row []F, k int, masked F) []cand {
+	t := newTopSet(dst, best, k, float64(masked))
 	thr := t.thr
 	for i, v := range row {
 		if x := float64(v); x > thr {
@@ -323,78 +269,22 @@ func topK[F float32 | float64](dst []cand, row []F, k int, masked F) []cand {
 // ranksAfter reports whether a ranks after b: byRank(a, b) > 0.
 func ranksAfter(a, b cand) bool { return a.v < b.v || (a.v == b.v && a.id > b.id) }
 
-// zipfT holds t_i = ln((i+2)/(i+1)), the regressors of the Zipf fit.
-var zipfT = func() (t [1024]float64) {
-	for i := range t {
-		t[i] = zipfRegressor(i)
+// zipfExponent is V1's Zipf exponent over c, the top tokens in rank order
+// (zipf.Exponent of their log scores, gathered in s's scratch).
+func (s *Sampler) zipfExponent(c []cand) float64 {
+	s.lv = slices.Grow(s.lv[:0], len(c))[:len(c)]
+	lv := s.lv
+	for i := range c {
+		lv[i] = c[i].lv
 	}
-	return t
-}()
-
-func zipfRegressor(i int) float64 { return math.Log1p(1 / float64(i+1)) }
-
-// minZipfExponent replaces a fitted exponent below it: a flat top (every
-// ratio 1) fits s = 0, where k's formula divides by zero. In that limit k is 1
-// or the whole vocabulary, and so it is with this floor.
-const minZipfExponent = 1e-3
-
-// zipfExponent fits ŝ by least squares through the origin over the adjacent
-// log-ratios of c, which holds the top tokens in rank order (paper, eq. 30):
-// ŝ = Σ t_i b_i / Σ t_i², b_i = ln(p_i/p_{i+1}), t_i = ln((i+2)/(i+1)).
-// It returns 0 when c has fewer than two tokens.
-func zipfExponent(c []cand) float64 {
-	if len(c) < 2 {
-		return 0
-	}
-	var num, den float64
-	for i := range len(c) - 1 {
-		t := 0.0
-		if i < len(zipfT) {
-			t = zipfT[i]
-		} else {
-			t = zipfRegressor(i)
-		}
-		num += t * (c[i].lv - c[i+1].lv)
-		den += t * t
-	}
-	return max(num/den, minZipfExponent)
+	return zipf.Exponent(lv)
 }
 
-// adaptiveK is V1's k for surprise target mu (bits), Zipf exponent s and
-// vocabulary n (paper, eq. 34): k = (ε·2^mu / (1 - n^-ε))^(1/s) with ε = s-1,
-// rounded to the nearest integer and clamped to [1, n]. Near s = 1 the factor
-// ε/(1 - n^-ε) takes its limit 1/ln n; the power is taken in log space, so a
-// large mu saturates at n instead of overflowing.
+// adaptiveK is V1's k (see zipf.K); a NaN is ErrNumerical.
 func adaptiveK(mu, s float64, n int) (int, error) {
-	if n <= 1 || s == 0 {
-		return 1, nil
-	}
-	lnN := math.Log(float64(n))
-	eps := s - 1
-	x := eps * lnN
-	var lnFactor float64
-	if math.Abs(x) < 1e-8 {
-		lnFactor = -math.Log(lnN) + x/2
-	} else {
-		lnFactor = math.Log(eps / -math.Expm1(-x))
-	}
-	lnK := (lnFactor + mu*math.Ln2) / s
-	switch {
-	case math.IsNaN(lnK):
+	k, ok := zipf.K(mu, s, n)
+	if !ok {
 		return 0, ErrNumerical
-	case lnK >= lnN:
-		return n, nil
 	}
-	return int(max(1, math.Round(math.Exp(lnK)))), nil
-}
-
-// ln is math.Log for x > 0, subnormal x included: on amd64 math.Log
-// returns about -709 for every subnormal (golang/go#56600), and weights and
-// probabilities can be subnormal.
-func ln(x float64) float64 {
-	if x < 0x1p-1022 {
-		frac, exp := math.Frexp(x)
-		return math.Log(frac) + float64(exp)*math.Ln2
-	}
-	return math.Log(x)
+	return k, nil
 }

@@ -3,6 +3,8 @@ package mirostat
 import (
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
 )
 
 // Step is what one draw produced.
@@ -63,9 +65,11 @@ type Sampler struct {
 	cfg   Config // defaults applied
 	mu    float64
 	steps int
-	cands []cand    // scratch: candidates of the current row
-	probs []float64 // scratch: their original probabilities
-	hist  histogram // scratch: the row's candidates by band
+	cands []cand                // scratch: candidates of the current row
+	probs []float64             // scratch: their original probabilities
+	hist  histogram             // scratch: the row's candidates by band
+	best  numeric.Best[float64] // scratch: the best tokens of a row
+	lv    []float64             // scratch: V1's top log scores, for the Zipf fit
 }
 
 // New returns a sampler at mu = cfg.Mu (2*Tau when 0).
@@ -293,12 +297,13 @@ type selection struct {
 	s     float64   // V1's Zipf exponent
 }
 
-// pick maps u to a candidate by inverse CDF in rank order (see
-// inverseCDF); prepared rows binary-search their running sums, which are the
+// pick maps u to a candidate by inverse CDF in rank order (the reference
+// draw, numeric.InverseCDF; drawLogits reaches the same index without
+// ranking the candidates, see draw.go); prepared rows binary-search their running sums, which are the
 // same sums.
 func (sel *selection) pick(u float64) int {
 	if sel.cum == nil {
-		return inverseCDF(sel.probs, u)
+		return numeric.InverseCDF(sel.probs, u)
 	}
 	target := u * sel.cum[len(sel.cum)-1]
 	i, _ := slices.BinarySearchFunc(sel.cum, target, func(c, t float64) int {
@@ -310,35 +315,7 @@ func (sel *selection) pick(u float64) int {
 	if i < len(sel.cum) {
 		return i
 	}
-	return lastWithMass(sel.probs)
-}
-
-// inverseCDF is the reference draw: the index of the first probability
-// whose running sum exceeds u times the total. When rounding lifts u*total
-// to the total, it is the last index with mass. drawLogits reaches the same
-// index without ranking the candidates (see draw.go).
-func inverseCDF(probs []float64, u float64) int {
-	var total float64
-	for _, p := range probs {
-		total += p
-	}
-	target := u * total
-	var cum float64
-	for i, p := range probs {
-		if cum += p; cum > target {
-			return i
-		}
-	}
-	return lastWithMass(probs)
-}
-
-func lastWithMass(probs []float64) int {
-	for i := len(probs) - 1; i > 0; i-- {
-		if probs[i] > 0 {
-			return i
-		}
-	}
-	return 0
+	return numeric.LastWithMass(sel.probs)
 }
 
 // mass sums the candidates' original probabilities in rank order.
@@ -393,7 +370,7 @@ func (s *Sampler) commit(rs rowStats, c cand, p float64, kept, k int, exponent f
 func (s *Sampler) selectLogits(row []float32) (selection, error) {
 	ninf := float32(math.Inf(-1))
 	if s.cfg.Version == V1 {
-		top := newTopSet(s.cands, min(s.cfg.M, len(row)), float64(ninf))
+		top := newTopSet(s.cands, &s.best, min(s.cfg.M, len(row)), float64(ninf))
 		st, err := logitStats(row, &top)
 		if err != nil {
 			return selection{}, err
@@ -423,17 +400,17 @@ func (s *Sampler) selectWeights(row []float64) (selection, error) {
 		return selection{}, err
 	}
 	if s.cfg.Version == V1 {
-		return selectV1(s, row, st, topK(s.cands[:0], row, s.cfg.M, 0), 0, true)
+		return selectV1(s, row, st, topK(s.cands[:0], &s.best, row, s.cfg.M, 0), 0, true)
 	}
 	// surprise <= mu  ⇔  w >= W·2^-mu, with the same margin as for logits.
 	lnThr := st.lnZ - s.mu*math.Ln2
 	lnThr -= 1e-9 * (math.Abs(st.lnZ) + math.Abs(s.mu*math.Ln2) + 1)
 	c := collectAtLeast(s.cands[:0], row, math.Exp(lnThr))
 	for i := range c {
-		c[i].lv = ln(c[i].v)
+		c[i].lv = numeric.Log(c[i].v)
 	}
 	w := row[st.top]
-	return s.finishV2(st, c, cand{v: w, lv: ln(w), id: int32(st.top)}), nil
+	return s.finishV2(st, c, cand{v: w, lv: numeric.Log(w), id: int32(st.top)}), nil
 }
 
 // finishV2 keeps the collected candidates whose surprise is at most mu (the
@@ -454,7 +431,7 @@ func (s *Sampler) finishV2(st rowStats, c []cand, top cand) selection {
 func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand, masked F, weights bool) (selection, error) {
 	setLogScores(top, weights)
 	s.cands = top
-	exponent := zipfExponent(top)
+	exponent := s.zipfExponent(top)
 	k, err := adaptiveK(s.mu, exponent, len(row))
 	if err != nil {
 		return selection{}, err
@@ -464,7 +441,7 @@ func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand,
 	case k <= len(top):
 		kept = top[:k]
 	case len(top) == min(s.cfg.M, len(row)): // more unmasked tokens than M
-		kept = topK(s.cands[:0], row, k, masked)
+		kept = topK(s.cands[:0], &s.best, row, k, masked)
 		setLogScores(kept, weights)
 		s.cands = kept
 	}
@@ -474,7 +451,7 @@ func selectV1[F float32 | float64](s *Sampler, row []F, st rowStats, top []cand,
 func setLogScores(c []cand, weights bool) {
 	for i := range c {
 		if weights {
-			c[i].lv = ln(c[i].v)
+			c[i].lv = numeric.Log(c[i].v)
 		} else {
 			c[i].lv = c[i].v
 		}

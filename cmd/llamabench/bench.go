@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
@@ -183,7 +184,7 @@ func (b *bench) promptProcessing(ctx context.Context) error {
 	}
 	defer lb.Close()
 	gen := generation.NewGenerator(lb, nil)
-	cfg := lengthConfig(logits.DefaultGenerationConfig(), 1)
+	cfg := lengthConfig(genconfig.Default(), 1)
 	for _, n := range b.o.promptLengths {
 		b.status(fmt.Sprintf("pp%d generation", n))
 		samples, err := b.repeat(ctx, func() (float64, error) {
@@ -229,15 +230,15 @@ func decodePrompt(ctx context.Context, lc *llamacpp.Context, batch *llamacpp.Bat
 
 // lengthConfig makes cfg generate exactly n tokens: without eos_token_id
 // and without a tokenizer nothing ends a row early.
-func lengthConfig(cfg *logits.GenerationConfig, n int) *logits.GenerationConfig {
+func lengthConfig(cfg *genconfig.Config, n int) *genconfig.Config {
 	cfg.MaxNewTokens = &n
 	cfg.EOSTokenID = nil
 	return cfg
 }
 
 // chainConfig is the sampling chain: llama.cpp's usual settings.
-func chainConfig() *logits.GenerationConfig {
-	cfg := logits.DefaultGenerationConfig()
+func chainConfig() *genconfig.Config {
+	cfg := genconfig.Default()
 	cfg.DoSample = true
 	cfg.RepetitionPenalty = chainPenalty
 	cfg.Temperature = chainTemperature
@@ -305,12 +306,12 @@ func (b *bench) generation(ctx context.Context) error {
 	gen := generation.NewGenerator(lb, nil)
 	methods := []struct {
 		name, method string
-		cfg          *logits.GenerationConfig
+		cfg          *genconfig.Config
 		miro         *mirostat.Config
 	}{
-		{"greedy", "greedy", logits.DefaultGenerationConfig(), nil},
+		{"greedy", "greedy", genconfig.Default(), nil},
 		{"sampling chain", "sampling", chainConfig(), nil},
-		{"Mirostat v2", "mirostat-v2", logits.DefaultGenerationConfig(), mirostatConfig()},
+		{"Mirostat v2", "mirostat-v2", genconfig.Default(), mirostatConfig()},
 	}
 	for _, m := range methods {
 		cfg := lengthConfig(m.cfg, g+1)
@@ -382,7 +383,7 @@ func (b *bench) batched(ctx context.Context) error {
 	}
 	defer lb.Close()
 	gen := generation.NewGenerator(lb, nil)
-	cfg := lengthConfig(logits.DefaultGenerationConfig(), g+1)
+	cfg := lengthConfig(genconfig.Default(), g+1)
 	for _, r := range b.o.batchRows {
 		if r > rows {
 			continue
@@ -431,7 +432,7 @@ func (b *bench) beams(ctx context.Context) error {
 		if k > most || k < 2 {
 			continue
 		}
-		cfg := lengthConfig(logits.DefaultGenerationConfig(), g+1)
+		cfg := lengthConfig(genconfig.Default(), g+1)
 		cfg.NumBeams = k
 		b.status(fmt.Sprintf("beam %d x tg%d", k, g))
 		var decoded []float64

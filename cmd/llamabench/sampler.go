@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -37,18 +37,18 @@ func (b *bench) samplers(ctx context.Context) ([]samplerResult, error) {
 	cases := []struct {
 		name      string
 		llamaloop func() (side, error)
-		llamacpp  func() (*llamacpp.NativeSampler, error)
+		llamacpp  func() (*nativesampler.Sampler, error)
 	}{
 		{"greedy", func() (side, error) { return goGreedy(row), nil },
-			func() (*llamacpp.NativeSampler, error) { return llamacpp.NewNativeGreedy(len(row)) }},
+			func() (*nativesampler.Sampler, error) { return nativesampler.NewGreedy(len(row)) }},
 		{"sampling chain", func() (side, error) { return goChain(row, prompt) },
-			func() (*llamacpp.NativeSampler, error) {
-				return llamacpp.NewNativeChain(len(row), llamacpp.NativeChainParams{PenaltyLastN: chainPenaltyLast,
+			func() (*nativesampler.Sampler, error) {
+				return nativesampler.NewChain(len(row), nativesampler.ChainParams{PenaltyLastN: chainPenaltyLast,
 					RepeatPenalty: chainPenalty, TopK: chainTopK, TopP: chainTopP, Temperature: chainTemperature, Seed: 1})
 			}},
 		{"Mirostat v2", func() (side, error) { return goMirostat(row) },
-			func() (*llamacpp.NativeSampler, error) {
-				return llamacpp.NewNativeMirostat(len(row), 2, mirostatTau, mirostatEta, mirostat.DefaultM, 1)
+			func() (*nativesampler.Sampler, error) {
+				return nativesampler.NewMirostat(len(row), 2, mirostatTau, mirostatEta, mirostat.DefaultM, 1)
 			}},
 	}
 	var out []samplerResult
@@ -144,7 +144,7 @@ func goMirostat(row []float32) (func(int) (time.Duration, error), error) {
 	}, nil
 }
 
-func nativeRun(ns *llamacpp.NativeSampler, row []float32, n int) (time.Duration, error) {
+func nativeRun(ns *nativesampler.Sampler, row []float32, n int) (time.Duration, error) {
 	start := time.Now()
 	for range n {
 		if _, err := ns.Sample(row); err != nil {

@@ -11,11 +11,11 @@ import (
 	"sync"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // app is one run of the command with its standard streams; main fills it
@@ -82,7 +82,7 @@ type session struct {
 	o     *options
 	model *llamacpp.Model
 	tok   llamabackend.Tokenizer
-	cfg   *logits.GenerationConfig
+	cfg   *genconfig.Config
 	// seed is the first row's seed; seedShown makes the summary print it.
 	seed      uint64
 	seedShown bool

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // beamSearch runs package beam on every prompt (--num-beams > 1) and
@@ -58,7 +58,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 // beamConfig gives cfg the model's end-of-generation tokens when it names
 // none (generation does this for its rows; beam search takes the config as
 // it is).
-func (s *session) beamConfig(cfg *logits.GenerationConfig) *logits.GenerationConfig {
+func (s *session) beamConfig(cfg *genconfig.Config) *genconfig.Config {
 	if cfg.EOSTokenID != nil {
 		return cfg
 	}
@@ -70,7 +70,7 @@ func (s *session) beamConfig(cfg *logits.GenerationConfig) *logits.GenerationCon
 // runBeams searches prompts on a unified-cache context sized by beam's
 // rule: each prompt once plus NumBeams cells per step, for the prompts
 // searched at once. ctxCells, when positive, replaces the per-prompt need.
-func (s *session) runBeams(ctx context.Context, cfg *logits.GenerationConfig, prompts [][]int32, ctxCells, parallel int) (*beam.Result, stats, error) {
+func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, ctxCells, parallel int) (*beam.Result, stats, error) {
 	beams := cfg.NumBeams
 	atOnce := max(1, min(len(prompts), parallel, llamacpp.MaxSequences()/beams))
 	if beams > llamacpp.MaxSequences() {

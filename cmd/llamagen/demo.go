@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // Demo defaults, for any option the command line leaves unset.
@@ -70,7 +70,7 @@ func (s *session) demo() error {
 		beams.NumBeams = demoBeams
 	}
 	if !set("early_stopping") {
-		beams.EarlyStopping = logits.EarlyStoppingTrue
+		beams.EarlyStopping = genconfig.EarlyStoppingTrue
 	}
 	beams.NumReturnSequences = 1
 	beams = s.beamConfig(beams)

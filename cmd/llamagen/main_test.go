@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
@@ -397,8 +399,10 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"unknown option", []string{"-m", demoModel, "-p", "x", "--bogus"}, 2, "unknown option --bogus"},
 		{"bad number", []string{"-m", demoModel, "-p", "x", "--top-p", "high"}, 2, "--top-p \"high\": not a number"},
 		{"missing value", []string{"-m", demoModel, "-p", "x", "--top-k"}, 2, "--top-k needs a value"},
-		{"invalid config", []string{"-m", demoModel, "-p", "x", "--do-sample", "--temperature", "0"}, 2, "temperature"},
-		{"invalid penalty", []string{"-m", demoModel, "-p", "x", "--repetition-penalty", "0"}, 2, "repetition_penalty"},
+		{"invalid config", []string{"-m", demoModel, "-p", "x", "--do-sample", "--temperature", "0"}, 2, "--temperature 0: temperature (=0)"},
+		{"invalid penalty", []string{"-m", demoModel, "-p", "x", "--repetition-penalty", "0"}, 2, "--repetition-penalty 0: repetition_penalty"},
+		{"two invalid settings", []string{"-m", demoModel, "-p", "x", "--do-sample", "--top-k", "-3", "--typical-p", "0"}, 2,
+			"--top-k -3: top_k (=-3) has to be a non-negative integer; --typical-p 0: typical_p (=0)"},
 		{"mirostat version", []string{"-m", demoModel, "-p", "x", "--mirostat", "3"}, 2, "--mirostat 3"},
 		{"two prompts", []string{"-m", demoModel, "-p", "x", "-f", notGGUF}, 2, "only one of"},
 		{"missing prompts file", []string{"-m", demoModel, "--prompts", filepath.Join(dir, "none.txt")}, 1, "--prompts"},
@@ -592,6 +596,42 @@ func TestConfigOptionsBecomeJSON(t *testing.T) {
 		_, err := parseArgs(append([]string{"-m", "x.gguf", "-p", "x"}, bad...), nil)
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// A setting that the generation config rejects is named by the option that set it, or by the file,
+// and the config's *genconfig.FieldError stays reachable.
+func TestSettingErrorsNameTheOption(t *testing.T) {
+	o, err := parseArgs([]string{"-m", "x.gguf", "-p", "x", "--do-sample", "--temperature", "-1"}, nil)
+	require.NoError(t, err)
+	_, _, err = o.generationConfig(0)
+	require.Error(t, err)
+	assert.Equal(t, "invalid generation settings: --temperature -1: temperature (=-1) has to be a strictly positive float",
+		err.Error())
+	var usage *cli.UsageError
+	assert.ErrorAs(t, err, &usage, "a usage error: exit status 2")
+	var fe *genconfig.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "Temperature", fe.Field)
+
+	// From the file: the message names the file; the command line wins where it sets the field.
+	cfgFile := filepath.Join(t.TempDir(), "generation_config.json")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(`{"do_sample": true, "top_p": -0.5, "temperature": 0.5}`), 0o644))
+	o, err = parseArgs([]string{"-m", "x.gguf", "-p", "x", "--generation-config", cfgFile, "--temperature", "0"}, nil)
+	require.NoError(t, err)
+	_, _, err = o.generationConfig(0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--temperature 0: temperature (=0) has to be a strictly positive float")
+	assert.Contains(t, err.Error(), "top_p (=-0.5) has to be a float in [0, 1] (set by --generation-config "+cfgFile+")")
+
+	// A value of the wrong type, found when the option's JSON is applied.
+	o, err = parseArgs([]string{"-m", "x.gguf", "-p", "x", "--sequence-bias", `{"1": 2.0}`}, nil)
+	require.NoError(t, err)
+	_, _, err = o.generationConfig(0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--sequence-bias ")
+	assert.Contains(t, err.Error(), ": sequence_bias (=")
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "SequenceBias", fe.Field)
 }
 
 func TestWrapWords(t *testing.T) {

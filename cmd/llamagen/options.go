@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/cli"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
@@ -34,7 +34,7 @@ type options struct {
 
 	genConfig string
 	// overrides holds the generation-config fields set on the command line,
-	// as JSON values by field name, applied with GenerationConfig.Update.
+	// as JSON values by field name, applied with genconfig.Config.Update.
 	overrides map[string]json.RawMessage
 
 	mirostat    int
@@ -77,7 +77,7 @@ type configOption struct {
 	usage     string
 }
 
-// configOptions lists every GenerationConfig field that package logits
+// configOptions lists every genconfig.Config field that package logits
 // and the decoding loop act on, with transformers' defaults.
 var configOptions = []configOption{
 	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
@@ -369,15 +369,15 @@ func (o *options) mirostatConfig() *mirostat.Config {
 // defaults or --generation-config, then llamagen's default length when
 // nothing sets one, then the command-line fields. Validate's warnings are
 // returned for stderr; its errors are the error.
-func (o *options) generationConfig(vocabSize int) (*logits.GenerationConfig, []string, error) {
-	cfg := logits.DefaultGenerationConfig()
+func (o *options) generationConfig(vocabSize int) (*genconfig.Config, []string, error) {
+	cfg := genconfig.Default()
 	fileKeys := map[string]json.RawMessage{}
 	if o.genConfig != "" {
 		data, err := os.ReadFile(o.genConfig)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--generation-config: %w", err)
 		}
-		if cfg, err = logits.ParseGenerationConfig(data); err != nil {
+		if cfg, err = genconfig.Parse(data); err != nil {
 			return nil, nil, fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
 		}
 		_ = json.Unmarshal(data, &fileKeys)
@@ -392,7 +392,7 @@ func (o *options) generationConfig(vocabSize int) (*logits.GenerationConfig, []s
 			return nil, nil, err
 		}
 		if err := cfg.Update(data); err != nil {
-			return nil, nil, cli.Usagef("%v", err)
+			return nil, nil, cli.Usagef("%w", o.settingsError(err))
 		}
 	}
 	check := cfg
@@ -404,9 +404,73 @@ func (o *options) generationConfig(vocabSize int) (*logits.GenerationConfig, []s
 	}
 	warnings, err := check.Validate(vocabSize)
 	if err != nil {
-		return nil, nil, cli.Usagef("invalid generation settings: %v", err)
+		return nil, nil, cli.Usagef("invalid generation settings: %w", o.settingsError(err))
 	}
 	return cfg, warnings, nil
+}
+
+// settingsError is an error of the generation config told in the terms of the command line: each
+// field that the config rejects is named by the option that set it ("--temperature -1: ..."), or
+// said to come from --generation-config, on one line. It wraps the config's error, so that its
+// *genconfig.FieldErrors stay reachable with errors.As.
+func (o *options) settingsError(err error) error {
+	fes := genconfig.FieldErrors(err)
+	if len(fes) == 0 {
+		return err
+	}
+	msgs := make([]string, len(fes))
+	for i, fe := range fes {
+		msgs[i] = o.fieldMessage(fe)
+	}
+	return &settingsError{msg: strings.Join(msgs, "; "), err: err}
+}
+
+// fieldMessage names what set the rejected field fe: the option and its value, or the
+// --generation-config file.
+func (o *options) fieldMessage(fe *genconfig.FieldError) string {
+	what := strings.TrimPrefix(fe.Error(), "genconfig: ")
+	if raw, ok := o.overrides[fe.JSON]; ok {
+		if opt := configOptionFor(fe.JSON); opt != nil {
+			return fmt.Sprintf("--%s %s: %s", opt.name, optionArg(raw), what)
+		}
+	}
+	if o.genConfig != "" {
+		return fmt.Sprintf("%s (set by --generation-config %s)", what, o.genConfig)
+	}
+	return what
+}
+
+// settingsError keeps the config's error behind the command line's message.
+type settingsError struct {
+	msg string
+	err error
+}
+
+// Error returns the command line's message.
+func (e *settingsError) Error() string { return e.msg }
+
+// Unwrap returns the config's error.
+func (e *settingsError) Unwrap() error { return e.err }
+
+// configOptionFor returns the option of the generation_config.json field key, or nil when no
+// option sets it.
+func configOptionFor(key string) *configOption {
+	for i := range configOptions {
+		if configOptions[i].key == key {
+			return &configOptions[i]
+		}
+	}
+	return nil
+}
+
+// optionArg shows an option's value as the command line spells it: a JSON string without its
+// quotes, anything else as its JSON.
+func optionArg(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 func setsLength(fields map[string]json.RawMessage) bool {

@@ -2,7 +2,7 @@
 // testdata/README.md for their provenance and schema): files of kind "processors", "beam" and
 // "greedy_logprobs" produced by transformers 4.57.6's own code. It holds the schema (typed cases
 // for the three kinds), the string-encoded float32 values, the README's comparison rule and a
-// formatter for the first difference, so that tests and cmd/parity check every kind the same way.
+// formatter for the first difference, so that tests and internal/cmd/parity check every kind the same way.
 package parity
 
 import (

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -15,7 +16,7 @@ import (
 // tolerance; the positions of -inf must always match. It returns nil on success, or the first
 // difference.
 func CheckProcessors(c *ProcessorsCase) error {
-	cfg, err := logits.ParseGenerationConfig(c.GenerationConfig)
+	cfg, err := genconfig.Parse(c.GenerationConfig)
 	if err != nil {
 		return err
 	}

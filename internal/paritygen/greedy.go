@@ -1,7 +1,7 @@
 // Package paritygen replays the greedy_logprobs parity vectors of
 // transformers (see internal/parity/testdata/README.md) through the
 // decoding loop of package generation. The test of package generation and
-// cmd/parity both call it, so the replay is written once.
+// internal/cmd/parity both call it, so the replay is written once.
 package paritygen
 
 import (
@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/parity"
 	"github.com/llamaloop/llamaloop/logits"
@@ -30,7 +31,7 @@ import (
 // config (logits.NewPipeline, as the loop builds it), and compares those
 // values too.
 func ReplayGreedy(c *parity.GreedyCase) error {
-	cfg, err := logits.ParseGenerationConfig(c.GenerationConfig)
+	cfg, err := genconfig.Parse(c.GenerationConfig)
 	if err != nil {
 		return fmt.Errorf("generation_config: %w", err)
 	}
@@ -82,7 +83,7 @@ func ReplayGreedy(c *parity.GreedyCase) error {
 // padTail continues row b as transformers does once it has finished: each
 // step appends the pad token, with the scores the model and processors give
 // the padded history and the log-probability of the pad under them.
-func padTail(c *parity.GreedyCase, cfg *logits.GenerationConfig, b, steps int, model backend.ModelFunc,
+func padTail(c *parity.GreedyCase, cfg *genconfig.Config, b, steps int, model backend.ModelFunc,
 	tokens *[]int32, scores *[][]float32, transition *[]float32) error {
 	pad, ok := cfg.PadToken()
 	if !ok {

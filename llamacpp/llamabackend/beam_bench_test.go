@@ -8,6 +8,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
@@ -53,7 +54,7 @@ func BenchmarkLlamaBeam(b *testing.B) {
 				for _, p := range ps {
 					promptTokens += len(p)
 				}
-				cfg := logits.DefaultGenerationConfig()
+				cfg := genconfig.Default()
 				n := llamaBenchNew
 				cfg.NumBeams, cfg.MaxNewTokens = beams, &n
 				// No eos: every search runs llamaBenchNew steps.

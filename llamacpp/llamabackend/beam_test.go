@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/refbackend"
@@ -16,7 +17,6 @@ import (
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,8 +48,8 @@ func llamaSetup(t *testing.T, name string, slots int) (*llamabackend.Backend, *r
 	return lb, refbackend.New(ref, m.Vocab().Size(), slots), m
 }
 
-func llamaBeamConfig(beams, maxNew int, eos []int32) *logits.GenerationConfig {
-	cfg := logits.DefaultGenerationConfig()
+func llamaBeamConfig(beams, maxNew int, eos []int32) *genconfig.Config {
+	cfg := genconfig.Default()
 	cfg.NumBeams = beams
 	cfg.NumReturnSequences = beams
 	cfg.MaxNewTokens = &maxNew

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // Batched streaming generation on a llama.cpp model (here the project's
@@ -45,7 +45,7 @@ func Example() {
 	defer lb.Close()
 	gen := generation.NewGenerator(lb, llamabackend.Tokenizer{Vocab: model.Vocab()})
 
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	maxNew := 8
 	cfg.MaxNewTokens = &maxNew
 	reqs := []generation.Request{

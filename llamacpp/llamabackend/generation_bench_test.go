@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -99,7 +100,7 @@ func generateRun(b *testing.B, g *generation.Generator, reqs []generation.Reques
 }
 
 func greedyRequests(m *llamacpp.Model, rows int) []generation.Request {
-	cfg := logits.DefaultGenerationConfig()
+	cfg := genconfig.Default()
 	n := benchNewTokens
 	cfg.MaxNewTokens = &n
 	reqs := make([]generation.Request, rows)
@@ -171,7 +172,7 @@ func BenchmarkLlamaDecodeLoop(b *testing.B) {
 // generateRun.
 func BenchmarkLlamaGenerate(b *testing.B) {
 	m := benchmodel.Load(b)
-	greedy := logits.DefaultGenerationConfig()
+	greedy := genconfig.Default()
 	n := benchNewTokens
 	greedy.MaxNewTokens = &n
 	greedy.EOSTokenID = nil
@@ -179,7 +180,7 @@ func BenchmarkLlamaGenerate(b *testing.B) {
 	chain.DoSample, chain.RepetitionPenalty, chain.TopK, chain.TopP, chain.Temperature = true, 1.1, 50, 0.9, 0.7
 	for _, c := range []struct {
 		name string
-		cfg  *logits.GenerationConfig
+		cfg  *genconfig.Config
 	}{{"greedy", greedy}, {"sampling", chain}} {
 		for _, rows := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/rows=%d", c.name, rows), func(b *testing.B) {

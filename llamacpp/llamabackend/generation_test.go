@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/llamatest"
@@ -20,7 +21,6 @@ import (
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/logits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -100,13 +100,13 @@ func llamaGenerator(t testing.TB, m *llamacpp.Model, p llamacpp.ContextParams) (
 	return generation.NewGenerator(b, llamabackend.Tokenizer{Vocab: m.Vocab()}), b
 }
 
-func greedyConfig(maxNew int) *logits.GenerationConfig {
-	c := logits.DefaultGenerationConfig()
+func greedyConfig(maxNew int) *genconfig.Config {
+	c := genconfig.Default()
 	c.MaxNewTokens = &maxNew
 	return c
 }
 
-func sampleConfig(maxNew int) *logits.GenerationConfig {
+func sampleConfig(maxNew int) *genconfig.Config {
 	c := greedyConfig(maxNew)
 	c.DoSample = true
 	c.TopK = 0

@@ -1,16 +1,13 @@
-package mirostat
+package lab
 
 import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// p = (0.5, 0.25, 0.125, 0.125): surprises (1, 2, 3, 3) bits, entropy
-// 0.5 + 0.5 + 0.375 + 0.375 = 1.75 bits.
-var dyadic = []float64{0.5, 0.25, 0.125, 0.125}
 
 func TestDiagnosticsByHand(t *testing.T) {
 	h, err := Entropy(dyadic)
@@ -111,34 +108,34 @@ func TestAdaptiveK(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, k)
 	_, err = AdaptiveK(1, 0, 10)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 }
 
 func TestDiagnosticsRejectBadInput(t *testing.T) {
 	_, err := Entropy(nil)
-	assert.ErrorIs(t, err, ErrEmptyRow)
+	assert.ErrorIs(t, err, mirostat.ErrEmptyRow)
 	_, err = Entropy([]float64{0.5, math.NaN()})
-	var ie *IndexError
+	var ie *mirostat.IndexError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 1, ie.Index)
 	_, err = Entropy([]float64{0.5, 0.4})
-	assert.ErrorIs(t, err, ErrInvalidProbability)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidProbability)
 	_, err = PrefixMass(dyadic, []int{0, 0}, 1)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = PrefixMass(dyadic, []int{0, 9}, 1)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = PrefixMass(dyadic, []int{0, 1}, 3)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = PrefixKL([]float64{1, 0}, []int{1}, 1)
-	assert.ErrorIs(t, err, ErrAllMasked)
+	assert.ErrorIs(t, err, mirostat.ErrAllMasked)
 	_, err = Perplexity(-1)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Surprise(0)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Normalize([]float64{1, -1})
-	assert.ErrorIs(t, err, ErrInvalidProbability)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidProbability)
 	_, err = Normalize([]float64{math.MaxFloat64, math.MaxFloat64})
-	assert.ErrorIs(t, err, ErrNumerical)
+	assert.ErrorIs(t, err, mirostat.ErrNumerical)
 	p, err := Normalize([]float64{3, 1})
 	require.NoError(t, err)
 	assert.Equal(t, []float64{0.75, 0.25}, p)

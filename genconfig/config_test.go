@@ -1,8 +1,10 @@
-package logits
+package genconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,8 +14,8 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func TestDefaultGenerationConfig(t *testing.T) {
-	c := DefaultGenerationConfig()
+func TestDefault(t *testing.T) {
+	c := Default()
 	assert.Equal(t, 20, c.MaxLength)
 	assert.Equal(t, 50, c.TopK, "transformers' default top_k is 50")
 	assert.Equal(t, 1, c.NumBeams)
@@ -30,8 +32,8 @@ func TestDefaultGenerationConfig(t *testing.T) {
 	assert.Empty(t, w)
 }
 
-func TestLoadGenerationConfig(t *testing.T) {
-	c, err := LoadGenerationConfig("testdata/generation_config.json")
+func TestLoad(t *testing.T) {
+	c, err := Load("testdata/generation_config.json")
 	require.NoError(t, err)
 	assert.True(t, c.DoSample)
 	assert.Equal(t, []int32{128001, 128008, 128009}, c.EOSTokenID)
@@ -41,12 +43,12 @@ func TestLoadGenerationConfig(t *testing.T) {
 	assert.Equal(t, 50, c.TopK, "absent fields keep the default")
 	assert.JSONEq(t, `"4.45.0.dev0"`, string(c.Extra["transformers_version"]), "unknown fields are kept")
 
-	_, err = LoadGenerationConfig("testdata/missing.json")
+	_, err = Load("testdata/missing.json")
 	assert.Error(t, err)
 }
 
-func TestParseGenerationConfig(t *testing.T) {
-	c, err := ParseGenerationConfig([]byte(`{
+func TestParse(t *testing.T) {
+	c, err := Parse([]byte(`{
 		"eos_token_id": 2, "pad_token_id": null, "max_new_tokens": 7, "min_p": 0.1, "top_k": null,
 		"early_stopping": "never", "sequence_bias": [[[5, 6], -1.5], [[7], 2.0]],
 		"bad_words_ids": [[1], [2, 3]], "forced_eos_token_id": [4, 5],
@@ -74,7 +76,7 @@ func TestParseGenerationConfig(t *testing.T) {
 	assert.Equal(t, int32(2), pad, "pad falls back to eos[0]")
 }
 
-func TestParseGenerationConfigErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ json, field string }{
 		{`{"top_k": 50.5}`, "top_k"},
 		{`{"top_k": "50"}`, "top_k"},
@@ -92,7 +94,7 @@ func TestParseGenerationConfigErrors(t *testing.T) {
 		{`null`, "generation config"},
 		{`{"a": `, "generation config"},
 	} {
-		_, err := ParseGenerationConfig([]byte(tc.json))
+		_, err := Parse([]byte(tc.json))
 		if assert.Error(t, err, tc.json) {
 			assert.Contains(t, err.Error(), tc.field, tc.json)
 		}
@@ -124,7 +126,7 @@ func TestSequenceBiasJSON(t *testing.T) {
 }
 
 func TestUpdateAndClone(t *testing.T) {
-	model, err := ParseGenerationConfig([]byte(`{"temperature": 0.6, "top_p": 0.9, "eos_token_id": [1, 2]}`))
+	model, err := Parse([]byte(`{"temperature": 0.6, "top_p": 0.9, "eos_token_id": [1, 2]}`))
 	require.NoError(t, err)
 	call := model.Clone()
 	require.NoError(t, call.Update([]byte(`{"temperature": 0.2, "max_new_tokens": 5}`)))
@@ -174,13 +176,16 @@ func TestValidateErrors(t *testing.T) {
 		{"constraints", `{"force_words_ids": [[1]]}`, "force_words_ids", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseGenerationConfig([]byte(tc.json))
+			c, err := Parse([]byte(tc.json))
 			require.NoError(t, err)
 			_, err = c.Validate(tc.vocab)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			_, err = NewPipeline(c, Options{VocabSize: max(tc.vocab, 10)})
-			assert.Error(t, err, "NewPipeline rejects what Validate rejects")
+			fes := FieldErrors(err)
+			require.NotEmpty(t, fes, "every error of Validate names its field")
+			for _, fe := range fes {
+				assert.Contains(t, tc.json, `"`+fe.JSON+`"`, "the field named is one the JSON sets")
+			}
 		})
 	}
 }
@@ -198,7 +203,7 @@ func TestValidateWarnings(t *testing.T) {
 		{"integer temperature without sampling", `{"temperature": 2}`, "temperature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseGenerationConfig([]byte(tc.json))
+			c, err := Parse([]byte(tc.json))
 			require.NoError(t, err)
 			w, err := c.Validate(10)
 			require.NoError(t, err)
@@ -222,7 +227,7 @@ func TestResolve(t *testing.T) {
 		{"min_length is a total length", `{"min_length": 3}`, 5, 25, 3, 256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseGenerationConfig([]byte(tc.json))
+			c, err := Parse([]byte(tc.json))
 			require.NoError(t, err)
 			r := c.Resolve(tc.prompt)
 			assert.Equal(t, tc.maxLen, r.MaxLength)
@@ -234,7 +239,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestCheckLengths(t *testing.T) {
-	c, err := ParseGenerationConfig([]byte(`{"max_length": 10, "min_length": 12}`))
+	c, err := Parse([]byte(`{"max_length": 10, "min_length": 12}`))
 	require.NoError(t, err)
 	w, err := c.CheckLengths(4)
 	require.NoError(t, err)
@@ -244,19 +249,82 @@ func TestCheckLengths(t *testing.T) {
 }
 
 func TestValidateNaNFromGo(t *testing.T) {
-	for _, set := range []func(c *GenerationConfig){
-		func(c *GenerationConfig) { c.Temperature = math.NaN() },
-		func(c *GenerationConfig) { c.RepetitionPenalty = math.NaN() },
-		func(c *GenerationConfig) { c.TopP = math.NaN() },
-		func(c *GenerationConfig) { c.MinP = ptr(math.NaN()) },
-		func(c *GenerationConfig) { c.TypicalP = math.NaN() },
+	for _, set := range []func(c *Config){
+		func(c *Config) { c.Temperature = math.NaN() },
+		func(c *Config) { c.RepetitionPenalty = math.NaN() },
+		func(c *Config) { c.TopP = math.NaN() },
+		func(c *Config) { c.MinP = ptr(math.NaN()) },
+		func(c *Config) { c.TypicalP = math.NaN() },
 	} {
-		c := DefaultGenerationConfig()
+		c := Default()
 		c.DoSample = true
 		set(c)
 		_, err := c.Validate(10)
 		assert.Error(t, err)
-		_, err = NewPipeline(c, Options{VocabSize: 10})
-		assert.Error(t, err)
+	}
+}
+
+// A rejected value is a *FieldError naming the field in Go and in JSON, with the value and the
+// reason, so that a command line can point at the flag that set it.
+func TestFieldError(t *testing.T) {
+	c, err := Parse([]byte(`{"do_sample": true, "temperature": -1.0, "top_k": -3}`))
+	require.NoError(t, err)
+	_, err = c.Validate(0)
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, &FieldError{Field: "Temperature", JSON: "temperature", Value: -1.0,
+		Reason: "has to be a strictly positive float"}, fe)
+	assert.Equal(t, "genconfig: temperature (=-1) has to be a strictly positive float", fe.Error())
+	all := FieldErrors(err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "TopK", all[1].Field)
+	assert.Equal(t, -3, all[1].Value)
+
+	// A value of the wrong JSON type, found by Parse and Update.
+	_, err = Parse([]byte(`{"top_k": "x"}`))
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "TopK", fe.Field)
+	assert.Equal(t, "top_k", fe.JSON)
+	assert.JSONEq(t, `"x"`, string(fe.Value.(json.RawMessage)))
+	assert.Equal(t, `genconfig: top_k (="x") must be an integer`, fe.Error())
+	err = Default().Update([]byte(`{"early_stopping": "sometimes"}`))
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "EarlyStopping", fe.Field)
+	_, err = Parse([]byte(`{"sequence_bias": [[[1], 2.0], [3]]}`))
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "SequenceBias", fe.Field)
+
+	// Pointer fields show their value, Extra fields their JSON.
+	c = Default()
+	c.MaxNewTokens = ptr(0)
+	c.Extra = map[string]json.RawMessage{"watermarking_config": json.RawMessage(`{"a": 1}`)}
+	_, err = c.Validate(0)
+	all = FieldErrors(err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "genconfig: max_new_tokens (=0) must be greater than 0", all[0].Error())
+	assert.Equal(t, "Extra", all[1].Field)
+	assert.Equal(t, "watermarking_config", all[1].JSON)
+
+	// CheckLengths names the length that leaves no room.
+	c = Default()
+	c.MaxNewTokens = ptr(4)
+	_, err = c.CheckLengths(0)
+	require.NoError(t, err)
+	c.MaxLength, c.MaxNewTokens = 6, nil
+	_, err = c.CheckLengths(6)
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "MaxLength", fe.Field)
+
+	assert.Nil(t, FieldErrors(nil))
+	assert.Nil(t, FieldErrors(errors.New("other")))
+}
+
+// Every known JSON field maps to a field of Config of that Go name.
+func TestFieldNames(t *testing.T) {
+	typ := reflect.TypeFor[Config]()
+	for name, f := range configFields {
+		sf, ok := typ.FieldByName(f.goName)
+		require.True(t, ok, "%s: no field %s", name, f.goName)
+		assert.True(t, sf.IsExported(), name)
 	}
 }

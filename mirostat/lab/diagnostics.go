@@ -1,9 +1,14 @@
-package mirostat
+package lab
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/mirostat"
+	"github.com/llamaloop/llamaloop/mirostat/internal/zipf"
 )
 
 // The functions below work on a probability row probs (each entry in [0, 1],
@@ -15,22 +20,24 @@ import (
 const ProbabilityTolerance = 1e-6
 
 // Probabilities returns the softmax of logits in float64, with the same
-// normalizer the samplers use; masked tokens get 0.
+// normalizer the samplers use (a mirostat.PreparedRow's); masked tokens
+// get 0.
 func Probabilities(logits []float32) ([]float64, error) {
-	st, err := logitStats(logits, nil)
+	prep, err := mirostat.PrepareLogits(logits)
 	if err != nil {
 		return nil, err
 	}
 	p := make([]float64, len(logits))
-	for i, v := range logits {
-		p[i] = st.prob(float64(v))
+	for tok, q := range prep.Ranked() {
+		p[tok] = q
 	}
 	return p, nil
 }
 
-// Normalize returns weights divided by their sum.
+// Normalize returns weights divided by their sum. The weights are checked
+// as a Sampler checks a row of mirostat.Weights.
 func Normalize(weights []float64) ([]float64, error) {
-	if _, err := weightStats(weights); err != nil {
+	if _, err := mirostat.PrepareWeights(weights); err != nil {
 		return nil, err
 	}
 	var sum float64
@@ -54,13 +61,15 @@ func Rank(probs []float64) ([]int, error) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return byRank(cand{v: probs[a]}, cand{v: probs[b]}) })
+	// A stable sort of the ids by probability, highest first: equal
+	// probabilities keep the smaller id first.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(probs[b], probs[a]) })
 	return order, nil
 }
 
 // TopIndices returns the k most probable token ids in rank order, selected
-// by quickselect before ranking them rather than by a full sort. k larger
-// than the row is the row.
+// in one pass by a bounded heap rather than by a full sort. k larger than
+// the row is the row.
 func TopIndices(probs []float64, k int) ([]int, error) {
 	if err := checkProbs(probs); err != nil {
 		return nil, err
@@ -68,10 +77,17 @@ func TopIndices(probs []float64, k int) ([]int, error) {
 	if k < 1 {
 		return nil, paramError("k must be >= 1, got %d", k)
 	}
-	c := topK(nil, probs, k, -1) // nothing is masked: zero probabilities rank last
-	out := make([]int, len(c))
-	for i, x := range c {
-		out[i] = int(x.id)
+	var best numeric.Best[float64]
+	best.Reset(k) // zero probabilities enter too: they rank last
+	for i, p := range probs {
+		if best.Admits(p) {
+			best.Offer(numeric.Entry[float64]{Key: p, Index: int32(i)})
+		}
+	}
+	ranked := best.Sorted()
+	out := make([]int, len(ranked))
+	for i, e := range ranked {
+		out[i] = int(e.Index)
 	}
 	return out, nil
 }
@@ -186,14 +202,14 @@ func ZipfExponent(probs []float64, order []int, m int) (float64, error) {
 	if m < 2 {
 		return 0, paramError("m must be >= 2, got %d", m)
 	}
-	c := make([]cand, 0, min(m, len(order)))
+	lv := make([]float64, 0, min(m, len(order)))
 	for _, id := range order[:min(m, len(order))] {
 		if probs[id] == 0 {
 			break
 		}
-		c = append(c, cand{lv: ln(probs[id])})
+		lv = append(lv, numeric.Log(probs[id]))
 	}
-	return zipfExponent(c), nil
+	return zipf.Exponent(lv), nil
 }
 
 // AdaptiveK returns V1's k for target mu (bits), Zipf exponent s > 0 and a
@@ -208,7 +224,11 @@ func AdaptiveK(mu, s float64, n int) (int, error) {
 	case n < 1:
 		return 0, paramError("vocabulary must be >= 1, got %d", n)
 	}
-	return adaptiveK(mu, s, n)
+	k, ok := zipf.K(mu, s, n)
+	if !ok {
+		return 0, mirostat.ErrNumerical
+	}
+	return k, nil
 }
 
 func prefixSurpriseMoments(probs []float64, order []int, keep int) (mean, variance float64, err error) {
@@ -236,7 +256,7 @@ func massOf(probs []float64, order []int, keep int) (float64, error) {
 	}
 	mass := prefixMass(probs, order[:keep])
 	if mass == 0 {
-		return 0, ErrAllMasked
+		return 0, mirostat.ErrAllMasked
 	}
 	return mass, nil
 }
@@ -252,17 +272,17 @@ func prefixMass(probs []float64, ids []int) float64 {
 // checkProbs validates a probability row.
 func checkProbs(probs []float64) error {
 	if len(probs) == 0 {
-		return ErrEmptyRow
+		return mirostat.ErrEmptyRow
 	}
 	var sum float64
 	for i, p := range probs {
 		if !(p >= 0 && p <= 1) {
-			return &IndexError{Index: i, Value: p, Err: ErrInvalidProbability}
+			return &mirostat.IndexError{Index: i, Value: p, Err: mirostat.ErrInvalidProbability}
 		}
 		sum += p
 	}
 	if math.Abs(sum-1) > ProbabilityTolerance {
-		return fmt.Errorf("%w: probabilities sum to %v", ErrInvalidProbability, sum)
+		return fmt.Errorf("%w: probabilities sum to %v", mirostat.ErrInvalidProbability, sum)
 	}
 	return nil
 }

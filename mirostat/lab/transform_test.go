@@ -1,9 +1,10 @@
-package mirostat
+package lab
 
 import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,25 +40,25 @@ func TestTransforms(t *testing.T) {
 	assert.Equal(t, orig, row, "inputs are not modified")
 
 	_, err = Mask(row, []bool{false, false, false, true})
-	assert.ErrorIs(t, err, ErrAllMasked)
+	assert.ErrorIs(t, err, mirostat.ErrAllMasked)
 	_, err = Mask(row, []bool{true})
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Allow(row, []int{3})
-	assert.ErrorIs(t, err, ErrAllMasked)
+	assert.ErrorIs(t, err, mirostat.ErrAllMasked)
 	_, err = Block(row, []int{4})
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Bias(row, map[int]float32{0: float32(math.NaN())})
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Bias(row, map[int]float32{0: math.MaxFloat32, 1: 0})
 	assert.NoError(t, err)
 	_, err = Bias([]float32{math.MaxFloat32}, map[int]float32{0: math.MaxFloat32})
-	assert.ErrorIs(t, err, ErrNumerical)
+	assert.ErrorIs(t, err, mirostat.ErrNumerical)
 	_, err = PenalizeRepetition(row, nil, 0)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = PenalizeCounts(row, []int{-1}, 1, 1)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = WithTemperature([]float32{float32(math.NaN())}, 1)
-	assert.ErrorIs(t, err, ErrNonFiniteLogit)
+	assert.ErrorIs(t, err, mirostat.ErrNonFiniteLogit)
 	_, err = WithTemperature(nil, 1)
-	assert.ErrorIs(t, err, ErrEmptyRow)
+	assert.ErrorIs(t, err, mirostat.ErrEmptyRow)
 }

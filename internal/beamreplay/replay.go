@@ -1,8 +1,8 @@
-// Package replay replays transformers' beam-search parity vectors
+// Package beamreplay replays transformers' beam-search parity vectors
 // (internal/parity/testdata/beam.json) through package beam over the in-memory backend.
 // It is the one implementation of the replay, used by beam's tests and by
-// cmd/parity.
-package replay
+// internal/cmd/parity; it is internal because only those two need it.
+package beamreplay
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
+	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/parity"
-	"github.com/llamaloop/llamaloop/logits"
 )
 
 // Run decodes one raw case of kind "beam", replays it and returns nil, or
@@ -32,7 +32,7 @@ func Run(raw json.RawMessage) error {
 // within the README's tolerance (rows of prompts whose search had ended are
 // not evaluated, so not compared). Every slot must be empty afterwards.
 func Replay(c *parity.BeamCase) error {
-	cfg, err := logits.ParseGenerationConfig(c.GenerationConfig)
+	cfg, err := genconfig.Parse(c.GenerationConfig)
 	if err != nil {
 		return fmt.Errorf("generation_config: %w", err)
 	}

@@ -1,4 +1,4 @@
-package logits
+package genconfig
 
 import (
 	"errors"
@@ -7,55 +7,57 @@ import (
 )
 
 // Validate checks c with transformers 4.57's rules: what GenerationConfig.validate() or a processor
-// constructor rejects is an error naming the field and its value (errors.Join of all of them); what
+// constructor rejects is a *FieldError naming the field and its value (errors.Join of all of them,
+// see FieldErrors); what
 // transformers only warns about is returned as warnings. vocabSize > 0 also checks that the token ids
 // that would index the scores (bad_words_ids, sequence_bias, forced_bos_token_id,
 // forced_eos_token_id) lie inside the vocabulary; 0 means unknown.
 //
 // Processor checks apply only to processors the config enables, as in transformers: temperature 0
 // is an error with do_sample, a warning without it.
-func (c *GenerationConfig) Validate(vocabSize int) (warnings []string, err error) {
+func (c *Config) Validate(vocabSize int) (warnings []string, err error) {
 	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("logits: "+format, args...)) }
+	fail := func(name string, value any, format string, args ...any) {
+		errs = append(errs, fieldError(name, value, format, args...))
+	}
 	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
 
 	// GenerationConfig.validate(): errors.
 	switch c.EarlyStopping {
 	case EarlyStoppingFalse, EarlyStoppingTrue, EarlyStoppingNever:
 	default:
-		fail("early_stopping must be true, false or \"never\", got %d", int(c.EarlyStopping))
+		fail("early_stopping", int(c.EarlyStopping), `must be true, false or "never"`)
 	}
 	if c.MaxNewTokens != nil && *c.MaxNewTokens <= 0 {
-		fail("max_new_tokens must be greater than 0, got %d", *c.MaxNewTokens)
+		fail("max_new_tokens", *c.MaxNewTokens, "must be greater than 0")
 	}
 	if c.NumBeams < 1 {
-		fail("num_beams must be at least 1, got %d", c.NumBeams)
+		fail("num_beams", c.NumBeams, "must be at least 1")
 	}
 	if c.NumReturnSequences < 1 {
-		fail("num_return_sequences must be at least 1, got %d", c.NumReturnSequences)
+		fail("num_return_sequences", c.NumReturnSequences, "must be at least 1")
 	} else if c.NumReturnSequences != 1 && c.NumBeams == 1 && !c.DoSample {
-		fail("num_return_sequences (=%d) > 1 needs sampling (do_sample=true) or beam search (num_beams > 1)",
-			c.NumReturnSequences)
+		fail("num_return_sequences", c.NumReturnSequences, "> 1 needs sampling (do_sample=true) or beam search (num_beams > 1)")
 	} else if c.NumBeams > 1 && c.NumReturnSequences > c.NumBeams {
-		fail("num_return_sequences (=%d) must not exceed num_beams (=%d)", c.NumReturnSequences, c.NumBeams)
+		fail("num_return_sequences", c.NumReturnSequences, "must not exceed num_beams (=%d)", c.NumBeams)
 	}
 	// Modes that 4.57 only runs as Hub-hosted code.
 	if c.NumBeamGroups > 1 {
-		fail("num_beam_groups (=%d): group beam search is a Hub-hosted mode in transformers 4.57 and is not supported", c.NumBeamGroups)
+		fail("num_beam_groups", c.NumBeamGroups, "selects group beam search, a Hub-hosted mode in transformers 4.57: not supported")
 	}
 	if c.PenaltyAlpha != nil && *c.PenaltyAlpha > 0 && c.TopK > 1 && !c.DoSample {
-		fail("penalty_alpha (=%g): contrastive search is a Hub-hosted mode in transformers 4.57 and is not supported", *c.PenaltyAlpha)
+		fail("penalty_alpha", *c.PenaltyAlpha, "selects contrastive search, a Hub-hosted mode in transformers 4.57: not supported")
 	}
 	for _, name := range []string{"constraints", "force_words_ids", "dola_layers"} {
 		if raw, ok := c.Extra[name]; ok && string(raw) != "null" {
-			fail("%s: this mode is Hub-hosted in transformers 4.57 and is not supported", name)
+			fail(name, raw, "selects a Hub-hosted mode of transformers 4.57: not supported")
 		}
 	}
 	if c.GuidanceScale != nil && *c.GuidanceScale != 1 {
-		fail("guidance_scale (=%g): classifier-free guidance is not supported", *c.GuidanceScale)
+		fail("guidance_scale", *c.GuidanceScale, "selects classifier-free guidance: not supported")
 	}
 	if raw, ok := c.Extra["watermarking_config"]; ok && string(raw) != "null" {
-		fail("watermarking_config: watermarking is not supported")
+		fail("watermarking_config", raw, "selects watermarking: not supported")
 	}
 
 	// GenerationConfig.validate(): warnings.
@@ -114,70 +116,72 @@ func (c *GenerationConfig) Validate(vocabSize int) (warnings []string, err error
 }
 
 // processorErrors checks the arguments of the processors that c enables, as their constructors do.
-func (c *GenerationConfig) processorErrors(vocabSize int, warn func(string, ...any)) []error {
+func (c *Config) processorErrors(vocabSize int, warn func(string, ...any)) []error {
 	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("logits: "+format, args...)) }
+	fail := func(name string, value any, format string, args ...any) {
+		errs = append(errs, fieldError(name, value, format, args...))
+	}
 	inVocab := func(id int32) bool { return vocabSize <= 0 || int(id) < vocabSize }
 
 	if c.SequenceBias != nil {
 		if len(c.SequenceBias) == 0 {
-			fail("sequence_bias must be a non-empty list of [[token ids...], bias] pairs, got []")
+			fail("sequence_bias", "[]", "must be a non-empty list of [[token ids...], bias] pairs")
 		}
 		for _, sb := range c.SequenceBias {
 			if len(sb.Tokens) == 0 {
-				fail("sequence_bias: each entry needs a non-empty list of token ids, got %v", sb.Tokens)
+				fail("sequence_bias", sb.Tokens, "needs a non-empty list of token ids in each entry")
 			}
 			for _, id := range sb.Tokens {
 				if id <= 0 {
-					fail("sequence_bias: token ids must be positive integers in the list form, got %d in %v", id, sb.Tokens)
+					fail("sequence_bias", sb.Tokens, "token ids must be positive integers in the list form, got %d", id)
 				} else if !inVocab(id) {
-					fail("sequence_bias: token id %d in %v is outside the vocabulary (size %d)", id, sb.Tokens, vocabSize)
+					fail("sequence_bias", sb.Tokens, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
 				}
 			}
 			if sb.intBias {
-				fail("sequence_bias: the bias of %v must be a float, got the integer %g", sb.Tokens, sb.Bias)
+				fail("sequence_bias", sb.Tokens, "the bias must be a float, got the integer %g", sb.Bias)
 			}
 		}
 	}
 	if p := c.EncoderRepetitionPenalty; p != 1 && (!(p > 0) || c.isJSONInt("encoder_repetition_penalty", p)) {
-		fail("encoder_repetition_penalty has to be a strictly positive float, got %v", p)
+		fail("encoder_repetition_penalty", p, "has to be a strictly positive float")
 	}
 	if p := c.RepetitionPenalty; p != 1 && (!(p > 0) || c.isJSONInt("repetition_penalty", p)) {
-		fail("repetition_penalty has to be a strictly positive float, got %v", p)
+		fail("repetition_penalty", p, "has to be a strictly positive float")
 	}
 	if c.BadWordsIDs != nil {
 		if len(c.BadWordsIDs) == 0 {
-			fail("bad_words_ids has to be a non-empty list, got []")
+			fail("bad_words_ids", "[]", "has to be a non-empty list")
 		}
 		for _, w := range c.BadWordsIDs {
 			if len(w) == 0 {
-				fail("bad_words_ids: each entry must be a non-empty list of token ids, got []")
+				fail("bad_words_ids", w, "each entry must be a non-empty list of token ids")
 			}
 			for _, id := range w {
 				if id < 0 {
-					fail("bad_words_ids has to be a list of lists of non-negative integers, got %d in %v", id, w)
+					fail("bad_words_ids", w, "has to be a list of lists of non-negative integers, got %d", id)
 				} else if !inVocab(id) {
-					fail("bad_words_ids: token id %d in %v is outside the vocabulary (size %d)", id, w, vocabSize)
+					fail("bad_words_ids", w, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
 				}
 			}
 		}
 	}
 	if c.ForcedBOSTokenID != nil {
 		if id := *c.ForcedBOSTokenID; id < 0 || !inVocab(id) {
-			fail("forced_bos_token_id (=%d) is not a token id of the vocabulary (size %d)", id, vocabSize)
+			fail("forced_bos_token_id", id, "is not a token id of the vocabulary (size %d)", vocabSize)
 		}
 	}
 	if c.ForcedEOSTokenID != nil {
 		for _, id := range c.ForcedEOSTokenID {
 			if id < 0 {
-				fail("forced_eos_token_id has to be a list of positive integers, got %v", c.ForcedEOSTokenID)
+				fail("forced_eos_token_id", c.ForcedEOSTokenID, "has to be a list of positive integers")
 			} else if !inVocab(id) {
-				fail("forced_eos_token_id %d is outside the vocabulary (size %d)", id, vocabSize)
+				fail("forced_eos_token_id", c.ForcedEOSTokenID, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
 			}
 		}
 	}
 	if c.ExponentialDecayLengthPenalty != nil && len(c.EOSTokenID) == 0 {
-		fail("exponential_decay_length_penalty (=%v) needs eos_token_id", *c.ExponentialDecayLengthPenalty)
+		fail("exponential_decay_length_penalty", *c.ExponentialDecayLengthPenalty, "needs eos_token_id")
 	}
 	for _, field := range []struct {
 		name string
@@ -193,23 +197,23 @@ func (c *GenerationConfig) processorErrors(vocabSize int, warn func(string, ...a
 		return errs
 	}
 	if t := c.Temperature; t != 1 && (!(t > 0) || math.IsInf(t, 1) || c.isJSONInt("temperature", t)) {
-		msg := fmt.Sprintf("temperature (=%v) has to be a strictly positive float", t)
+		msg := "has to be a strictly positive float"
 		if t == 0 {
 			msg += "; for greedy decoding set do_sample=false instead of temperature 0"
 		}
-		fail("%s", msg)
+		fail("temperature", t, "%s", msg)
 	}
 	if c.TopK < 0 {
-		fail("top_k has to be a non-negative integer, got %d", c.TopK)
+		fail("top_k", c.TopK, "has to be a non-negative integer")
 	}
 	if c.TopP < 0 || c.TopP != c.TopP { // top_p >= 1 builds no warper
-		fail("top_p has to be a float in [0, 1], got %v", c.TopP)
+		fail("top_p", c.TopP, "has to be a float in [0, 1]")
 	}
 	if c.MinP != nil && !(*c.MinP >= 0 && *c.MinP <= 1) {
-		fail("min_p has to be a float in [0, 1], got %v", *c.MinP)
+		fail("min_p", *c.MinP, "has to be a float in [0, 1]")
 	}
 	if c.TypicalP <= 0 || c.TypicalP != c.TypicalP {
-		fail("typical_p has to be a float in (0, 1), got %v", c.TypicalP)
+		fail("typical_p", c.TypicalP, "has to be a float in (0, 1)")
 	}
 	return errs
 }
@@ -223,7 +227,7 @@ func (c *GenerationConfig) processorErrors(vocabSize int, warn func(string, ...a
 //
 // MaxNewTokens and MinNewTokens stay set, so resolving twice for the same prompt length changes
 // nothing. The cap by the model's max_position_embeddings is left to the caller, who knows it.
-func (c *GenerationConfig) Resolve(promptLen int) *GenerationConfig {
+func (c *Config) Resolve(promptLen int) *Config {
 	r := c.Clone()
 	r.MaxLength = c.maxLength(promptLen)
 	r.MinLength = c.minLength(promptLen)
@@ -231,7 +235,7 @@ func (c *GenerationConfig) Resolve(promptLen int) *GenerationConfig {
 }
 
 // maxLength is the total length limit for a prompt of promptLen tokens (see Resolve).
-func (c *GenerationConfig) maxLength(promptLen int) int {
+func (c *Config) maxLength(promptLen int) int {
 	switch {
 	case c.MaxNewTokens != nil:
 		return promptLen + *c.MaxNewTokens
@@ -242,7 +246,7 @@ func (c *GenerationConfig) maxLength(promptLen int) int {
 }
 
 // minLength is the total minimum length for a prompt of promptLen tokens (see Resolve).
-func (c *GenerationConfig) minLength(promptLen int) int {
+func (c *Config) minLength(promptLen int) int {
 	if c.MinNewTokens != nil {
 		return promptLen + *c.MinNewTokens
 	}
@@ -252,11 +256,14 @@ func (c *GenerationConfig) minLength(promptLen int) int {
 // CheckLengths applies generate()'s length checks for a prompt of promptLen tokens: a prompt at
 // least as long as the resolved max_length is an error; a min_length (or prompt + min_new_tokens)
 // beyond max_length is a warning.
-func (c *GenerationConfig) CheckLengths(promptLen int) (warnings []string, err error) {
+func (c *Config) CheckLengths(promptLen int) (warnings []string, err error) {
 	maxLen, minLen := c.maxLength(promptLen), c.minLength(promptLen)
 	if promptLen >= maxLen {
-		return nil, fmt.Errorf("logits: the prompt has %d tokens but max_length is %d: raise max_new_tokens or max_length",
-			promptLen, maxLen)
+		name, value := "max_length", any(c.MaxLength)
+		if c.MaxNewTokens != nil {
+			name, value = "max_new_tokens", *c.MaxNewTokens
+		}
+		return nil, fieldError(name, value, "leaves no room: the prompt has %d tokens and max_length is %d", promptLen, maxLen)
 	}
 	if minLen > maxLen {
 		warnings = append(warnings, fmt.Sprintf("min_length (=%d) is larger than max_length (=%d): the minimum cannot be reached",
@@ -270,7 +277,7 @@ func (c *GenerationConfig) CheckLengths(promptLen int) (warnings []string, err e
 // otherwise 256, the pipelines' default, when max_length is unset or transformers' default 20;
 // otherwise max_length - promptLen (a model's own max_length, such as Whisper's 448, is honoured as
 // a total length). The result is never below 0.
-func (c *GenerationConfig) PipelineMaxNewTokens(promptLen int) int {
+func (c *Config) PipelineMaxNewTokens(promptLen int) int {
 	switch {
 	case c.MaxNewTokens != nil:
 		return max(*c.MaxNewTokens, 0)

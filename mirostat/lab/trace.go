@@ -1,8 +1,10 @@
-package mirostat
+package lab
 
 import (
 	"math"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/mirostat"
 )
 
 // TraceSummary aggregates a sequence of steps against a target surprise.
@@ -26,7 +28,7 @@ type TraceAccumulator struct {
 
 // Add accounts for one successful step. A step with a non-finite surprise
 // or mu, or fewer than one candidate, is rejected.
-func (a *TraceAccumulator) Add(st Step) error {
+func (a *TraceAccumulator) Add(st mirostat.Step) error {
 	if err := checkStep(st); err != nil {
 		return err
 	}
@@ -57,7 +59,7 @@ func (a *TraceAccumulator) Summary() TraceSummary {
 }
 
 // Summarize returns the summary of steps against target (bits).
-func Summarize(steps []Step, target float64) (TraceSummary, error) {
+func Summarize(steps []mirostat.Step, target float64) (TraceSummary, error) {
 	if !finite(target) {
 		return TraceSummary{}, paramError("target must be finite, got %v", target)
 	}
@@ -85,7 +87,7 @@ type TraceSpread struct {
 }
 
 // Spread returns the spread of steps.
-func Spread(steps []Step) (TraceSpread, error) {
+func Spread(steps []mirostat.Step) (TraceSpread, error) {
 	if len(steps) == 0 {
 		return TraceSpread{}, paramError("no steps to spread")
 	}
@@ -115,7 +117,7 @@ func Spread(steps []Step) (TraceSpread, error) {
 
 // RunningSurprise returns the mean surprise of steps[:i+1] for every i: the
 // observed cross-entropy that Mirostat steers towards tau.
-func RunningSurprise(steps []Step) []float64 {
+func RunningSurprise(steps []mirostat.Step) []float64 {
 	out := make([]float64, len(steps))
 	var sum float64
 	for i, st := range steps {
@@ -127,7 +129,7 @@ func RunningSurprise(steps []Step) []float64 {
 
 // RollingSurprise returns, for every i, the mean surprise of the last
 // window steps up to i (fewer at the start).
-func RollingSurprise(steps []Step, window int) ([]float64, error) {
+func RollingSurprise(steps []mirostat.Step, window int) ([]float64, error) {
 	if window < 1 {
 		return nil, paramError("window must be >= 1, got %d", window)
 	}
@@ -194,7 +196,7 @@ func (w *SurpriseWindow) Cap() int { return len(w.values) }
 // Reset empties the window.
 func (w *SurpriseWindow) Reset() { w.next, w.n = 0, 0 }
 
-func checkStep(st Step) error {
+func checkStep(st mirostat.Step) error {
 	if !finite(st.Surprise) || !finite(st.Mu) || st.Kept < 1 {
 		return paramError("not a successful step: surprise %v, mu %v, kept %d", st.Surprise, st.Mu, st.Kept)
 	}

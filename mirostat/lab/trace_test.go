@@ -1,17 +1,18 @@
-package mirostat
+package lab
 
 import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func stepsWith(surprises []float64, kept []int) []Step {
-	out := make([]Step, len(surprises))
+func stepsWith(surprises []float64, kept []int) []mirostat.Step {
+	out := make([]mirostat.Step, len(surprises))
 	for i, s := range surprises {
-		out[i] = Step{Surprise: s, Kept: kept[i], Mu: float64(10 + i)}
+		out[i] = mirostat.Step{Surprise: s, Kept: kept[i], Mu: float64(10 + i)}
 	}
 	return out
 }
@@ -33,7 +34,7 @@ func TestTraceStatistics(t *testing.T) {
 	}
 	assert.Equal(t, sum, acc.Summary())
 	assert.Equal(t, 5, acc.Count())
-	assert.Error(t, acc.Add(Step{Surprise: math.NaN(), Kept: 1}))
+	assert.Error(t, acc.Add(mirostat.Step{Surprise: math.NaN(), Kept: 1}))
 
 	sp, err := Spread(steps)
 	require.NoError(t, err)
@@ -50,11 +51,11 @@ func TestTraceStatistics(t *testing.T) {
 	assert.Equal(t, []float64{1, 2.5, 3, 3.5, 4}, roll)
 
 	_, err = Summarize(nil, 1)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = Spread(nil)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 	_, err = RollingSurprise(steps, 0)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 }
 
 func TestSurpriseWindow(t *testing.T) {
@@ -77,5 +78,5 @@ func TestSurpriseWindow(t *testing.T) {
 	mean, _ = w.Mean()
 	assert.Equal(t, 4.0, mean)
 	_, err = NewSurpriseWindow(0)
-	assert.ErrorIs(t, err, ErrInvalidParameter)
+	assert.ErrorIs(t, err, mirostat.ErrInvalidParameter)
 }

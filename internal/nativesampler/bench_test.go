@@ -1,4 +1,4 @@
-package llamacpp_test
+package nativesampler_test
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -68,7 +69,7 @@ func sideBySide(b *testing.B, v int, ours, theirs func(row []float32)) {
 func BenchmarkSideBySideChain(b *testing.B) {
 	for _, v := range sideVocabs {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			cfg := logits.DefaultGenerationConfig()
+			cfg := genconfig.Default()
 			cfg.DoSample, cfg.RepetitionPenalty, cfg.TopK, cfg.TopP, cfg.Temperature = true, 1.1, 50, 0.9, 0.7
 			p, err := logits.NewPipeline(cfg, logits.Options{VocabSize: v})
 			if err != nil {
@@ -79,8 +80,8 @@ func BenchmarkSideBySideChain(b *testing.B) {
 			for i := range history {
 				history[i] = int32(rng.IntN(v))
 			}
-			row := p.NewRow(history)
-			native, err := llamacpp.NewNativeChain(v, llamacpp.NativeChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
+			hist := p.NewHistory(history)
+			native, err := nativesampler.NewChain(v, nativesampler.ChainParams{PenaltyLastN: 256, RepeatPenalty: 1.1,
 				TopK: 50, TopP: 0.9, Temperature: 0.7, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -90,8 +91,8 @@ func BenchmarkSideBySideChain(b *testing.B) {
 				native.Accept(t)
 			}
 			sideBySide(b, v, func(w []float32) {
-				p.Process(row, w)
-				p.Sample(row, w, rng.Float64())
+				p.Process(hist, w)
+				p.Sample(hist, w, rng.Float64())
 			}, func(w []float32) { _, _ = native.Sample(w) })
 		})
 	}
@@ -101,7 +102,7 @@ func BenchmarkSideBySideChain(b *testing.B) {
 func BenchmarkSideBySideGreedy(b *testing.B) {
 	for _, v := range sideVocabs {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			native, err := llamacpp.NewNativeGreedy(v)
+			native, err := nativesampler.NewGreedy(v)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func BenchmarkSideBySideMirostat(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				native, err := llamacpp.NewNativeMirostat(v, version, 5, 0.1, 100, 1)
+				native, err := nativesampler.NewMirostat(v, version, 5, 0.1, 100, 1)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,8 +1,9 @@
-package logits
+package genconfig
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -47,7 +48,7 @@ func (e EarlyStopping) MarshalJSON() ([]byte, error) {
 	case EarlyStoppingFalse:
 		return []byte("false"), nil
 	}
-	return nil, fmt.Errorf("logits: early_stopping: invalid value %d", int(e))
+	return nil, fmt.Errorf("genconfig: early_stopping: invalid value %d", int(e))
 }
 
 // UnmarshalJSON reads true, false, "never", 1 or 0 (null is false); anything else is an error, as in
@@ -61,7 +62,8 @@ func (e *EarlyStopping) UnmarshalJSON(data []byte) error {
 	case `"never"`:
 		*e = EarlyStoppingNever
 	default:
-		return fmt.Errorf("logits: early_stopping must be true, false or \"never\", got %.40s", data)
+		return &FieldError{Field: "EarlyStopping", JSON: "early_stopping", Value: json.RawMessage(data),
+			Reason: `must be true, false or "never"`}
 	}
 	return nil
 }
@@ -75,6 +77,10 @@ type SequenceBias struct {
 	// intBias records a JSON integer bias, which transformers rejects ("must be a float").
 	intBias bool
 }
+
+// IntBias reports whether the JSON wrote the bias as an integer ("2" rather than "2.0"), which
+// transformers' SequenceBiasLogitsProcessor rejects ("must be a float").
+func (s SequenceBias) IntBias() bool { return s.intBias }
 
 // MarshalJSON writes the list form [[ids...], bias].
 func (s SequenceBias) MarshalJSON() ([]byte, error) {
@@ -90,13 +96,13 @@ func (s SequenceBias) MarshalJSON() ([]byte, error) {
 func (s *SequenceBias) UnmarshalJSON(data []byte) error {
 	var pair []json.RawMessage
 	if err := json.Unmarshal(data, &pair); err != nil || len(pair) != 2 {
-		return fmt.Errorf("logits: sequence_bias: each entry must be [[token ids...], bias], got %.60s", data)
+		return sequenceBiasValue(data).errorf("a list of [[token ids...], bias] entries")
 	}
-	ids, err := jsonValue{name: "sequence_bias", raw: pair[0]}.ints()
+	ids, err := sequenceBiasValue(pair[0]).ints()
 	if err != nil {
 		return err
 	}
-	bias, isInt, err := jsonValue{name: "sequence_bias", raw: pair[1]}.float()
+	bias, isInt, err := sequenceBiasValue(pair[1]).float()
 	if err != nil {
 		return err
 	}
@@ -104,16 +110,28 @@ func (s *SequenceBias) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// jsonValue is one field of a generation_config.json object, named for error messages.
+// sequenceBiasValue is raw read as (a part of) the sequence_bias field.
+func sequenceBiasValue(raw json.RawMessage) jsonValue {
+	return jsonValue{name: "sequence_bias", field: "SequenceBias", raw: raw}
+}
+
+// jsonValue is one field of a generation_config.json object, named (in JSON and in Go) for its
+// errors.
 type jsonValue struct {
-	name string
-	raw  json.RawMessage
+	name, field string
+	raw         json.RawMessage
+}
+
+// part returns the value raw read as a part of v (an item of a list, an entry of a pair).
+func (v jsonValue) part(raw json.RawMessage) jsonValue {
+	return jsonValue{name: v.name, field: v.field, raw: raw}
 }
 
 func (v jsonValue) isNull() bool { return string(bytes.TrimSpace(v.raw)) == "null" }
 
+// errorf is the error of a value that is not of the JSON type the field wants.
 func (v jsonValue) errorf(want string) error {
-	return fmt.Errorf("logits: generation config field %q: want %s, got %.60s", v.name, want, v.raw)
+	return &FieldError{Field: v.field, JSON: v.name, Value: v.raw, Reason: "must be " + want}
 }
 
 // integer reads a JSON integer; a number with a fraction or an exponent is a Python float, which
@@ -168,7 +186,7 @@ func (v jsonValue) ints() ([]int32, error) {
 	}
 	out := make([]int32, len(items))
 	for i, it := range items {
-		id, err := jsonValue{name: v.name, raw: it}.tokenID()
+		id, err := v.part(it).tokenID()
 		if err != nil {
 			return nil, err
 		}
@@ -194,8 +212,8 @@ func (v jsonValue) intOrList() ([]int32, error) {
 
 // Setters for the common field shapes; each returns the field's setter for configFields.
 
-func intField(get func(*GenerationConfig) *int, null int) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func intField(get func(*Config) *int, null int) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		if v.isNull() {
 			*get(c) = null
 			return nil
@@ -206,8 +224,8 @@ func intField(get func(*GenerationConfig) *int, null int) func(*GenerationConfig
 	}
 }
 
-func optIntField(get func(*GenerationConfig) **int) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func optIntField(get func(*Config) **int) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		if v.isNull() {
 			*get(c) = nil
 			return nil
@@ -218,8 +236,8 @@ func optIntField(get func(*GenerationConfig) **int) func(*GenerationConfig, json
 	}
 }
 
-func floatField(get func(*GenerationConfig) *float64, null float64) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func floatField(get func(*Config) *float64, null float64) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		if v.isNull() {
 			*get(c) = null
 			return nil
@@ -241,8 +259,8 @@ func floatField(get func(*GenerationConfig) *float64, null float64) func(*Genera
 	}
 }
 
-func optFloatField(get func(*GenerationConfig) **float64) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func optFloatField(get func(*Config) **float64) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		if v.isNull() {
 			*get(c) = nil
 			return nil
@@ -253,16 +271,16 @@ func optFloatField(get func(*GenerationConfig) **float64) func(*GenerationConfig
 	}
 }
 
-func boolField(get func(*GenerationConfig) *bool) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func boolField(get func(*Config) *bool) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		b, err := v.boolean()
 		*get(c) = b
 		return err
 	}
 }
 
-func optTokenField(get func(*GenerationConfig) **int32) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func optTokenField(get func(*Config) **int32) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		if v.isNull() {
 			*get(c) = nil
 			return nil
@@ -273,8 +291,8 @@ func optTokenField(get func(*GenerationConfig) **int32) func(*GenerationConfig, 
 	}
 }
 
-func tokenListField(get func(*GenerationConfig) *[]int32, intAllowed bool) func(*GenerationConfig, jsonValue) error {
-	return func(c *GenerationConfig, v jsonValue) error {
+func tokenListField(get func(*Config) *[]int32, intAllowed bool) func(*Config, jsonValue) error {
+	return func(c *Config, v jsonValue) error {
 		var ids []int32
 		var err error
 		switch {
@@ -289,14 +307,20 @@ func tokenListField(get func(*GenerationConfig) *[]int32, intAllowed bool) func(
 	}
 }
 
-// configFields maps each known generation_config.json field to its setter.
-var configFields = map[string]func(*GenerationConfig, jsonValue) error{
-	"max_length":     intField(func(c *GenerationConfig) *int { return &c.MaxLength }, 20),
-	"max_new_tokens": optIntField(func(c *GenerationConfig) **int { return &c.MaxNewTokens }),
-	"min_length":     intField(func(c *GenerationConfig) *int { return &c.MinLength }, 0),
-	"min_new_tokens": optIntField(func(c *GenerationConfig) **int { return &c.MinNewTokens }),
-	"max_time":       optFloatField(func(c *GenerationConfig) **float64 { return &c.MaxTime }),
-	"stop_strings": func(c *GenerationConfig, v jsonValue) error {
+// field is one known generation_config.json field: the Go name of its Config field and its setter.
+type field struct {
+	goName string
+	set    func(*Config, jsonValue) error
+}
+
+// configFields maps each known generation_config.json field to its Go name and setter.
+var configFields = map[string]field{
+	"max_length":     {"MaxLength", intField(func(c *Config) *int { return &c.MaxLength }, 20)},
+	"max_new_tokens": {"MaxNewTokens", optIntField(func(c *Config) **int { return &c.MaxNewTokens })},
+	"min_length":     {"MinLength", intField(func(c *Config) *int { return &c.MinLength }, 0)},
+	"min_new_tokens": {"MinNewTokens", optIntField(func(c *Config) **int { return &c.MinNewTokens })},
+	"max_time":       {"MaxTime", optFloatField(func(c *Config) **float64 { return &c.MaxTime })},
+	"stop_strings": {"StopStrings", func(c *Config, v jsonValue) error {
 		c.StopStrings = nil
 		if v.isNull() {
 			return nil
@@ -310,30 +334,30 @@ var configFields = map[string]func(*GenerationConfig, jsonValue) error{
 			return v.errorf("a string or a list of strings")
 		}
 		return nil
-	},
-	"early_stopping": func(c *GenerationConfig, v jsonValue) error {
+	}},
+	"early_stopping": {"EarlyStopping", func(c *Config, v jsonValue) error {
 		return c.EarlyStopping.UnmarshalJSON(v.raw)
-	},
-	"do_sample":            boolField(func(c *GenerationConfig) *bool { return &c.DoSample }),
-	"num_beams":            intField(func(c *GenerationConfig) *int { return &c.NumBeams }, 1),
-	"num_return_sequences": intField(func(c *GenerationConfig) *int { return &c.NumReturnSequences }, 1),
-	"temperature":          floatField(func(c *GenerationConfig) *float64 { return &c.Temperature }, 1),
-	"top_k":                intField(func(c *GenerationConfig) *int { return &c.TopK }, 0),
-	"top_p":                floatField(func(c *GenerationConfig) *float64 { return &c.TopP }, 1),
-	"min_p":                optFloatField(func(c *GenerationConfig) **float64 { return &c.MinP }),
-	"typical_p":            floatField(func(c *GenerationConfig) *float64 { return &c.TypicalP }, 1),
-	"epsilon_cutoff":       floatField(func(c *GenerationConfig) *float64 { return &c.EpsilonCutoff }, 0),
-	"eta_cutoff":           floatField(func(c *GenerationConfig) *float64 { return &c.EtaCutoff }, 0),
-	"repetition_penalty":   floatField(func(c *GenerationConfig) *float64 { return &c.RepetitionPenalty }, 1),
-	"encoder_repetition_penalty": floatField(func(c *GenerationConfig) *float64 {
+	}},
+	"do_sample":            {"DoSample", boolField(func(c *Config) *bool { return &c.DoSample })},
+	"num_beams":            {"NumBeams", intField(func(c *Config) *int { return &c.NumBeams }, 1)},
+	"num_return_sequences": {"NumReturnSequences", intField(func(c *Config) *int { return &c.NumReturnSequences }, 1)},
+	"temperature":          {"Temperature", floatField(func(c *Config) *float64 { return &c.Temperature }, 1)},
+	"top_k":                {"TopK", intField(func(c *Config) *int { return &c.TopK }, 0)},
+	"top_p":                {"TopP", floatField(func(c *Config) *float64 { return &c.TopP }, 1)},
+	"min_p":                {"MinP", optFloatField(func(c *Config) **float64 { return &c.MinP })},
+	"typical_p":            {"TypicalP", floatField(func(c *Config) *float64 { return &c.TypicalP }, 1)},
+	"epsilon_cutoff":       {"EpsilonCutoff", floatField(func(c *Config) *float64 { return &c.EpsilonCutoff }, 0)},
+	"eta_cutoff":           {"EtaCutoff", floatField(func(c *Config) *float64 { return &c.EtaCutoff }, 0)},
+	"repetition_penalty":   {"RepetitionPenalty", floatField(func(c *Config) *float64 { return &c.RepetitionPenalty }, 1)},
+	"encoder_repetition_penalty": {"EncoderRepetitionPenalty", floatField(func(c *Config) *float64 {
 		return &c.EncoderRepetitionPenalty
-	}, 1),
-	"length_penalty":       floatField(func(c *GenerationConfig) *float64 { return &c.LengthPenalty }, 1),
-	"no_repeat_ngram_size": intField(func(c *GenerationConfig) *int { return &c.NoRepeatNGramSize }, 0),
-	"encoder_no_repeat_ngram_size": intField(func(c *GenerationConfig) *int {
+	}, 1)},
+	"length_penalty":       {"LengthPenalty", floatField(func(c *Config) *float64 { return &c.LengthPenalty }, 1)},
+	"no_repeat_ngram_size": {"NoRepeatNGramSize", intField(func(c *Config) *int { return &c.NoRepeatNGramSize }, 0)},
+	"encoder_no_repeat_ngram_size": {"EncoderNoRepeatNGramSize", intField(func(c *Config) *int {
 		return &c.EncoderNoRepeatNGramSize
-	}, 0),
-	"bad_words_ids": func(c *GenerationConfig, v jsonValue) error {
+	}, 0)},
+	"bad_words_ids": {"BadWordsIDs", func(c *Config, v jsonValue) error {
 		c.BadWordsIDs = nil
 		if v.isNull() {
 			return nil
@@ -344,18 +368,18 @@ var configFields = map[string]func(*GenerationConfig, jsonValue) error{
 		}
 		c.BadWordsIDs = make([][]int32, len(words))
 		for i, w := range words {
-			ids, err := jsonValue{name: v.name, raw: w}.ints()
+			ids, err := v.part(w).ints()
 			if err != nil {
 				return v.errorf("a list of lists of token ids")
 			}
 			c.BadWordsIDs[i] = ids
 		}
 		return nil
-	},
-	"forced_bos_token_id":   optTokenField(func(c *GenerationConfig) **int32 { return &c.ForcedBOSTokenID }),
-	"forced_eos_token_id":   tokenListField(func(c *GenerationConfig) *[]int32 { return &c.ForcedEOSTokenID }, true),
-	"remove_invalid_values": boolField(func(c *GenerationConfig) *bool { return &c.RemoveInvalidValues }),
-	"exponential_decay_length_penalty": func(c *GenerationConfig, v jsonValue) error {
+	}},
+	"forced_bos_token_id":   {"ForcedBOSTokenID", optTokenField(func(c *Config) **int32 { return &c.ForcedBOSTokenID })},
+	"forced_eos_token_id":   {"ForcedEOSTokenID", tokenListField(func(c *Config) *[]int32 { return &c.ForcedEOSTokenID }, true)},
+	"remove_invalid_values": {"RemoveInvalidValues", boolField(func(c *Config) *bool { return &c.RemoveInvalidValues })},
+	"exponential_decay_length_penalty": {"ExponentialDecayLengthPenalty", func(c *Config, v jsonValue) error {
 		c.ExponentialDecayLengthPenalty = nil
 		if v.isNull() {
 			return nil
@@ -364,47 +388,48 @@ var configFields = map[string]func(*GenerationConfig, jsonValue) error{
 		if err := json.Unmarshal(v.raw, &pair); err != nil || len(pair) != 2 {
 			return v.errorf("[start_index, decay_factor]")
 		}
-		start, err := jsonValue{name: v.name, raw: pair[0]}.integer()
+		start, err := v.part(pair[0]).integer()
 		if err != nil {
 			return v.errorf("[start_index (integer), decay_factor]")
 		}
-		factor, _, err := jsonValue{name: v.name, raw: pair[1]}.float()
+		factor, _, err := v.part(pair[1]).float()
 		if err != nil {
 			return v.errorf("[start_index, decay_factor (number)]")
 		}
 		c.ExponentialDecayLengthPenalty = &[2]float64{float64(start), factor}
 		return nil
-	},
-	"suppress_tokens":       tokenListField(func(c *GenerationConfig) *[]int32 { return &c.SuppressTokens }, false),
-	"begin_suppress_tokens": tokenListField(func(c *GenerationConfig) *[]int32 { return &c.BeginSuppressTokens }, false),
-	"sequence_bias": func(c *GenerationConfig, v jsonValue) error {
+	}},
+	"suppress_tokens":       {"SuppressTokens", tokenListField(func(c *Config) *[]int32 { return &c.SuppressTokens }, false)},
+	"begin_suppress_tokens": {"BeginSuppressTokens", tokenListField(func(c *Config) *[]int32 { return &c.BeginSuppressTokens }, false)},
+	"sequence_bias": {"SequenceBias", func(c *Config, v jsonValue) error {
 		c.SequenceBias = nil
 		if v.isNull() {
 			return nil
 		}
 		if err := json.Unmarshal(v.raw, &c.SequenceBias); err != nil || c.SequenceBias == nil {
 			c.SequenceBias = nil
-			if err == nil || bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte("{")) {
-				return v.errorf("the list form [[[token ids...], bias], ...]")
+			var fe *FieldError
+			if err != nil && errors.As(err, &fe) && !bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte("{")) {
+				return err
 			}
-			return err
+			return v.errorf("the list form [[[token ids...], bias], ...]")
 		}
 		return nil
-	},
-	"renormalize_logits":     boolField(func(c *GenerationConfig) *bool { return &c.RenormalizeLogits }),
-	"guidance_scale":         optFloatField(func(c *GenerationConfig) **float64 { return &c.GuidanceScale }),
-	"token_healing":          boolField(func(c *GenerationConfig) *bool { return &c.TokenHealing }),
-	"eos_token_id":           tokenListField(func(c *GenerationConfig) *[]int32 { return &c.EOSTokenID }, true),
-	"pad_token_id":           optTokenField(func(c *GenerationConfig) **int32 { return &c.PadTokenID }),
-	"bos_token_id":           optTokenField(func(c *GenerationConfig) **int32 { return &c.BOSTokenID }),
-	"decoder_start_token_id": optTokenField(func(c *GenerationConfig) **int32 { return &c.DecoderStartTokenID }),
-	"use_cache":              boolField(func(c *GenerationConfig) *bool { return &c.UseCache }),
-	"output_scores":          boolField(func(c *GenerationConfig) *bool { return &c.OutputScores }),
-	"output_logits":          boolField(func(c *GenerationConfig) *bool { return &c.OutputLogits }),
-	"return_dict_in_generate": boolField(func(c *GenerationConfig) *bool {
+	}},
+	"renormalize_logits":     {"RenormalizeLogits", boolField(func(c *Config) *bool { return &c.RenormalizeLogits })},
+	"guidance_scale":         {"GuidanceScale", optFloatField(func(c *Config) **float64 { return &c.GuidanceScale })},
+	"token_healing":          {"TokenHealing", boolField(func(c *Config) *bool { return &c.TokenHealing })},
+	"eos_token_id":           {"EOSTokenID", tokenListField(func(c *Config) *[]int32 { return &c.EOSTokenID }, true)},
+	"pad_token_id":           {"PadTokenID", optTokenField(func(c *Config) **int32 { return &c.PadTokenID })},
+	"bos_token_id":           {"BOSTokenID", optTokenField(func(c *Config) **int32 { return &c.BOSTokenID })},
+	"decoder_start_token_id": {"DecoderStartTokenID", optTokenField(func(c *Config) **int32 { return &c.DecoderStartTokenID })},
+	"use_cache":              {"UseCache", boolField(func(c *Config) *bool { return &c.UseCache })},
+	"output_scores":          {"OutputScores", boolField(func(c *Config) *bool { return &c.OutputScores })},
+	"output_logits":          {"OutputLogits", boolField(func(c *Config) *bool { return &c.OutputLogits })},
+	"return_dict_in_generate": {"ReturnDictInGenerate", boolField(func(c *Config) *bool {
 		return &c.ReturnDictInGenerate
-	}),
-	"num_beam_groups":   intField(func(c *GenerationConfig) *int { return &c.NumBeamGroups }, 1),
-	"diversity_penalty": floatField(func(c *GenerationConfig) *float64 { return &c.DiversityPenalty }, 0),
-	"penalty_alpha":     optFloatField(func(c *GenerationConfig) **float64 { return &c.PenaltyAlpha }),
+	})},
+	"num_beam_groups":   {"NumBeamGroups", intField(func(c *Config) *int { return &c.NumBeamGroups }, 1)},
+	"diversity_penalty": {"DiversityPenalty", floatField(func(c *Config) *float64 { return &c.DiversityPenalty }, 0)},
+	"penalty_alpha":     {"PenaltyAlpha", optFloatField(func(c *Config) **float64 { return &c.PenaltyAlpha })},
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // vectors is the repository's copy of transformers' parity vectors.
-const vectors = "../../internal/parity/testdata/"
+const vectors = "../../parity/testdata/"
 
 func TestProcessorsFilePasses(t *testing.T) {
 	var out bytes.Buffer

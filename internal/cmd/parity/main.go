@@ -2,8 +2,8 @@
 //
 // Usage:
 //
-//	go run ./cmd/parity FILE...
-//	go run ./cmd/parity internal/parity/testdata/*.json
+//	go run ./internal/cmd/parity FILE...
+//	go run ./internal/cmd/parity internal/parity/testdata/*.json
 //
 // Each FILE is a parity file in the schema of internal/parity/testdata/README.md, of kind "processors",
 // "beam" or "greedy_logprobs". parity runs every case, prints one line per failing case with its id

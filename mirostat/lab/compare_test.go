@@ -1,9 +1,10 @@
-package mirostat
+package lab
 
 import (
 	"math"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,10 +29,14 @@ func TestComparisonSamplersByHand(t *testing.T) {
 		{"epsilon", func(u float64) (int, error) { return SampleEpsilon(row, 0.2, u) }, 0.7, 1},
 		{"epsilon floor", func(u float64) (int, error) { return SampleEpsilon(row, 0.9, u) }, 0.99, 0},
 		// Entropy 1.75; |surprise - H| = (0.75, 0.25, 1.25, 1.25): typical
-		// order (1, 0, 2, 3); mass 0.5 keeps {1, 0} (0.75). u = 0.5: target
-		// 0.375 passes token 1 (0.25) and lands on 0; u = 0.2 stays on 1.
+		// order (1, 0, 2, 3); mass 0.5 keeps {1, 0} (0.75). The draw ranks
+		// them by probability, (0, 1): u = 0.5, target 0.375, lands on 0,
+		// and so does u = 0.2; u = 0.7, target 0.525, passes 0 (0.5) to 1.
 		{"typical", func(u float64) (int, error) { return SampleTypical(row, 0.5, u) }, 0.5, 0},
-		{"typical low u", func(u float64) (int, error) { return SampleTypical(row, 0.5, u) }, 0.2, 1},
+		{"typical low u", func(u float64) (int, error) { return SampleTypical(row, 0.5, u) }, 0.2, 0},
+		{"typical high u", func(u float64) (int, error) { return SampleTypical(row, 0.5, u) }, 0.7, 1},
+		// top-p 0 keeps the top token alone (transformers' rule).
+		{"top-p 0", func(u float64) (int, error) { return SampleTopP(row, 0, u) }, 0.99, 0},
 		// T = 0.5 squares the probabilities: (0.727, 0.182, 0.045, 0.045).
 		{"temperature", func(u float64) (int, error) { return SampleTemperature(row, 0.5, u) }, 0.75, 1},
 		{"temperature low u", func(u float64) (int, error) { return SampleTemperature(row, 0.5, u) }, 0.72, 0},
@@ -41,12 +46,9 @@ func TestComparisonSamplersByHand(t *testing.T) {
 		require.NoError(t, err, c.name)
 		assert.Equal(t, c.want, got, c.name)
 		_, err = c.f(1)
-		assert.ErrorIs(t, err, ErrInvalidUniform, c.name)
+		assert.ErrorIs(t, err, mirostat.ErrInvalidUniform, c.name)
 	}
 
-	order, err := TypicalOrder(dyadic)
-	require.NoError(t, err)
-	assert.Equal(t, []int{1, 0, 2, 3}, order)
 	tok, err := DrawCandidates(dyadic, []int{3, 0}, 0.1) // target 0.0625 < 0.125
 	require.NoError(t, err)
 	assert.Equal(t, 3, tok)
@@ -56,7 +58,7 @@ func TestComparisonSamplersByHand(t *testing.T) {
 
 	for name, f := range map[string]func() (int, error){
 		"k 0":         func() (int, error) { return SampleTopK(row, 0, 0.5) },
-		"p 0":         func() (int, error) { return SampleTopP(row, 0, 0.5) },
+		"p 1.5":       func() (int, error) { return SampleTopP(row, 1.5, 0.5) },
 		"min-p 2":     func() (int, error) { return SampleMinP(row, 2, 0.5) },
 		"epsilon 1":   func() (int, error) { return SampleEpsilon(row, 1, 0.5) },
 		"typical 1.5": func() (int, error) { return SampleTypical(row, 1.5, 0.5) },
@@ -64,7 +66,7 @@ func TestComparisonSamplersByHand(t *testing.T) {
 		"T NaN":       func() (int, error) { return SampleTemperature(row, math.NaN(), 0.5) },
 	} {
 		_, err := f()
-		assert.ErrorIs(t, err, ErrInvalidParameter, name)
+		assert.ErrorIs(t, err, mirostat.ErrInvalidParameter, name)
 	}
 }
 
@@ -72,8 +74,8 @@ func TestComparisonSamplersByHand(t *testing.T) {
 // everything kept is temperature-1 sampling, token for token.
 func TestComparisonSharesTheDraw(t *testing.T) {
 	row := zipfRow(500, 1.2)
-	s := mustNew(t, Config{Version: V2, Tau: 500, Eta: 0})
-	pm := &ParkMiller{}
+	s := mustNew(t, mirostat.Config{Version: mirostat.V2, Tau: 500, Eta: 0})
+	pm := &mirostat.ParkMiller{}
 	for range 200 {
 		u := pm.Float64()
 		st, err := s.SampleLogits(row, u)

@@ -9,61 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// expNonPositive against math.Exp: within a few ulps (1e-15 relative).
-func TestExpNonPositiveAccuracy(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 1_000_000 {
-		x := -r.Float64() * 40
-		if i%4 == 0 {
-			x = -r.Float64() * 745
-		}
-		want := math.Exp(x)
-		got := expNonPositive(x)
-		if want == 0 {
-			assert.Zero(t, got)
-			continue
-		}
-		if rel := math.Abs(got-want) / want; rel > 1e-15 {
-			t.Fatalf("exp(%v) = %v, want %v (rel %g)", x, got, want, rel)
-		}
-	}
-	assert.Equal(t, 1.0, expNonPositive(0))
-	assert.Equal(t, 1.0, expNonPositive(math.Copysign(0, -1)))
-	assert.Zero(t, expNonPositive(math.Inf(-1)))
-	assert.True(t, math.IsNaN(expNonPositive(math.NaN())))
-	assert.True(t, math.IsNaN(expFast(math.NaN())))
-}
-
-// ln is right where math.Log on amd64 is not (golang/go#56600).
-func TestLnSubnormal(t *testing.T) {
-	assert.InDelta(t, -744.4400719213812, ln(5e-324), 1e-12)
-	assert.InDelta(t, math.Log(2.61773395118493)-310*math.Ln10, ln(2.61773395118493e-310), 1e-12)
-	assert.Equal(t, math.Log(0.3), ln(0.3))
-}
-
-// expTermBits against math.Exp: within 1e-13 relative over the normalizer's
-// range, 1e-14 where the terms that matter lie.
-func TestExpTermAccuracy(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range 1_000_000 {
-		x := -r.Float64() * 45
-		tol := 1e-14
-		if i%4 == 0 {
-			x, tol = -r.Float64()*-expFloor, 1e-13
-		}
-		want := math.Exp(x)
-		got, _ := expTermBits(x)
-		if rel := math.Abs(got-want) / want; rel > tol {
-			t.Fatalf("expTerm(%v) = %v, want %v (rel %g)", x, got, want, rel)
-		}
-	}
-	assert.Equal(t, 1.0, term(0))
-	assert.Equal(t, 1.0, term(math.Copysign(0, -1)))
-	assert.InEpsilon(t, math.Exp(expFloor), term(expFloor), 1e-13)
-	assert.Zero(t, term(math.Inf(-1)))
-	assert.True(t, math.IsNaN(term(math.NaN())))
-}
-
 // The normalizer against a float64 brute force with math.Exp, on rows of
 // every range, masked or not, up to 262144 tokens: lnZ within 1e-12
 // relative in Z. The pass that fills a draw's histogram must give the same

@@ -1,4 +1,4 @@
-package logits
+package genconfig
 
 import (
 	"encoding/json"
@@ -8,15 +8,15 @@ import (
 	"slices"
 )
 
-// GenerationConfig holds the decoding fields of transformers 4.57's GenerationConfig, each with the
-// default of GenerationConfig(). Pointer fields are "None" when nil. A field that transformers
-// disables with None and that has no pointer here (top_k, temperature, top_p, typical_p,
-// repetition_penalty, ...) takes its neutral value when the JSON holds null: top_k 0, the others 1.0.
+// Config holds the decoding fields of transformers 4.57's GenerationConfig, each with the default of
+// GenerationConfig(). Pointer fields are "None" when nil. A field that transformers disables with
+// None and that has no pointer here (top_k, temperature, top_p, typical_p, repetition_penalty, ...)
+// takes its neutral value when the JSON holds null: top_k 0, the others 1.0.
 //
-// A config is plain data: build one with [DefaultGenerationConfig], [ParseGenerationConfig] or
-// [LoadGenerationConfig], change fields or apply JSON overrides with [GenerationConfig.Update],
-// check it with [GenerationConfig.Validate] and turn it into processors with [NewPipeline].
-type GenerationConfig struct {
+// A config is plain data: build one with [Default], [Parse] or [Load], change fields or apply JSON
+// overrides with [Config.Update], check it with [Config.Validate], and turn it into processors with
+// logits.NewPipeline.
+type Config struct {
 	// Lengths. MaxLength is a total length (prompt included); transformers treats the default 20 as
 	// "unset" and then allows 20 new tokens. MaxNewTokens, when set, wins over MaxLength.
 	MaxLength    int  // max_length, default 20
@@ -85,10 +85,10 @@ type GenerationConfig struct {
 	jsonInts map[string]float64
 }
 
-// DefaultGenerationConfig returns GenerationConfig() of transformers 4.57: max_length 20, top_k 50,
+// Default returns GenerationConfig() of transformers 4.57: max_length 20, top_k 50,
 // num_beams 1, temperature, top_p, typical_p and the penalties 1.0, everything else unset.
-func DefaultGenerationConfig() *GenerationConfig {
-	return &GenerationConfig{
+func Default() *Config {
+	return &Config{
 		MaxLength:                20,
 		NumBeams:                 1,
 		NumReturnSequences:       1,
@@ -104,24 +104,24 @@ func DefaultGenerationConfig() *GenerationConfig {
 	}
 }
 
-// ParseGenerationConfig reads a generation_config.json document: transformers' defaults, then every
+// Parse reads a generation_config.json document: transformers' defaults, then every
 // field the JSON sets (GenerationConfig.from_dict). Unknown fields are kept in Extra. A field of the
 // wrong JSON type is an error naming it; values are checked later by Validate.
-func ParseGenerationConfig(data []byte) (*GenerationConfig, error) {
-	c := DefaultGenerationConfig()
+func Parse(data []byte) (*Config, error) {
+	c := Default()
 	if err := c.Update(data); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// LoadGenerationConfig reads a generation_config.json file with ParseGenerationConfig.
-func LoadGenerationConfig(path string) (*GenerationConfig, error) {
+// Load reads a generation_config.json file with Parse.
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("logits: %w", err)
+		return nil, fmt.Errorf("genconfig: %w", err)
 	}
-	c, err := ParseGenerationConfig(data)
+	c, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
@@ -131,18 +131,18 @@ func LoadGenerationConfig(path string) (*GenerationConfig, error) {
 // Update sets every field that the JSON object overrides holds, as transformers'
 // GenerationConfig.update(**kwargs) does: the caller's settings win over the model's. Fields that
 // the object does not name keep their value. On error c is unchanged.
-func (c *GenerationConfig) Update(overrides []byte) error {
+func (c *Config) Update(overrides []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(overrides, &fields); err != nil {
-		return fmt.Errorf("logits: generation config: %w", err)
+		return fmt.Errorf("genconfig: generation config: %w", err)
 	}
 	if fields == nil {
-		return fmt.Errorf("logits: generation config: want a JSON object, got %.40s", overrides)
+		return fmt.Errorf("genconfig: generation config: want a JSON object, got %.40s", overrides)
 	}
 	next := c.Clone()
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]
-		set, known := configFields[name]
+		f, known := configFields[name]
 		if !known {
 			if next.Extra == nil {
 				next.Extra = map[string]json.RawMessage{}
@@ -150,7 +150,7 @@ func (c *GenerationConfig) Update(overrides []byte) error {
 			next.Extra[name] = slices.Clone(raw)
 			continue
 		}
-		if err := set(next, jsonValue{name: name, raw: raw}); err != nil {
+		if err := f.set(next, jsonValue{name: name, field: f.goName, raw: raw}); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func (c *GenerationConfig) Update(overrides []byte) error {
 }
 
 // Clone returns a deep copy of c.
-func (c *GenerationConfig) Clone() *GenerationConfig {
+func (c *Config) Clone() *Config {
 	d := *c
 	d.MaxNewTokens = clonePtr(c.MaxNewTokens)
 	d.MinNewTokens = clonePtr(c.MinNewTokens)
@@ -198,7 +198,7 @@ func (c *GenerationConfig) Clone() *GenerationConfig {
 // PadToken returns the pad id that generate() uses: pad_token_id, or eos[0] when it is unset and an
 // eos exists (transformers' _prepare_special_tokens; the config field itself stays unset). ok is
 // false when neither is set.
-func (c *GenerationConfig) PadToken() (id int32, ok bool) {
+func (c *Config) PadToken() (id int32, ok bool) {
 	if c.PadTokenID != nil {
 		return *c.PadTokenID, true
 	}
@@ -209,7 +209,7 @@ func (c *GenerationConfig) PadToken() (id int32, ok bool) {
 }
 
 // isJSONInt reports whether field was read from JSON as an integer and still holds that value.
-func (c *GenerationConfig) isJSONInt(field string, v float64) bool {
+func (c *Config) isJSONInt(field string, v float64) bool {
 	w, ok := c.jsonInts[field]
 	return ok && w == v
 }
