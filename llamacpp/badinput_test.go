@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"context"
+	"github.com/llamaloop/llamaloop/backend"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -276,6 +277,6 @@ func TestMoreBadInput(t *testing.T) {
 	assert.True(t, v.IsEOG(2))
 	_, err = v.Tokenize("x", false, false)
 	assert.ErrorIs(t, err, llamacpp.ErrClosed)
-	_, err = v.ApplyChatTemplate("", []llamacpp.ChatMessage{{Role: "user", Content: "hi"}}, true)
+	_, err = v.ApplyChatTemplate("", []backend.Message{{Role: "user", Content: "hi"}}, true)
 	assert.ErrorIs(t, err, llamacpp.ErrClosed)
 }

@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"fmt"
+	"github.com/llamaloop/llamaloop/backend"
 	"slices"
 	"unicode/utf8"
 
@@ -226,18 +227,12 @@ func (v *Vocab) Detokenize(tokens []int32, removeSpecial, unparseSpecial bool) (
 	return string(buf[:n]), nil
 }
 
-// ChatMessage is one turn of a conversation.
-type ChatMessage struct {
-	Role    string // "system", "user", "assistant", ...
-	Content string
-}
-
 // ApplyChatTemplate renders messages with the model's chat template, or with
 // template when it is not empty (a template's text or a built-in name such
 // as "chatml" or "llama3"). addAssistant appends the assistant-turn prefix.
 // llama.cpp does not run Jinja: it recognises known templates and formats
 // them with its own code, so an unrecognised template is an error.
-func (v *Vocab) ApplyChatTemplate(template string, messages []ChatMessage, addAssistant bool) (string, error) {
+func (v *Vocab) ApplyChatTemplate(template string, messages []backend.Message, addAssistant bool) (string, error) {
 	if err := v.alive(); err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"context"
+	"github.com/llamaloop/llamaloop/backend"
 	"log/slog"
 	"strings"
 	"sync"
@@ -91,13 +92,13 @@ func TestChatTemplate(t *testing.T) {
 	tmpl, ok := m.ChatTemplate("")
 	require.True(t, ok)
 	assert.Equal(t, testmodel.ChatMLTemplate, tmpl)
-	out, err := m.Vocab().ApplyChatTemplate("", []llamacpp.ChatMessage{
+	out, err := m.Vocab().ApplyChatTemplate("", []backend.Message{
 		{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}, true)
 	require.NoError(t, err)
 	assert.Equal(t, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out)
-	_, err = m.Vocab().ApplyChatTemplate("{{ nonsense }}", []llamacpp.ChatMessage{{Role: "user", Content: "Hi"}}, true)
+	_, err = m.Vocab().ApplyChatTemplate("{{ nonsense }}", []backend.Message{{Role: "user", Content: "Hi"}}, true)
 	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
-	out, err = m.Vocab().ApplyChatTemplate("llama3", []llamacpp.ChatMessage{{Role: "user", Content: "Hi"}}, false)
+	out, err = m.Vocab().ApplyChatTemplate("llama3", []backend.Message{{Role: "user", Content: "Hi"}}, false)
 	require.NoError(t, err)
 	assert.Contains(t, out, "<|start_header_id|>user<|end_header_id|>")
 }

@@ -226,15 +226,9 @@ type Tokenizer struct {
 }
 
 // ApplyChatTemplate implements backend.ChatTemplater with llama.cpp's
-// template engine. llamacpp.ChatMessage has the same fields as
-// backend.Message (llamacpp sits below the contract and does not import it),
-// so the messages are converted field by field.
+// template engine.
 func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bool) (string, error) {
-	msgs := make([]llamacpp.ChatMessage, len(messages))
-	for i, m := range messages {
-		msgs[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
-	}
-	return t.Vocab.ApplyChatTemplate(t.Template, msgs, addAssistant)
+	return t.Vocab.ApplyChatTemplate(t.Template, messages, addAssistant)
 }
 
 // The adapters satisfy the contract.
