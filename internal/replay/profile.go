@@ -44,6 +44,10 @@ type ModelProfile struct {
 	// PromptTokensPerS is the prompt processing speed: a feed of n > 1
 	// tokens costs n / PromptTokensPerS.
 	PromptTokensPerS float64 `json:"prompt_tokens_per_s"`
+	// Ratios are the loop's ratios measured on the device itself, keyed by
+	// llamabench's names ("sampling chain / raw"), to be shown beside the
+	// replayed ones.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
 }
 
 // StepTime is the wall time of one decode step of Rows rows.
