@@ -95,8 +95,9 @@ Usage:
 
 For each model it measures, repeating each measurement -r times and reporting
 the median and the minimum:
-  - prompt processing (tokens/s) for each --pp length: the raw llama_decode loop
-    and the decoding loop of package generation (time to the first token);
+  - prompt processing (tokens/s) for each --pp length, up to the first token:
+    the raw llama_decode loop (and the argmax of the logits it waits for) and
+    the decoding loop of package generation;
   - generation (tokens/s after the first token, --tg tokens from a --prompt
     token prompt): the raw decode loop (argmax in Go), greedy, the default
     sampling chain and Mirostat v2 through package generation;
