@@ -67,6 +67,7 @@ type group struct {
 	nChild   []int32               // scratch: children per live beam
 	taken    []bool                // scratch: parent slot already inherited
 	best     numeric.Best[float64] // scratch: the step's best candidates
+	tops     rowTops               // scratch: each row's best candidates, found in parallel
 
 	// Transformers beam search.
 	cands   []cand

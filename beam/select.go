@@ -2,8 +2,10 @@ package beam
 
 import (
 	"math"
+	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/internal/parallel"
 )
 
 // cand is one extension of a beam: a token appended to the beam's path.
@@ -49,21 +51,63 @@ func ranked(dst []cand, best *numeric.Best[float64], rows []table) []cand {
 }
 
 // topScores ranks the candidates of rows by float32 add+score and keeps the
-// best n, ties to the lower flat index. NaN candidates are never kept.
-func topScores(dst []cand, best *numeric.Best[float64], rows []table, n int) []cand {
+// best n, ties to the lower flat index. NaN candidates are never kept. With
+// a job and rows wide enough, each row's best n are found on a core of its
+// own and then merged (rowTops).
+func topScores(dst []cand, best *numeric.Best[float64], rows []table, n int, job *rowTops) []cand {
+	if job != nil && len(rows) > 1 && parallel.Workers() > 1 && len(rows)*len(rows[0].scores) >= parallelEntries {
+		job.rows, job.n = rows, n
+		if len(job.best) < len(rows) {
+			job.best = make([]numeric.Best[float64], len(rows))
+		}
+		parallel.Run(len(rows), job, &job.wg)
+		job.rows = nil
+		best.Reset(n)
+		for j := range rows {
+			for _, e := range job.best[j].Sorted() {
+				best.Offer(e)
+			}
+		}
+		return ranked(dst, best, rows)
+	}
 	best.Reset(n)
 	for j, r := range rows {
-		add := r.add
-		for v, x := range r.scores {
-			acc := x + add
-			key := float64(acc)
-			if !best.Admits(key) || acc != acc {
-				continue
-			}
-			best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
-		}
+		topScoresOf(best, r, j)
 	}
 	return ranked(dst, best, rows)
+}
+
+// topScoresOf offers the candidates of row j, r, to best in flat-index
+// order.
+func topScoresOf(best *numeric.Best[float64], r table, j int) {
+	add := r.add
+	for v, x := range r.scores {
+		acc := x + add
+		key := float64(acc)
+		if !best.Admits(key) || acc != acc {
+			continue
+		}
+		best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
+	}
+}
+
+// rowTops finds the best n candidates of each row on its own core. The
+// step's best n are among the union of the rows' best n (a candidate with n
+// better ones in its own row has n better ones overall), and Best ranks by
+// key, then flat index, a total order: merging the rows' best gives what
+// one scan of every row gives.
+type rowTops struct {
+	rows []table
+	n    int
+	best []numeric.Best[float64]
+	wg   sync.WaitGroup
+}
+
+// Do ranks row j.
+func (t *rowTops) Do(j int) {
+	b := &t.best[j]
+	b.Reset(t.n)
+	topScoresOf(b, t.rows[j], j)
 }
 
 // topSampled draws n candidates without replacement from softmax(add+score)

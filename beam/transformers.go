@@ -44,7 +44,7 @@ func (s *search) stepBeam(g *group) (bool, error) {
 	if s.cfg.DoSample {
 		cands = s.topSampled(g.cands, &g.best, tables, s.c)
 	} else {
-		cands = topScores(g.cands, &g.best, tables, s.c)
+		cands = topScores(g.cands, &g.best, tables, s.c, &g.tops)
 	}
 	g.cands = cands
 	best := float32(math.Inf(-1))

@@ -250,13 +250,17 @@ type mirostatChooser struct{ s *mirostat.Sampler }
 
 // Choose implements logits.Chooser.
 func (c mirostatChooser) Choose(_ *logits.History, scores []float32, src *logits.Source) (int, error) {
-	for i, x := range scores {
-		if x != x {
-			return -1, fmt.Errorf("%w: NaN score at %d", logits.ErrNoChoice, i)
-		}
-	}
+	// Mirostat fails on a row with a NaN (its normalizer becomes NaN) and
+	// then leaves its state as it was, so the row is searched for the NaN
+	// only then: a pass of its own would cost a tenth of the step at a
+	// vocabulary of 128256.
 	st, err := c.s.SampleLogits(scores, src.Float64())
 	if err != nil {
+		for i, x := range scores {
+			if x != x {
+				return -1, fmt.Errorf("%w: NaN score at %d", logits.ErrNoChoice, i)
+			}
+		}
 		return -1, fmt.Errorf("%w: mirostat: %w", logits.ErrNoChoice, err)
 	}
 	return st.Token, nil

@@ -97,10 +97,8 @@ type Multinomial struct{}
 
 // Choose implements Chooser.
 func (Multinomial) Choose(hist *History, scores []float32, src *Source) (int, error) {
-	for i, x := range scores {
-		if x != x {
-			return -1, fmt.Errorf("%w: NaN score at %d", ErrNoChoice, i)
-		}
+	if err := checkNaN(hist, scores); err != nil {
+		return -1, err
 	}
 	u := src.Float64()
 	var i int
@@ -114,6 +112,31 @@ func (Multinomial) Choose(hist *History, scores []float32, src *Source) (int, er
 		return -1, fmt.Errorf("%w: every score is -inf", ErrNoChoice)
 	}
 	return i, nil
+}
+
+// checkNaN returns an error wrapping ErrNoChoice that names the first NaN of scores, if any. When
+// a top-k stage bounded the candidates, every other entry is -inf, so only the candidates are
+// looked at: a pass over the whole row would cost as much as the top-k stage itself at a vocabulary
+// of 128256. A NaN among them falls back to the whole row, so the error names the same index.
+func checkNaN(hist *History, scores []float32) error {
+	if hist != nil && hist.cand.describes(scores) {
+		clean := true
+		for _, i := range hist.cand.idx {
+			if x := scores[i]; x != x {
+				clean = false
+				break
+			}
+		}
+		if clean {
+			return nil
+		}
+	}
+	for i, x := range scores {
+		if x != x {
+			return fmt.Errorf("%w: NaN score at %d", ErrNoChoice, i)
+		}
+	}
+	return nil
 }
 
 // Chooser returns the chooser that ends p's chain for its config: [Multinomial] when the config

@@ -3,6 +3,7 @@ package logits
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,6 +120,41 @@ func TestMultinomialChooser(t *testing.T) {
 	for _, bad := range [][]float32{{0, float32(math.NaN())}, {negInf, negInf}} {
 		_, err := Multinomial{}.Choose(nil, bad, src)
 		assert.ErrorIs(t, err, ErrNoChoice, "%v", bad)
+	}
+}
+
+// With a candidate list, Multinomial looks for NaN among the candidates
+// only; the error must still name the row's first NaN, as a scan of the
+// whole row (a chooser given no history) names it.
+func TestMultinomialNaNWithCandidates(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, cfg := range []string{
+		`{"do_sample": true, "top_k": 5, "temperature": 0.8}`,
+		`{"do_sample": true, "top_k": 5, "top_p": 0.9, "renormalize_logits": true}`,
+	} {
+		pipe := mustPipeline(t, cfg, Options{VocabSize: 64})
+		r := rand.New(rand.NewPCG(7, 8))
+		for i := range 300 {
+			row := pipe.NewHistory([]int32{1})
+			scores := make([]float32, 64)
+			for j := range scores {
+				scores[j] = float32(r.NormFloat64())
+			}
+			for range r.IntN(3) { // none, one or two NaN
+				scores[r.IntN(64)] = nan
+			}
+			pipe.Process(row, scores)
+			whole := slices.Clone(scores)
+			tok, err := Multinomial{}.Choose(row, scores, NewSource(uint64(i)))
+			wantTok, wantErr := Multinomial{}.Choose(nil, whole, NewSource(uint64(i)))
+			require.Equal(t, wantTok, tok, "%s, row %d", cfg, i)
+			if wantErr == nil {
+				require.NoError(t, err)
+				continue
+			}
+			require.ErrorIs(t, err, ErrNoChoice)
+			require.Equal(t, wantErr.Error(), err.Error(), "%s, row %d", cfg, i)
+		}
 	}
 }
 

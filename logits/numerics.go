@@ -80,7 +80,7 @@ func LogSoftmax(dst, src []float32) {
 		}
 		return
 	}
-	logSum := float32(math.Log(numeric.ExpSum(src, float64(m))))
+	logSum := float32(math.Log(numeric.ExpSumParallel(src, float64(m))))
 	dst = dst[:len(src)]
 	for i, x := range src {
 		dst[i] = (x - m) - logSum
@@ -99,7 +99,7 @@ func Softmax(dst, src []float32) {
 		}
 		return
 	}
-	inv := 1 / numeric.ExpSum(src, float64(m))
+	inv := 1 / numeric.ExpSumParallel(src, float64(m))
 	fm := float64(m)
 	dst = dst[:len(src)]
 	for i, x := range src {

@@ -3,13 +3,16 @@ package logits
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/internal/parallel"
 )
 
 // TopK is transformers' TopKLogitsWarper: with k' = min(max(k, min_tokens_to_keep), V), every score
 // below the k'-th largest becomes -inf. Every score tied with the k'-th largest is kept, so more than
-// k' tokens can survive; NaN ranks above every number (torch.topk) and is never removed.
+// k' tokens can survive; NaN ranks above every number (torch.topk) and is never removed (with k' NaN
+// or more, every number is).
 //
 // It runs in one pass over the row keeping the k' largest values (a bounded min-heap,
 // numeric.Best), never sorting the row: a score below the smallest of them can never reach the k'-th place, so it is set to -inf on the spot;
@@ -76,12 +79,66 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 		t = temp.t
 	}
 	b := &r.best
-	b.Reset(k)
-	pending := r.cand.idx[:0] // indices that may survive, in index order
+	var pending []int32
+	var nNaN int
+	if parts := topKParts(len(scores), k); parts > 1 {
+		pending, nNaN = r.topKChunks(scores, k, t, parts)
+	} else {
+		b.Reset(k)
+		pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0])
+	}
+	// The k-th largest, NaN ranking first.
+	kept := pending[:0]
+	if nNaN >= k {
+		// The k largest are NaN: every number goes. (torch would compare with a NaN threshold
+		// and remove nothing; the pass has already removed some numbers, as many as the order it
+		// met them in allowed, so keeping the rest would make the row depend on that order, and
+		// on how a parallel pass split it. A row with a NaN allows no choice either way.)
+		for _, j := range pending {
+			if x := scores[j]; x == x {
+				scores[j] = negInf
+			} else {
+				kept = append(kept, j)
+			}
+		}
+		r.cand.idx = kept
+		r.setCandidates(scores)
+		return
+	}
+	thr := kthOf(b, scores, k, nNaN)
+	if temp != nil {
+		thrT := quotient(thr, temp.r)
+		for _, j := range pending {
+			if y := quotient(scores[j], temp.r); y < thrT {
+				scores[j] = negInf
+			} else {
+				scores[j] = y
+				kept = append(kept, j)
+			}
+		}
+	} else {
+		for _, j := range pending {
+			if scores[j] < thr {
+				scores[j] = negInf
+			} else {
+				kept = append(kept, j)
+			}
+		}
+	}
+	r.cand.idx = kept
+	r.setCandidates(scores)
+}
+
+// scanTopK is top-k's pass over scores, whose first entry has index base in
+// the row: it offers every number to b (reset to k), sets to -inf each score
+// that cannot reach the k-th place of b, which only grows, and returns the
+// indices of the others (every NaN included), in index order, appended to
+// pending, with the number of NaN.
+func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32, pending []int32) ([]int32, int) {
 	nNaN := 0
 	i := 0
 	for ; i < len(scores) && !b.Full(); i++ {
-		pending = append(pending, int32(i))
+		pending = append(pending, base+int32(i))
 		if x := scores[i]; x == x {
 			b.Offer(numeric.Entry[float32]{Key: x})
 		} else {
@@ -108,7 +165,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 				scores[i] = ninf
 				continue
 			}
-			pending = append(pending, int32(i))
+			pending = append(pending, base+int32(i))
 			if !(x <= root) {
 				if x != x {
 					nNaN++
@@ -122,35 +179,78 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 			}
 		}
 	}
-	// The k-th largest, NaN ranking first.
-	var thr float32
-	if nNaN >= k {
-		thr = float32(math.NaN())
-	} else {
-		thr = kthOf(b, scores, k, nNaN)
+	return pending, nNaN
+}
+
+// topKChunkLen is the fewest scores a chunk of a parallel top-k pass takes:
+// a pass costs about a nanosecond a score, a hand-off to a core a few
+// microseconds. A variable so that tests can chunk small rows.
+var topKChunkLen = 1 << 14
+
+// topKWorkers is the number of cores a top-k pass may use (a variable so
+// that tests can ask for more chunks than the machine has cores).
+var topKWorkers = parallel.Workers
+
+// topKParts is the number of chunks top-k splits a row of n scores into: one
+// per core, each at least topKChunkLen long and longer than k.
+func topKParts(n, k int) int {
+	chunk := max(topKChunkLen, 4*k)
+	return max(1, min(topKWorkers(), n/chunk))
+}
+
+// topKChunk is one chunk of a parallel top-k pass.
+type topKChunk struct {
+	best    numeric.Best[float32]
+	pending []int32
+	nNaN    int
+}
+
+// topKJob splits a row into chunks for parallel.Run.
+type topKJob struct {
+	scores []float32
+	k      int
+	t      float32
+	chunks []topKChunk
+	wg     sync.WaitGroup
+}
+
+// Do scans chunk c.
+func (j *topKJob) Do(c int) {
+	n := len(j.scores)
+	lo, hi := c*n/len(j.chunks), (c+1)*n/len(j.chunks)
+	ch := &j.chunks[c]
+	ch.best.Reset(j.k)
+	ch.pending, ch.nNaN = scanTopK(&ch.best, j.scores[lo:hi], int32(lo), j.t, ch.pending[:0])
+}
+
+// topKChunks is scanTopK over parts chunks of scores at once. Each chunk
+// keeps its own k largest, so it removes only scores below its own k-th
+// largest, which is at most the row's: every score it removes, the
+// sequential pass removes too, and the settling after the pass removes the
+// rest of them. The chunks' k largest, merged into r.best, are the row's k
+// largest, and their pending lists, joined in chunk order, are in index
+// order: the row comes out as the sequential pass leaves it.
+func (r *History) topKChunks(scores []float32, k int, t float32, parts int) ([]int32, int) {
+	j := &r.chunks
+	if cap(j.chunks) < parts {
+		j.chunks = append(j.chunks[:cap(j.chunks)], make([]topKChunk, parts-cap(j.chunks))...)
 	}
-	kept := pending[:0]
-	if temp != nil {
-		thrT := quotient(thr, temp.r)
-		for _, j := range pending {
-			if y := quotient(scores[j], temp.r); y < thrT {
-				scores[j] = negInf
-			} else {
-				scores[j] = y
-				kept = append(kept, j)
-			}
+	j.scores, j.k, j.t, j.chunks = scores, k, t, j.chunks[:parts]
+	parallel.Run(parts, j, &j.wg)
+	j.scores = nil
+	b := &r.best
+	b.Reset(k)
+	pending := r.cand.idx[:0]
+	nNaN := 0
+	for c := range j.chunks {
+		ch := &j.chunks[c]
+		for _, e := range ch.best.Sorted() {
+			b.Offer(e)
 		}
-	} else {
-		for _, j := range pending {
-			if scores[j] < thr {
-				scores[j] = negInf
-			} else {
-				kept = append(kept, j)
-			}
-		}
+		pending = append(pending, ch.pending...)
+		nNaN += ch.nNaN
 	}
-	r.cand.idx = kept
-	r.setCandidates(scores)
+	return pending, nNaN
 }
 
 // cutFor returns a value below which a score is surely removed when root is the current k-th

@@ -1,6 +1,7 @@
 package mirostat
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -359,6 +360,83 @@ func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 	if s.cfg.Version == V1 {
 		return s.drawLogitsV1(row, u)
 	}
+	// The histogram's pass costs half as much again as the normalizer's
+	// alone, and a V2 step needs it only when many tokens are near its
+	// threshold. So the normalizer comes first (the same terms in the same
+	// order: the same sum), then one light pass counts the tokens of the
+	// bands the histogram would have looked at and collects the candidates;
+	// only when they are too many does the step run the histogram's way.
+	st, err := logitStats(row, nil)
+	if err != nil {
+		return Step{}, err
+	}
+	thr := float32Below(st.shift + st.lnZ - s.mu*math.Ln2 -
+		1e-9*(math.Abs(st.shift)+st.lnZ+math.Abs(s.mu*math.Ln2)+1))
+	lo, any := lowestWhere(float32(st.shift), func(x float32) bool {
+		return x >= thr && st.surpriseBits(float64(x)) <= s.mu
+	})
+	if !any { // the most probable token alone
+		x := float64(st.shift)
+		return s.commit(st, cand{v: x, lv: x, id: int32(st.top)}, st.prob(x), 1, 0, 0)
+	}
+	// The bands up to lo's hold the logits from floor up.
+	last := bandOf(lo, st.shift)
+	floor, _ := lowestWhere(float32(st.shift), func(x float32) bool { return bandOf(x, st.shift) <= last })
+	c, ok := collectAbove(s.cands[:0], row, floor, lo, collectLimit(len(row)))
+	s.cands = c
+	if !ok {
+		return s.drawLogitsHistogram(row, u)
+	}
+	// In the histogram's order: by band, the last token of a band first.
+	slices.SortFunc(c, func(a, b cand) int {
+		if ba, bb := bandOf(float32(a.v), st.shift), bandOf(float32(b.v), st.shift); ba != bb {
+			return cmp.Compare(ba, bb)
+		}
+		return cmp.Compare(b.id, a.id)
+	})
+	return s.drawAmong(row, st, c, u)
+}
+
+// collectAbove appends to dst the tokens of row with logits at least lo,
+// counting those at least floor (<= lo), and reports false once limit of
+// them are counted. Nearly every token is below floor: four are tested at
+// once.
+func collectAbove(dst []cand, row []float32, floor, lo float32, limit int) ([]cand, bool) {
+	n := 0
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		r := row[i : i+4 : i+4]
+		if r[0] < floor && r[1] < floor && r[2] < floor && r[3] < floor {
+			continue
+		}
+		for j, x := range r {
+			if x >= floor {
+				n++
+				if x >= lo {
+					v := float64(x)
+					dst = append(dst, cand{v: v, lv: v, id: int32(i + j)})
+				}
+			}
+		}
+		if n >= limit {
+			return dst, false
+		}
+	}
+	for ; i < len(row); i++ {
+		if x := row[i]; x >= floor {
+			n++
+			if x >= lo {
+				v := float64(x)
+				dst = append(dst, cand{v: v, lv: v, id: int32(i)})
+			}
+		}
+	}
+	return dst, n < limit
+}
+
+// drawLogitsHistogram is drawLogits by the histogram, for the rows whose
+// candidates, or the tokens of their bands, are many.
+func (s *Sampler) drawLogitsHistogram(row []float32, u float64) (Step, error) {
 	h := &s.hist
 	st, err := logitTerms(row, nil, h)
 	if err != nil {

@@ -94,7 +94,12 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 	}
 	z := 0.0
 	i := 0
-	for {
+	if top == nil && h == nil {
+		// The normalizer alone: on a machine with cores to spare, its terms
+		// are computed in chunks on several (the same sum to the last bit).
+		z, i = numeric.ExpSumParallel(row, m), len(row)
+	}
+	for i < len(row) {
 		if h != nil {
 			i, z = h.addTerms(row, i, z)
 		} else {

@@ -80,6 +80,9 @@ func (s *status) clear() {
 }
 
 func (a *app) run(ctx context.Context, o *options) error {
+	if o.replay != "" {
+		return a.runReplay(ctx, o)
+	}
 	for _, path := range o.models {
 		if _, err := os.Stat(path); err != nil {
 			if errors.Is(err, os.ErrNotExist) {

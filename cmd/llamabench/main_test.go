@@ -401,3 +401,53 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// --replay measures every ratio on replay backends that wait as the profile
+// says: the raw loops can be no faster than the profile's device, and
+// every ratio of the issue has a row, beside the device's where the profile
+// gives one.
+func TestReplay(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "profile.json")
+	require.NoError(t, os.WriteFile(prof, []byte(`{"name": "test device", "models": [{"name": "m", "vocab_size": 500,
+		"steps": [{"rows": 1, "ms": 2}, {"rows": 4, "ms": 2.5}], "prompt_tokens_per_s": 100000,
+		"ratios": {"greedy / raw": 1.01}}]}`), 0o644))
+	out := filepath.Join(dir, "out.json")
+	res := run(t, "--replay", prof, "-r", "3", "--tg", "4", "--prompt", "4", "--pp", "16", "--beams", "2", "--json", out)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	names := []string{"greedy / raw", "sampling chain / raw", "Mirostat v2 / raw",
+		"beam 2 decoded / batch 2 greedy", "pp16 generation / raw decode"}
+	for _, n := range names {
+		assert.Contains(t, res.Stdout, n)
+	}
+	assert.Regexp(t, `greedy / raw +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\.01\n`, res.Stdout)
+
+	var rep struct {
+		Models []struct {
+			Name   string
+			Speeds map[string]stat `json:"tokens_per_s"`
+			Ratios map[string]stat
+		}
+	}
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &rep))
+	require.Len(t, rep.Models, 1)
+	m := rep.Models[0]
+	assert.Equal(t, "m", m.Name)
+	for _, n := range names {
+		r, ok := m.Ratios[n]
+		require.True(t, ok, n)
+		assert.Len(t, r.Samples, 3, n)
+		assert.Greater(t, r.Median, 0.0, n)
+	}
+	// 2 ms a step: at most 500 tokens/s; 16 prompt tokens at 100000 t/s.
+	raw := m.Speeds["tg4 raw decode"]
+	assert.LessOrEqual(t, raw.Max, 500.0)
+	assert.Greater(t, raw.Median, 100.0)
+	assert.LessOrEqual(t, m.Speeds["pp16 raw decode"].Max, 100000.0)
+
+	res = run(t, "--replay", filepath.Join(dir, "missing.json"))
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "missing.json")
+}

@@ -33,6 +33,8 @@ type options struct {
 	threads   int
 	gpuLayers int
 
+	replay string
+
 	jsonPath  string
 	chartPath string
 	quiet     bool
@@ -80,7 +82,7 @@ func (l *stringList) Set(v string) error {
 var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
-	{Title: "Runtime", Flags: []string{"threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
 
@@ -93,8 +95,9 @@ Usage:
 
 For each model it measures, repeating each measurement -r times and reporting
 the median and the minimum:
-  - prompt processing (tokens/s) for each --pp length: the raw llama_decode loop
-    and the decoding loop of package generation (time to the first token);
+  - prompt processing (tokens/s) for each --pp length, up to the first token:
+    the raw llama_decode loop (and the argmax of the logits it waits for) and
+    the decoding loop of package generation;
   - generation (tokens/s after the first token, --tg tokens from a --prompt
     token prompt): the raw decode loop (argmax in Go), greedy, the default
     sampling chain and Mirostat v2 through package generation;
@@ -110,6 +113,16 @@ speed as a fraction of the bound bandwidth / bytes of weights read per token.
 With a GPU backend (make cuda, or Metal) the layers are offloaded (--gpu-layers)
 and the table names the GPU that ran them; the bound then is not given.
 The table goes to stdout (to stderr with --json -), progress to stderr.
+
+With --replay profile.json no model is loaded: every Eval waits as long as the
+profiled device took (per step and row count, per prompt token) without using
+a core, and returns real-sized rows of a fixed random model, so that the Go
+side of the loop is measured beside that device on any machine. It reports,
+interleaved over the repetitions, greedy, the sampling chain and Mirostat v2
+against the raw decode loop, beam search (decoded tokens/s) against batched
+greedy with as many rows, and the prompt through generation against the raw
+prompt evaluation, beside the ratios measured on the device where the profile
+has them.
 `
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -136,6 +149,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")

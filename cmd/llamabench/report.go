@@ -57,7 +57,7 @@ type modelReport struct {
 	Sampler         []samplerResult `json:"sampler"`
 }
 
-func writeJSON(path string, stdout io.Writer, r *report) error {
+func writeJSON(path string, stdout io.Writer, r any) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

