@@ -33,6 +33,8 @@ type options struct {
 	threads   int
 	gpuLayers int
 
+	llamaBench string
+
 	jsonPath  string
 	chartPath string
 	quiet     bool
@@ -81,6 +83,7 @@ var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
 	{Title: "Runtime", Flags: []string{"threads", "gpu-layers"}},
+	{Title: "Comparison", Flags: []string{"llama-bench"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
 
@@ -110,6 +113,11 @@ speed as a fraction of the bound bandwidth / bytes of weights read per token.
 With a GPU backend (make cuda, or Metal) the layers are offloaded (--gpu-layers)
 and the table names the GPU that ran them; the bound then is not given.
 The table goes to stdout (to stderr with --json -), progress to stderr.
+
+With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
+model (the same prompt lengths, --tg, threads and repetitions) and adds its
+tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows. Build it
+from the llama.cpp commit that llamabench --version names for a fair ratio.
 `
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -136,6 +144,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
