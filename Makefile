@@ -91,8 +91,9 @@ bench-models: llama
 demo: build models
 	$(BIN)/llamagen --demo -m $(MODELS)/demo.gguf --threads 1
 
+# LLAMA_BENCH=PATH adds llama.cpp's own llama-bench at PATH for a ratio column.
 bench: build bench-models
-	$(BIN)/llamabench --models $(MODELS) --json build/bench.json --chart build/bench.svg
+	$(BIN)/llamabench --models $(MODELS) --json build/bench.json --chart build/bench.svg $(if $(LLAMA_BENCH),--llama-bench $(LLAMA_BENCH))
 
 # env prints the variables a Go build outside this Makefile needs:
 #   eval "$$(make -s -C path/to/llamaloop env)" && go build ./...
