@@ -102,9 +102,6 @@ func (ctx Context) AttachThreadpool(tp, batch Threadpool) {
 	C.llama_attach_threadpool(ctx.c, tp.c, batch.c)
 }
 
-// DetachThreadpool is llama_detach_threadpool.
-func (ctx Context) DetachThreadpool() { C.llama_detach_threadpool(ctx.c) }
-
 // SetAbortFlag installs an abort callback that returns true while *flag is
 // non-zero; flag must point to C memory that outlives the context (nil
 // removes the callback).
