@@ -33,7 +33,7 @@ type entry struct {
 func main() {
 	out := flag.String("out", "build/models", "output folder")
 	test := flag.Bool("test", false, "also write the small test models")
-	bench := flag.Bool("bench", false, "also write the benchmark models (2.8 GB)")
+	bench := flag.Bool("bench", false, "also write the benchmark models (5.8 GB)")
 	flag.Parse()
 	if err := run(*out, *test, *bench); err != nil {
 		fmt.Fprintln(os.Stderr, "mkmodels:", err)
