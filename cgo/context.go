@@ -96,6 +96,12 @@ func (ctx Context) NThreads() int { return int(C.llama_n_threads(ctx.c)) }
 // NThreadsBatch is llama_n_threads_batch.
 func (ctx Context) NThreadsBatch() int { return int(C.llama_n_threads_batch(ctx.c)) }
 
+// AttachThreadpool is llama_attach_threadpool: single-token decodes run on
+// tp, multi-token batches on batch (tp when batch is the zero Threadpool).
+func (ctx Context) AttachThreadpool(tp, batch Threadpool) {
+	C.llama_attach_threadpool(ctx.c, tp.c, batch.c)
+}
+
 // SetAbortFlag installs an abort callback that returns true while *flag is
 // non-zero; flag must point to C memory that outlives the context (nil
 // removes the callback).

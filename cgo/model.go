@@ -161,4 +161,5 @@ const (
 	FtypeF16  = int(C.LLAMA_FTYPE_MOSTLY_F16)
 	FtypeQ8_0 = int(C.LLAMA_FTYPE_MOSTLY_Q8_0)
 	FtypeQ4_0 = int(C.LLAMA_FTYPE_MOSTLY_Q4_0)
+	FtypeQ4KM = int(C.LLAMA_FTYPE_MOSTLY_Q4_K_M)
 )

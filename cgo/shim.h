@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "llama.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 
 // Log forwarding: messages below the minimum level never cross into Go.
 void llamaloop_log_install(void);

@@ -3,6 +3,7 @@ package llamacpp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,10 @@ type ContextParams struct {
 	// (default 1, at most MaxSequences()).
 	Sequences int
 	// Threads decode single tokens and BatchThreads multi-token batches
-	// (default: the number of CPUs, BatchThreads defaults to Threads).
+	// (default: the number of CPUs, BatchThreads defaults to Threads). The
+	// context keeps a ggml thread pool of that size for its lifetime; more
+	// threads than CPUs cost a warning, because ggml's workers spin while
+	// they wait for each other and slow down sharply without a core each.
 	Threads, BatchThreads int
 	// FlashAttention selects flash attention (default auto).
 	FlashAttention FlashAttention
@@ -86,6 +90,7 @@ type ContextParams struct {
 type Context struct {
 	model   *Model
 	c       cgo.Context
+	pools   *threadpools
 	abort   *int32 // C memory read by llama.cpp's abort callback
 	nVocab  int
 	nCtx    int
@@ -111,8 +116,87 @@ type Context struct {
 // ctxResources is what a forgotten Context's cleanup frees.
 type ctxResources struct {
 	c     cgo.Context
+	pools *threadpools
 	abort *int32
 	model *Model
+}
+
+// threadpools are the ggml thread pools a context owns. Without them ggml
+// starts and joins its worker threads for every graph it computes, which
+// costs a token's generation several percent (more at 4 bits). One pool
+// serves both decode kinds when Threads equals BatchThreads.
+//
+// The CPU backend remembers the pool of its last graph and pauses it when
+// the next graph runs on another, so a pool replaced by SetThreads may be
+// touched by the next decode: it is retired, and freed after a decode that
+// succeeded (which switched the backend to the current pools) or after the
+// context.
+type threadpools struct {
+	single, batch cgo.Threadpool
+	// their worker counts (ggml declares ggml_threadpool_get_n_threads but
+	// does not define it)
+	nSingle, nBatch int
+	retired         []cgo.Threadpool
+	// decoded: a decode ran on the current pools since they were attached
+	decoded bool
+}
+
+// start starts pools of threads and batchThreads workers; the current ones
+// are freed now if no decode ran on them, else retired.
+func (p *threadpools) start(threads, batchThreads int) {
+	single := cgo.ThreadpoolNew(threads)
+	batch := single
+	if batchThreads != threads {
+		batch = cgo.ThreadpoolNew(batchThreads)
+	}
+	if !p.single.Nil() {
+		p.retire()
+	}
+	p.single, p.batch, p.nSingle, p.nBatch, p.decoded = single, batch, threads, batchThreads, false
+}
+
+// retire frees the current pools if no decode ran on them, else retires
+// them.
+func (p *threadpools) retire() {
+	old := []cgo.Threadpool{p.single}
+	if p.batch != p.single {
+		old = append(old, p.batch)
+	}
+	if p.decoded {
+		p.retired = append(p.retired, old...)
+	} else {
+		for _, tp := range old {
+			tp.Free()
+		}
+	}
+}
+
+// freeRetired frees the retired pools once a decode has succeeded on the
+// current ones.
+func (p *threadpools) freeRetired() {
+	for _, tp := range p.retired {
+		tp.Free()
+	}
+	p.retired = p.retired[:0]
+}
+
+// free frees every pool; the context that used them must be freed first.
+func (p *threadpools) free() {
+	p.freeRetired()
+	p.single.Free()
+	if p.batch != p.single {
+		p.batch.Free()
+	}
+	p.single, p.batch = cgo.Threadpool{}, cgo.Threadpool{}
+}
+
+// warnOversubscribed logs one warning line when a thread count exceeds the
+// machine's CPUs.
+func warnOversubscribed(threads, batchThreads int) {
+	if n := runtime.NumCPU(); max(threads, batchThreads) > n {
+		slog.Warn(fmt.Sprintf("llamacpp: %d threads on %d CPUs: ggml's workers spin while they wait for each other, "+
+			"and without a core each they slow down sharply; use at most %d", max(threads, batchThreads), n, n))
+	}
 }
 
 // NewContext creates a context. Invalid parameters give ErrInvalidArgument;
@@ -198,7 +282,11 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		}
 		return nil, fmt.Errorf("llamacpp: cannot create context: %s", detail)
 	}
-	ctx := &Context{model: m, c: c, nVocab: m.vocab.n, unified: p.UnifiedKV,
+	warnOversubscribed(int(cp.NThreads), int(cp.NThreadsBatch))
+	pools := &threadpools{}
+	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
+	c.AttachThreadpool(pools.single, pools.batch)
+	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV,
 		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax()}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
@@ -209,9 +297,10 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	// the model alive until the context is freed.
 	ctx.cleanup = runtime.AddCleanup(ctx, func(r ctxResources) {
 		r.c.Free()
+		r.pools.free()
 		cgo.CFree(unsafe.Pointer(r.abort))
 		r.model.detach()
-	}, ctxResources{c: c, abort: ctx.abort, model: m})
+	}, ctxResources{c: c, pools: pools, abort: ctx.abort, model: m})
 	return ctx, nil
 }
 
@@ -226,6 +315,9 @@ func (ctx *Context) Close() error {
 	}
 	ctx.c.Free()
 	ctx.c = cgo.Context{}
+	// after llama_free: the context's CPU backend may pause its last pool
+	// until then
+	ctx.pools.free()
 	ctx.abortMu.Lock()
 	cgo.CFree(unsafe.Pointer(ctx.abort))
 	ctx.abort = nil
@@ -264,7 +356,8 @@ func (ctx *Context) UnifiedKV() bool { return ctx.unified }
 // VocabSize is the width of a logits row.
 func (ctx *Context) VocabSize() int { return ctx.nVocab }
 
-// SetThreads sets the threads for single-token and multi-token decodes.
+// SetThreads sets the threads for single-token and multi-token decodes; the
+// context's thread pools are replaced by pools of the new sizes.
 func (ctx *Context) SetThreads(threads, batchThreads int) error {
 	if err := ctx.check(); err != nil {
 		return err
@@ -272,6 +365,12 @@ func (ctx *Context) SetThreads(threads, batchThreads int) error {
 	if threads < 1 || batchThreads < 1 || threads > MaxThreads || batchThreads > MaxThreads {
 		return invalid("threads %d, %d outside [1, %d]", threads, batchThreads, MaxThreads)
 	}
+	if cur, curBatch := ctx.Threads(); cur == threads && curBatch == batchThreads {
+		return nil
+	}
+	warnOversubscribed(threads, batchThreads)
+	ctx.pools.start(threads, batchThreads)
+	ctx.c.AttachThreadpool(ctx.pools.single, ctx.pools.batch)
 	ctx.c.SetNThreads(threads, batchThreads)
 	return nil
 }
@@ -336,7 +435,11 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	ctx.arm(gctx)
 	ctx.lastN = 0
 	b.c.SetNTokens(b.n)
+	ctx.pools.decoded = true
 	rc := ctx.c.Decode(b.c)
+	if rc == 0 && len(ctx.pools.retired) > 0 {
+		ctx.pools.freeRetired()
+	}
 	if rc != 0 {
 		detail := ""
 		if rc != 2 {

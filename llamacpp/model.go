@@ -289,6 +289,9 @@ const (
 	F16  FileType = FileType(cgo.FtypeF16)
 	Q8_0 FileType = FileType(cgo.FtypeQ8_0)
 	Q4_0 FileType = FileType(cgo.FtypeQ4_0)
+	// Q4_K_M is llama.cpp's usual 4-bit K-quant mix: q4_K for most weights,
+	// q6_K for half of the attention value and feed-forward down weights.
+	Q4_K_M FileType = FileType(cgo.FtypeQ4KM)
 )
 
 // Quantize converts the GGUF model at in to out with llama.cpp's own
@@ -304,7 +307,7 @@ func Quantize(in, out string, ft FileType, threads int) error {
 		}
 	}
 	switch ft {
-	case F32, F16, Q8_0, Q4_0:
+	case F32, F16, Q8_0, Q4_0, Q4_K_M:
 	default:
 		return invalid("file type %d", ft)
 	}

@@ -107,7 +107,7 @@ func (a *app) run(ctx context.Context, o *options) error {
 		Machine: describeMachine(),
 		Settings: settings{Threads: o.threads, GPULayers: o.gpuLayers, Repetitions: o.reps, PromptLengths: o.promptLengths,
 			PromptTokens: o.promptTokens, NewTokens: o.newTokens, BatchRows: o.batchRows, Beams: o.beams,
-			SamplerIterations: o.samplerIters}}
+			SamplerIterations: o.samplerIters, LlamaBench: o.llamaBench}}
 	if rep.Settings.BatchRows == nil {
 		rep.Settings.BatchRows = []int{}
 	}
@@ -160,6 +160,21 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 	if mr.Device == "CPU" && bandwidth > 0 && mr.BytesPerToken > 0 {
 		mr.BoundTokensPerS = bandwidth / float64(mr.BytesPerToken)
 	}
+	// llama-bench runs first, so that each raw row prints with its ratio.
+	var upstream *llamaBenchRun
+	if o.llamaBench != "" {
+		st.set(fmt.Sprintf("%s: running llama-bench", mr.File))
+		upstream, err = runLlamaBench(ctx, o.llamaBench,
+			llamaBenchArgs(path, o.threads, o.gpuLayers, o.promptLengths, o.newTokens, o.reps))
+		st.clear()
+		if err != nil {
+			return nil, err
+		}
+		mr.LlamaBenchBuild = upstream.Build
+		if mr.LlamaBenchBuild == "" {
+			mr.LlamaBenchBuild = "unknown"
+		}
+	}
 	tab.model(mr, o.threads)
 
 	b := &bench{o: o, model: m, vocab: info.VocabSize, rng: rand.New(rand.NewPCG(1, 2))}
@@ -168,6 +183,12 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 		if r.Group == groupGeneration && r.Rows == 1 && mr.BoundTokensPerS > 0 {
 			f := r.TokensPerS.Median / mr.BoundTokensPerS
 			r.BoundFraction = &f
+		}
+		if test := r.llamaBenchTest(); upstream != nil && test != "" {
+			if row, ok := upstream.find(test, o.threads); ok && row.TokensPerS.Median > 0 {
+				ratio := r.TokensPerS.Median / row.TokensPerS.Median
+				r.LlamaCpp, r.Ratio = &row.TokensPerS, &ratio
+			}
 		}
 		st.clear()
 		tab.result(r)
@@ -178,6 +199,7 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 			return nil, err
 		}
 	}
+	tab.comparison(mr, o)
 	b.status("the samplers")
 	sr, err := b.samplers(ctx)
 	if err != nil {

@@ -79,6 +79,27 @@ type result struct {
 	// BoundFraction is the median generation speed over the memory-bandwidth
 	// bound (one-row generation on the CPU).
 	BoundFraction *float64 `json:"bound_fraction,omitempty"`
+	// LlamaCpp is llama-bench's tokens/s for the same test (raw decode rows,
+	// with --llama-bench).
+	LlamaCpp *stat `json:"llama_cpp_tokens_per_s,omitempty"`
+	// Ratio is TokensPerS.Median / LlamaCpp.Median.
+	Ratio *float64 `json:"ratio_to_llama_cpp,omitempty"`
+}
+
+// llamaBenchTest is llama-bench's name of the test that r measures too, or
+// "" when llama-bench has none: its pp and tg tests are the raw decode
+// loop's prompt processing and generation.
+func (r result) llamaBenchTest() string {
+	if r.Method != "raw" {
+		return ""
+	}
+	switch r.Group {
+	case groupPrompt:
+		return testName(r.PromptTokens, 0, 0)
+	case groupGeneration:
+		return testName(0, r.NewTokens, 0)
+	}
+	return ""
 }
 
 // samplerResult is the per-token cost of choosing a token from one logits

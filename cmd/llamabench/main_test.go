@@ -86,9 +86,11 @@ func TestTableJSONAndSVGChart(t *testing.T) {
 
 	// the table
 	for _, s := range append([]string{"machine: ", "memory bandwidth: ", "model tiny.gguf: ", "ran on CPU (1 thread)",
-		"bandwidth bound", "median t/s", "choosing a token", "greedy", "sampling chain", "Mirostat v2", "chart: " + svgPath}, measurementNames...) {
+		"bandwidth bound", "median t/s", "choosing a token", "greedy", "sampling chain", "Mirostat v2", "chart: " + svgPath,
+		"llama.cpp: not compared; --llama-bench PATH runs llama.cpp's llama-bench"}, measurementNames...) {
 		assert.Contains(t, res.Stdout, s)
 	}
+	assert.NotRegexp(t, `llama.cpp +ratio`, res.Stdout, "no comparison columns")
 
 	// the JSON report
 	data, err := os.ReadFile(jsonPath)
@@ -283,6 +285,132 @@ func TestStatistics(t *testing.T) {
 	assert.Equal(t, 2.5, newStat([]float64{4, 1, 2, 3}).Median)
 	assert.Equal(t, "Q8_0", quantization("llama ?B Q8_0"))
 	assert.Equal(t, "F32", quantization("llama ?B all F32"))
+}
+
+func TestParseLlamaBenchJSON(t *testing.T) {
+	data, err := os.ReadFile("testdata/llama-bench.json")
+	require.NoError(t, err)
+	run, err := parseLlamaBench(data)
+	require.NoError(t, err)
+	assert.Equal(t, "ec98e2002", run.Build)
+	assert.Equal(t, []llamaBenchRow{
+		{Test: "pp128", Threads: 2, TokensPerS: stat{Samples: []float64{2500, 2374.77, 2461.54}, Min: 2374.77, Median: 2461.54, Max: 2500}},
+		{Test: "pp512", Threads: 2, TokensPerS: stat{Samples: []float64{1673.2, 1662.3}, Min: 1662.3, Median: 1667.75, Max: 1673.2}},
+		{Test: "tg32", Threads: 2, TokensPerS: stat{Samples: []float64{395.06, 385.54, 390.24}, Min: 385.54, Median: 390.24, Max: 395.06}},
+	}, run.Rows)
+	row, ok := run.find("tg32", 2)
+	assert.True(t, ok)
+	assert.Equal(t, 390.24, row.TokensPerS.Median)
+	_, ok = run.find("tg32", 1)
+	assert.False(t, ok, "another thread count")
+	_, ok = run.find("tg128", 2)
+	assert.False(t, ok)
+}
+
+func TestParseLlamaBenchMarkdown(t *testing.T) {
+	data, err := os.ReadFile("testdata/llama-bench.md")
+	require.NoError(t, err)
+	run, err := parseLlamaBench(data)
+	require.NoError(t, err)
+	assert.Equal(t, "ec98e2002", run.Build)
+	assert.Equal(t, []llamaBenchRow{
+		{Test: "pp128", Threads: 1, TokensPerS: newStat([]float64{701.32})},
+		{Test: "tg32", Threads: 1, TokensPerS: newStat([]float64{140.05})},
+		{Test: "tg32 @ d512", Threads: 1, TokensPerS: newStat([]float64{121.5})},
+	}, run.Rows)
+	assert.Equal(t, "tg32 @ d512", testName(0, 32, 512))
+	assert.Equal(t, "pp512+tg128", testName(512, 128, 0))
+}
+
+func TestParseLlamaBenchErrors(t *testing.T) {
+	for name, out := range map[string]string{
+		"nothing":      "",
+		"no tests":     "[]",
+		"broken JSON":  `[{"n_prompt": 8,`,
+		"no t/s":       "| model | test |\n| --- | --- |\n| x | pp8 |\n",
+		"bad t/s":      "| test | t/s |\n| --- | --- |\n| pp8 | fast |\n",
+		"a log only":   "main: loading model\nerror: failed to load model\n",
+		"no test name": "| model | t/s |\n| --- | --- |\n| x | 1 ± 0 |\n",
+	} {
+		_, err := parseLlamaBench([]byte(out))
+		assert.Error(t, err, name)
+	}
+}
+
+// fakeLlamaBench writes a script that records its arguments in args and
+// prints out (or fails with a message when out is "").
+func fakeLlamaBench(t *testing.T, out string) (script, args string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, args = filepath.Join(dir, "llama-bench"), filepath.Join(dir, "args")
+	body := "#!/bin/sh\necho \"$@\" > " + args + "\n"
+	if out == "" {
+		body += "echo 'main: loading' >&2\necho 'error: failed to load model' >&2\nexit 1\n"
+	} else {
+		data := filepath.Join(dir, "out")
+		require.NoError(t, os.WriteFile(data, []byte(out), 0o644))
+		body += "cat " + data + "\n"
+	}
+	require.NoError(t, os.WriteFile(script, []byte(body), 0o755))
+	return script, args
+}
+
+func TestLlamaBenchComparison(t *testing.T) {
+	// llama-bench's JSON for the tests of the small settings, one thread
+	out := `[
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ts": 2000, "samples_ts": [ 2000 ]},
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 0, "avg_ts": 500, "samples_ts": [ 400, 600 ]}
+]`
+	script, argsFile := fakeLlamaBench(t, out)
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	res := run(t, append(small, "-m", tinyModel, "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	args, err := os.ReadFile(argsFile)
+	require.NoError(t, err)
+	assert.Equal(t, "-m "+tinyModel+" -t 1 -p 8,16 -n 3 -r 1 -ngl 99 -o json\n", string(args))
+
+	assert.Regexp(t, `measurement +median t/s +min t/s +of bound +llama.cpp +ratio  note`, res.Stdout)
+	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
+	assert.Regexp(t, `tg3 raw decode +[0-9.]+ +[0-9.]+ +[0-9]+% +500.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
+	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 repetitions; ratio = llamaloop / llama.cpp, medians")
+
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(data, &rep))
+	assert.Equal(t, script, rep.Settings.LlamaBench)
+	require.Len(t, rep.Models, 1)
+	assert.Equal(t, "abc1234", rep.Models[0].LlamaBenchBuild)
+	want := map[string]float64{"pp8 raw decode": 1000, "pp16 raw decode": 2000, "tg3 raw decode": 500}
+	for _, r := range rep.Models[0].Results {
+		upstream, ok := want[r.Name]
+		if !ok {
+			assert.Nil(t, r.LlamaCpp, r.Name)
+			assert.Nil(t, r.Ratio, r.Name)
+			continue
+		}
+		require.NotNil(t, r.LlamaCpp, r.Name)
+		require.NotNil(t, r.Ratio, r.Name)
+		assert.Equal(t, upstream, r.LlamaCpp.Median, r.Name)
+		assert.InDelta(t, r.TokensPerS.Median/upstream, *r.Ratio, 1e-12, r.Name)
+		delete(want, r.Name)
+	}
+	assert.Empty(t, want, "rows without a ratio")
+}
+
+func TestLlamaBenchFailure(t *testing.T) {
+	script, _ := fakeLlamaBench(t, "")
+	res := run(t, append(small, "-m", tinyModel, "--llama-bench", script)...)
+	assert.Equal(t, 1, res.Code)
+	lines := strings.Split(strings.TrimRight(res.Stderr, "\n"), "\n")
+	require.Len(t, lines, 1, res.Stderr)
+	assert.Contains(t, lines[0], "llamabench: --llama-bench "+script+": exit status 1: error: failed to load model")
+
+	missing := filepath.Join(t.TempDir(), "llama-bench")
+	res = run(t, append(small, "-m", tinyModel, "--llama-bench", missing)...)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "--llama-bench "+missing)
 }
 
 func TestErrors(t *testing.T) {

@@ -33,7 +33,8 @@ type options struct {
 	threads   int
 	gpuLayers int
 
-	replay string
+	replay     string
+	llamaBench string
 
 	jsonPath  string
 	chartPath string
@@ -83,6 +84,7 @@ var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
 	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
+	{Title: "Comparison", Flags: []string{"llama-bench"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
 
@@ -123,6 +125,11 @@ against the raw decode loop, beam search (decoded tokens/s) against batched
 greedy with as many rows, and the prompt through generation against the raw
 prompt evaluation, beside the ratios measured on the device where the profile
 has them.
+
+With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
+model (the same prompt lengths, --tg, threads and repetitions) and adds its
+tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows. Build it
+from the llama.cpp commit that llamabench --version names for a fair ratio.
 `
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -150,6 +157,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
+	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")

@@ -34,6 +34,8 @@ type settings struct {
 	BatchRows         []int `json:"batch_rows"`
 	Beams             []int `json:"beams"`
 	SamplerIterations int   `json:"sampler_iterations"`
+	// LlamaBench is the llama-bench binary compared against ("": none).
+	LlamaBench string `json:"llama_bench,omitempty"`
 }
 
 // modelReport holds one model's description and measurements.
@@ -52,7 +54,10 @@ type modelReport struct {
 	BytesPerToken uint64 `json:"bytes_per_token"`
 	// BoundTokensPerS is memory bandwidth / BytesPerToken (CPU runs with a
 	// measured bandwidth only).
-	BoundTokensPerS float64         `json:"bound_tokens_per_s,omitempty"`
+	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
+	// LlamaBenchBuild is the build_commit of the llama-bench run on this
+	// model (with --llama-bench).
+	LlamaBenchBuild string          `json:"llama_bench_build,omitempty"`
 	Results         []result        `json:"results"`
 	Sampler         []samplerResult `json:"sampler"`
 }
@@ -78,6 +83,8 @@ func writeJSON(path string, stdout io.Writer, r any) error {
 type table struct {
 	w          io.Writer
 	headerDone bool
+	// compared: the current model has llama-bench columns
+	compared bool
 }
 
 func (t *table) machine(m machine, threads int, v cli.Version) {
@@ -105,16 +112,25 @@ func (t *table) model(mr *modelReport, threads int) {
 	}
 	fmt.Fprintln(t.w)
 	t.headerDone = false
+	t.compared = mr.LlamaBenchBuild != ""
 }
 
 func (t *table) result(r result) {
 	if !t.headerDone {
-		fmt.Fprintf(t.w, "\n%-26s %12s %12s %9s  %s\n", "measurement", "median t/s", "min t/s", "of bound", "note")
+		fmt.Fprintf(t.w, "\n%-26s %12s %12s %9s", "measurement", "median t/s", "min t/s", "of bound")
+		if t.compared {
+			fmt.Fprintf(t.w, " %12s %7s", "llama.cpp", "ratio")
+		}
+		fmt.Fprintf(t.w, "  %s\n", "note")
 		t.headerDone = true
 	}
 	bound := ""
 	if r.BoundFraction != nil {
 		bound = fmt.Sprintf("%.0f%%", 100**r.BoundFraction)
+	}
+	upstream, ratio := "", ""
+	if r.LlamaCpp != nil && r.Ratio != nil {
+		upstream, ratio = fmt.Sprintf("%.1f", r.LlamaCpp.Median), fmt.Sprintf("%.2f", *r.Ratio)
 	}
 	note := ""
 	switch {
@@ -123,7 +139,22 @@ func (t *table) result(r result) {
 	case r.DecodedTokensPerS != nil:
 		note = fmt.Sprintf("%.1f t/s decoded", r.DecodedTokensPerS.Median)
 	}
-	fmt.Fprintf(t.w, "%-26s %12.1f %12.1f %9s  %s\n", r.Name, r.TokensPerS.Median, r.TokensPerS.Min, bound, note)
+	fmt.Fprintf(t.w, "%-26s %12.1f %12.1f %9s", r.Name, r.TokensPerS.Median, r.TokensPerS.Min, bound)
+	if t.compared {
+		fmt.Fprintf(t.w, " %12s %7s", upstream, ratio)
+	}
+	fmt.Fprintf(t.w, "  %s\n", note)
+}
+
+// comparison says under a model's measurements what they were compared
+// with: llama-bench's build and what the ratio is, or how to get one.
+func (t *table) comparison(mr *modelReport, o *options) {
+	if mr.LlamaBenchBuild == "" {
+		fmt.Fprintln(t.w, "\nllama.cpp: not compared; --llama-bench PATH runs llama.cpp's llama-bench on the same model and threads")
+		return
+	}
+	fmt.Fprintf(t.w, "\nllama.cpp: %s (build %s), same model, %s, %d repetitions; ratio = llamaloop / llama.cpp, medians\n",
+		o.llamaBench, mr.LlamaBenchBuild, plural(o.threads, "thread"), o.reps)
 }
 
 func (t *table) samplers(rs []samplerResult) {

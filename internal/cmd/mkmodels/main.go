@@ -6,8 +6,8 @@
 // -test also the small test models (tiny-f32.gguf, tiny-f16.gguf,
 // markov.gguf, prefix.gguf); with -bench the random F16 benchmark models
 // bench-small-f16.gguf (~134M weights) and bench-1b-f16.gguf (Llama 3.2 1B
-// shape, 2.5 GB), and their q8_0 and q4_0 quantizations made by llama.cpp's
-// own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
+// shape, 2.5 GB), and their q8_0, q4_0 and q4_K_M quantizations made by
+// llama.cpp's own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
 // exactly the model (same fingerprint, complete) is kept, and a quantized
 // file newer than its source too, so running it again is cheap.
 package main
@@ -33,7 +33,7 @@ type entry struct {
 func main() {
 	out := flag.String("out", "build/models", "output folder")
 	test := flag.Bool("test", false, "also write the small test models")
-	bench := flag.Bool("bench", false, "also write the benchmark models (2.8 GB)")
+	bench := flag.Bool("bench", false, "also write the benchmark models (5.8 GB)")
 	flag.Parse()
 	if err := run(*out, *test, *bench); err != nil {
 		fmt.Fprintln(os.Stderr, "mkmodels:", err)
@@ -97,8 +97,9 @@ func run(out string, test, bench bool) error {
 	return nil
 }
 
-// quantize writes src's q8_0 and q4_0 versions beside it unless they are
-// newer than src.
+// quantize writes src's q8_0, q4_0 and q4_K_M versions beside it unless
+// they are newer than src. q4_K_M is the 4-bit K-quant most models are run
+// in on desktops; its kernels differ from q4_0's.
 func quantize(src string) error {
 	st, err := os.Stat(src)
 	if err != nil {
@@ -108,7 +109,7 @@ func quantize(src string) error {
 	for _, q := range []struct {
 		name string
 		ft   llamacpp.FileType
-	}{{"q8_0", llamacpp.Q8_0}, {"q4_0", llamacpp.Q4_0}} {
+	}{{"q8_0", llamacpp.Q8_0}, {"q4_0", llamacpp.Q4_0}, {"q4_K_M", llamacpp.Q4_K_M}} {
 		dst := base + "-" + q.name + ".gguf"
 		if qs, err := os.Stat(dst); err == nil && qs.ModTime().After(st.ModTime()) {
 			fmt.Printf("%s: up to date\n", dst)

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// llamaBenchRun is what one run of llama.cpp's llama-bench measured.
+type llamaBenchRun struct {
+	// Build is llama-bench's build_commit (its markdown footer's build).
+	Build string
+	Rows  []llamaBenchRow
+}
+
+// llamaBenchRow is one llama-bench test.
+type llamaBenchRow struct {
+	// Test is llama-bench's name for it: pp512, tg128, pp512+tg128 (with
+	// " @ d4096" when it ran at a depth).
+	Test    string
+	Threads int
+	// TokensPerS is built from the repetitions' tokens/s when the output
+	// lists them (JSON); from the mean alone otherwise (markdown).
+	TokensPerS stat
+}
+
+// find returns the row of test at threads threads.
+func (r *llamaBenchRun) find(test string, threads int) (llamaBenchRow, bool) {
+	for _, row := range r.Rows {
+		if row.Test == test && (row.Threads == threads || row.Threads == 0) {
+			return row, true
+		}
+	}
+	return llamaBenchRow{}, false
+}
+
+// llamaBenchArgs are the arguments that make llama-bench measure what
+// llamabench's raw rows measure: each prompt length, then generation of
+// newTokens tokens, at the same threads and repetitions, as JSON on stdout.
+func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, newTokens, reps int) []string {
+	lengths := make([]string, len(pp))
+	for i, n := range pp {
+		lengths[i] = strconv.Itoa(n)
+	}
+	// llama-bench's -ngl 99 is "every layer" in every version; -1 is not.
+	ngl := gpuLayers
+	if ngl < 0 {
+		ngl = 99
+	}
+	return []string{"-m", model, "-t", strconv.Itoa(threads), "-p", strings.Join(lengths, ","),
+		"-n", strconv.Itoa(newTokens), "-r", strconv.Itoa(reps), "-ngl", strconv.Itoa(ngl), "-o", "json"}
+}
+
+// runLlamaBench runs the llama-bench binary at path with args and parses
+// what it prints.
+func runLlamaBench(ctx context.Context, path string, args []string) (*llamaBenchRun, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("--llama-bench %s: %w%s", path, err, lastLine(stderr.String()))
+	}
+	run, err := parseLlamaBench(stdout.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("--llama-bench %s: %w", path, err)
+	}
+	return run, nil
+}
+
+// lastLine is ": " and the last non-empty line of s, or "" (what a failing
+// llama-bench says last is usually why).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return ": " + l
+	}
+	return ""
+}
+
+// parseLlamaBench reads llama-bench's output: JSON (-o json), or its
+// default markdown table.
+func parseLlamaBench(out []byte) (*llamaBenchRun, error) {
+	trimmed := bytes.TrimSpace(out)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return parseLlamaBenchJSON(trimmed)
+	}
+	return parseLlamaBenchMarkdown(out)
+}
+
+// llamaBenchTest is the part of a llama-bench JSON test object that
+// llamabench reads.
+type llamaBenchTest struct {
+	BuildCommit string    `json:"build_commit"`
+	NThreads    int       `json:"n_threads"`
+	NPrompt     int       `json:"n_prompt"`
+	NGen        int       `json:"n_gen"`
+	NDepth      int       `json:"n_depth"`
+	AvgTs       float64   `json:"avg_ts"`
+	SamplesTs   []float64 `json:"samples_ts"`
+}
+
+func parseLlamaBenchJSON(data []byte) (*llamaBenchRun, error) {
+	var tests []llamaBenchTest
+	if err := json.Unmarshal(data, &tests); err != nil {
+		return nil, fmt.Errorf("reading its JSON: %w", err)
+	}
+	if len(tests) == 0 {
+		return nil, errors.New("it ran no test")
+	}
+	run := &llamaBenchRun{Build: tests[0].BuildCommit}
+	for _, t := range tests {
+		samples := t.SamplesTs
+		if len(samples) == 0 {
+			samples = []float64{t.AvgTs}
+		}
+		run.Rows = append(run.Rows, llamaBenchRow{Test: testName(t.NPrompt, t.NGen, t.NDepth), Threads: t.NThreads,
+			TokensPerS: newStat(samples)})
+	}
+	return run, nil
+}
+
+// testName is llama-bench's name of a test.
+func testName(prompt, gen, depth int) string {
+	var s string
+	switch {
+	case gen == 0:
+		s = fmt.Sprintf("pp%d", prompt)
+	case prompt == 0:
+		s = fmt.Sprintf("tg%d", gen)
+	default:
+		s = fmt.Sprintf("pp%d+tg%d", prompt, gen)
+	}
+	if depth > 0 {
+		s += fmt.Sprintf(" @ d%d", depth)
+	}
+	return s
+}
+
+// parseLlamaBenchMarkdown reads llama-bench's markdown table: the columns
+// test and t/s ("mean ± deviation"), threads where it has one, and the
+// build from the footer.
+func parseLlamaBenchMarkdown(out []byte) (*llamaBenchRun, error) {
+	run := &llamaBenchRun{}
+	col := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if b, ok := strings.CutPrefix(line, "build: "); ok {
+			run.Build, _, _ = strings.Cut(b, " ")
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case len(col) == 0:
+			for i, c := range cells {
+				col[c] = i
+			}
+			if _, ok := col["test"]; !ok {
+				return nil, fmt.Errorf("its table has no test column: %q", line)
+			}
+			if _, ok := col["t/s"]; !ok {
+				return nil, fmt.Errorf("its table has no t/s column: %q", line)
+			}
+		case strings.Trim(cells[0], "-:") == "":
+			// the separator row
+		default:
+			if len(cells) <= max(col["test"], col["t/s"]) {
+				return nil, fmt.Errorf("short row %q", line)
+			}
+			mean, _, _ := strings.Cut(cells[col["t/s"]], " ")
+			tps, err := strconv.ParseFloat(mean, 64)
+			if err != nil {
+				return nil, fmt.Errorf("t/s of row %q: %w", line, err)
+			}
+			row := llamaBenchRow{Test: cells[col["test"]], TokensPerS: newStat([]float64{tps})}
+			if i, ok := col["threads"]; ok && i < len(cells) {
+				row.Threads, _ = strconv.Atoi(cells[i])
+			}
+			run.Rows = append(run.Rows, row)
+		}
+	}
+	if len(run.Rows) == 0 {
+		return nil, errors.New("it printed neither JSON nor a markdown table of results")
+	}
+	return run, nil
+}
