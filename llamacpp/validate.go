@@ -186,6 +186,10 @@ func (v *validator) vocab(allowUnknownPre bool) {
 	// tokens "[EMPTY_<id>]").
 	seen := make(map[string]int, len(tokens))
 	for i, tok := range tokens {
+		// llama.cpp reads each token as a C string: it ends at a NUL.
+		if j := strings.IndexByte(tok, 0); j >= 0 {
+			tok = tok[:j]
+		}
 		if tok == "" {
 			tok = fmt.Sprintf("[EMPTY_%d]", i)
 		}

@@ -285,6 +285,12 @@ func TestCorruptModels(t *testing.T) {
 			dup[len(dup)-1] = dup[len(dup)-2]
 			return editKV(t, src, "tokenizer.ggml.tokens", dup)
 		}, "tokenizer.ggml.tokens: token"},
+		// llama.cpp reads tokens as C strings: a NUL makes two the same.
+		{"duplicate token after NUL", func() string {
+			dup := append([]string(nil), tokens...)
+			dup[len(dup)-1] = dup[len(dup)-2] + "\x00x"
+			return editKV(t, src, "tokenizer.ggml.tokens", dup)
+		}, "tokenizer.ggml.tokens: token"},
 		// SIGSEGV at PC=0 in the first decode: no integer dot product.
 		{"integer weights", func() string {
 			return tensor("blk.0.ffn_up.weight", func(ti *gguf.TensorInfo) { ti.Type = gguf.TensorI16 })
