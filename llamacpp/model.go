@@ -29,6 +29,12 @@ type ModelParams struct {
 	VocabOnly bool
 	// CheckTensors validates tensor data while loading (slow).
 	CheckTensors bool
+	// AllowUnknownPreTokenizer accepts a BPE vocabulary whose
+	// tokenizer.ggml.pre is missing or unknown to the pinned llama.cpp.
+	// LoadModel refuses such a model by default because llama.cpp then splits
+	// text with its "default" pre-tokenizer, so the model tokenizes text
+	// differently from the tokenizer it was trained with.
+	AllowUnknownPreTokenizer bool
 	// Progress, when set, receives the loading progress in [0, 1]; returning
 	// false cancels the load.
 	Progress func(progress float32) bool
@@ -84,10 +90,15 @@ func init() {
 }
 
 // LoadModel loads a GGUF model file. A missing, unreadable, non-GGUF or
-// truncated file gives an error wrapping ErrLoad that names the problem.
+// truncated file gives an error wrapping ErrLoad that names the problem, and
+// so does a file with metadata llama.cpp would crash on (LoadModel reads the
+// header itself first, in milliseconds), naming the key or tensor.
 func LoadModel(path string, p ModelParams) (*Model, error) {
 	initialize()
 	if err := checkGGUF(path); err != nil {
+		return nil, err
+	}
+	if err := validateModel(path, p, true); err != nil {
 		return nil, err
 	}
 	mp := cgo.DefaultModelParams()
@@ -299,6 +310,9 @@ const (
 func Quantize(in, out string, ft FileType, threads int) error {
 	initialize()
 	if err := checkGGUF(in); err != nil {
+		return err
+	}
+	if err := validateModel(in, ModelParams{}, false); err != nil {
 		return err
 	}
 	if si, err := os.Stat(in); err == nil {

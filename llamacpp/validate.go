@@ -1,0 +1,461 @@
+package llamacpp
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/internal/gguf"
+)
+
+// llama.cpp trusts a GGUF file: corrupt metadata makes it abort, divide by
+// zero, read out of bounds or allocate far more than the file holds, and
+// some damage only shows at the first decode. validateModel reads the header
+// with the project's own reader, which bounds every count and length by the
+// bytes left in the file, and refuses what this llama.cpp (the one pinned in
+// go.mod) would crash on, before llama.cpp opens the file. It never reads
+// tensor data, so it costs milliseconds even for gigabyte models.
+
+// Limits of the pinned llama.cpp (llama-hparams.h).
+const (
+	maxLayers  = 512 // LLAMA_MAX_LAYERS
+	maxExperts = 512 // LLAMA_MAX_EXPERTS
+)
+
+// knownPreTokenizers are the tokenizer.ggml.pre values the pinned llama.cpp
+// recognises for BPE vocabularies (llama_vocab::impl::load); any other falls
+// back to the "default" pre-tokenizer with only a log line, and the model
+// then tokenizes differently from its reference tokenizer.
+var knownPreTokenizers = map[string]bool{}
+
+func init() {
+	for _, s := range strings.Fields(`default llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2
+		deepseek-llm deepseek-coder deepseek-v3 falcon mpt starcoder gpt-2 phi-2 jina-es jina-de gigachat
+		jina-v2-es jina-v2-de a.x-4.0 mellum jina-v1-en jina-v2-code roberta-bpe refact command-r qwen2
+		deepseek-r1-qwen kormo stablelm2 olmo dbrx smaug-bpe poro-chat glm4 chatglm-bpe viking jais tekken
+		smollm codeshell bloom gpt3-finnish exaone exaone4 chameleon minerva-7b megrez gpt-4o llama4 superbpe
+		trillion granite-docling bailingmoe bailingmoe2 llada-moe seed-coder hunyuan hunyuan-dense kimi-k2
+		grok-2 afmoe minimax-m2`) {
+		knownPreTokenizers[s] = true
+	}
+}
+
+// invalidModel is the error for a file validateModel refuses.
+type invalidModel struct {
+	path string
+	msg  string
+}
+
+func (e *invalidModel) Error() string { return fmt.Sprintf("%v %s: %s", ErrLoad, e.path, e.msg) }
+func (e *invalidModel) Unwrap() error { return ErrLoad }
+
+// validateModel checks the GGUF file at path as LoadModel with p would
+// load it. full is false for Quantize, which reads the file's structure and
+// tensors but neither its vocabulary nor its hyperparameters into a model.
+func validateModel(path string, p ModelParams, full bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	r, err := gguf.NewReader(f, st.Size())
+	if err != nil {
+		return &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
+	}
+	v := validator{f: r.File}
+	v.tensors()
+	if full {
+		v.vocab(p.AllowUnknownPreTokenizer)
+		if !p.VocabOnly {
+			// llama.cpp reads no hyperparameters for a vocabulary.
+			v.hparams()
+		}
+	}
+	if v.err != "" {
+		return &invalidModel{path, v.err}
+	}
+	return nil
+}
+
+// validator keeps the first problem found.
+type validator struct {
+	f   *gguf.File
+	err string
+}
+
+func (v *validator) failf(format string, args ...any) {
+	if v.err == "" {
+		v.err = fmt.Sprintf(format, args...)
+	}
+}
+
+// tensors checks what gguf.cpp and the compute graph take for granted: no
+// zero dimension (gguf.cpp divides by each dimension), and weight types the
+// matrix and element-wise kernels implement (integer types have no dot
+// product: the first decode calls a null function).
+func (v *validator) tensors() {
+	for _, t := range v.f.Tensors {
+		for i, d := range t.Shape {
+			if d == 0 {
+				v.failf("tensor %q: dimension %d is 0 (shape %v)", t.Name, i, t.Shape)
+				return
+			}
+		}
+		if !weightType(t.Type) {
+			v.failf("tensor %q: type %v is not a float or quantized weight type", t.Name, t.Type)
+			return
+		}
+	}
+}
+
+// weightType reports whether ggml computes with weights of type t: the
+// float types and the quantized storage types. Q8_1 and Q8_K exist only as
+// the other operand of quantized dot products; I8..I64 and F64 have no
+// matrix kernels.
+func weightType(t gguf.TensorType) bool {
+	switch t {
+	case gguf.TensorI8, gguf.TensorI16, gguf.TensorI32, gguf.TensorI64, gguf.TensorF64,
+		gguf.TensorQ8_1, gguf.TensorQ8_K:
+		return false
+	}
+	_, _, ok := t.BlockSize()
+	return ok
+}
+
+// vocab checks what llama_vocab::impl::load and the tokenizers assert or
+// index without bounds checks.
+func (v *validator) vocab(allowUnknownPre bool) {
+	model, ok := v.f.Lookup("tokenizer.ggml.model")
+	if !ok {
+		return // llama.cpp reports the missing key itself
+	}
+	name, ok := model.(string)
+	if !ok || name == "no_vocab" || name == "none" {
+		return // a wrong type is a clean error in llama.cpp; no vocabulary needs no checks
+	}
+	raw, ok := v.f.Lookup("tokenizer.ggml.tokens")
+	if !ok {
+		return // llama.cpp: "cannot find tokenizer vocab"
+	}
+	tokens, ok := raw.([]string)
+	if !ok {
+		v.failf("tokenizer.ggml.tokens: is %s, want an array of strings", describe(raw))
+		return
+	}
+	if len(tokens) == 0 {
+		v.failf("tokenizer.ggml.tokens: the vocabulary is empty")
+		return
+	}
+	if len(tokens) > math.MaxInt32 {
+		v.failf("tokenizer.ggml.tokens: %d tokens do not fit token ids", len(tokens))
+		return
+	}
+	// llama.cpp reads scores and types through raw pointers, n_tokens of
+	// them, whatever the arrays hold.
+	if s, ok := v.f.Lookup("tokenizer.ggml.scores"); ok {
+		if a, ok := s.([]float32); !ok || len(a) < len(tokens) {
+			v.failf("tokenizer.ggml.scores: is %s, want an array of at least %d f32", describe(s), len(tokens))
+			return
+		}
+	}
+	var types []int32
+	if s, ok := v.f.Lookup("tokenizer.ggml.token_type"); ok {
+		if types, ok = s.([]int32); !ok || len(types) < len(tokens) {
+			v.failf("tokenizer.ggml.token_type: is %s, want an array of at least %d i32", describe(s), len(tokens))
+			return
+		}
+	}
+	if name == "gpt2" {
+		if m, ok := v.f.Lookup("tokenizer.ggml.merges"); ok {
+			if _, ok := m.([]string); !ok {
+				v.failf("tokenizer.ggml.merges: is %s, want an array of strings", describe(m))
+				return
+			}
+		}
+		v.preTokenizer(allowUnknownPre)
+		if v.err != "" {
+			return
+		}
+	}
+	// llama.cpp asserts that every token string is distinct (it names empty
+	// tokens "[EMPTY_<id>]").
+	seen := make(map[string]int, len(tokens))
+	for i, tok := range tokens {
+		// llama.cpp reads each token as a C string: it ends at a NUL.
+		if j := strings.IndexByte(tok, 0); j >= 0 {
+			tok = tok[:j]
+		}
+		if tok == "" {
+			tok = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		if j, dup := seen[tok]; dup {
+			v.failf("tokenizer.ggml.tokens: token %d %q repeats token %d", i, tok, j)
+			return
+		}
+		seen[tok] = i
+	}
+	const byteType = 6 // LLAMA_TOKEN_TYPE_BYTE
+	for i := range tokens {
+		if types == nil || types[i] != byteType {
+			continue
+		}
+		switch name {
+		case "llama", "t5":
+			// token_to_byte parses the hex digits of "<0xXX>" at offset 3.
+			if len(tokens[i]) < 3 {
+				v.failf("tokenizer.ggml.tokens: byte token %d %q is not of the form <0xXX>", i, tokens[i])
+				return
+			}
+		case "bert":
+			// WordPiece has no byte tokens: token_to_byte aborts.
+			v.failf("tokenizer.ggml.token_type: token %d %q is a byte token, which a %q tokenizer cannot have", i, tokens[i], name)
+			return
+		}
+	}
+	if name == "llama" {
+		// The SentencePiece tokenizer falls back to a byte token for every
+		// byte no piece covers, and throws (killing the process) when the
+		// vocabulary has none.
+		for b := range 256 {
+			if _, ok := seen[fmt.Sprintf("<0x%02X>", b)]; !ok {
+				if _, ok := seen[string([]byte{byte(b)})]; !ok {
+					v.failf("tokenizer.ggml.tokens: no byte token <0x%02X>, which the %q tokenizer needs", b, name)
+					return
+				}
+			}
+		}
+	}
+}
+
+// preTokenizer refuses a BPE vocabulary whose pre-tokenizer this llama.cpp
+// does not know, unless the caller accepts llama.cpp's fallback.
+func (v *validator) preTokenizer(allowUnknown bool) {
+	if allowUnknown {
+		return
+	}
+	pre, ok := v.f.Lookup("tokenizer.ggml.pre")
+	if !ok {
+		v.failf("tokenizer.ggml.pre: missing, and llama.cpp would split text with its default pre-tokenizer " +
+			"(set ModelParams.AllowUnknownPreTokenizer to accept that)")
+		return
+	}
+	s, ok := pre.(string)
+	if !ok {
+		return // llama.cpp reports the wrong type
+	}
+	if !knownPreTokenizers[s] {
+		v.failf("tokenizer.ggml.pre: pre-tokenizer %q is unknown to this llama.cpp, which would split text with its "+
+			"default pre-tokenizer (set ModelParams.AllowUnknownPreTokenizer to accept that)", s)
+	}
+}
+
+// hparams checks the hyperparameters llama_model::load_hparams asserts on
+// and those that later divide by zero or abort in the first decode.
+func (v *validator) hparams() {
+	a, ok := v.f.Lookup("general.architecture")
+	arch, isStr := a.(string)
+	if !ok || !isStr || arch == "" {
+		return // llama.cpp reports it
+	}
+	key := func(k string) string { return arch + "." + k }
+	layers, hasLayers := v.uint(key("block_count"))
+	if hasLayers && (layers == 0 || layers > maxLayers) {
+		v.failf("%s: %d layers, want 1 to %d", key("block_count"), layers, maxLayers)
+		return
+	}
+	for _, k := range []string{"context_length", "embedding_length"} {
+		if n, ok := v.uint(key(k)); ok && n == 0 {
+			v.failf("%s: is 0", key(k))
+			return
+		}
+	}
+	for _, k := range []string{"attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"} {
+		if x, ok := v.float(key(k)); ok && !(x > 0 && !math.IsInf(x, 0)) {
+			v.failf("%s: is %v, want a finite positive number", key(k), v.raw(key(k)))
+			return
+		}
+	}
+	if x, ok := v.float(key("rope.freq_base")); ok && !(x > 0 && !math.IsInf(x, 0)) {
+		v.failf("%s: is %v, want a finite positive number", key("rope.freq_base"), v.raw(key("rope.freq_base")))
+		return
+	}
+	for _, k := range []string{"rope.scaling.factor", "rope.scale_linear"} {
+		if x, ok := v.float(key(k)); ok && !(x >= 0 && !math.IsInf(x, 0)) {
+			v.failf("%s: is %v, want a finite number >= 0", key(k), v.raw(key(k)))
+			return
+		}
+	}
+	if s, ok := v.f.Lookup(key("rope.scaling.type")); ok {
+		if s, ok := s.(string); ok {
+			switch s {
+			case "none", "linear", "yarn", "longrope":
+			default:
+				v.failf("%s: unknown RoPE scaling %q", key("rope.scaling.type"), s)
+				return
+			}
+		}
+	}
+	v.experts(key)
+	if v.err != "" || !hasLayers {
+		return
+	}
+	// Per-layer values may be arrays of n_layer integers; llama.cpp asserts
+	// on any other element type.
+	heads := v.perLayer(key("attention.head_count"), int(layers))
+	headsKV := v.perLayer(key("attention.head_count_kv"), int(layers))
+	v.perLayer(key("feed_forward_length"), int(layers))
+	if v.err != "" || heads == nil {
+		return
+	}
+	if headsKV == nil {
+		headsKV = heads
+	}
+	embd, hasEmbd := v.uint(key("embedding_length"))
+	_, hasKeyLen := v.f.Lookup(key("attention.key_length"))
+	for i := range heads {
+		if heads[i] == 0 {
+			continue // a layer without attention (recurrent hybrids)
+		}
+		if headsKV[i] == 0 || heads[i]%headsKV[i] != 0 {
+			v.failf("%s: layer %d has %d query heads, not a multiple of its %d key/value heads",
+				key("attention.head_count_kv"), i, heads[i], headsKV[i])
+			return
+		}
+		if hasEmbd && !hasKeyLen && embd%heads[i] != 0 {
+			v.failf("%s: layer %d has %d heads, which do not divide the embedding width %d",
+				key("attention.head_count"), i, heads[i], embd)
+			return
+		}
+	}
+}
+
+// experts mirrors load_hparams' assertions on the expert counts.
+func (v *validator) experts(key func(string) string) {
+	n, _ := v.uint(key("expert_count"))
+	used, _ := v.uint(key("expert_used_count"))
+	groups, _ := v.uint(key("expert_group_count"))
+	groupUsed, _ := v.uint(key("expert_group_used_count"))
+	switch {
+	case n > maxExperts:
+		v.failf("%s: %d experts, at most %d", key("expert_count"), n, maxExperts)
+	case used > n:
+		v.failf("%s: %d used experts of %d", key("expert_used_count"), used, n)
+	case n > 0 && used == 0:
+		v.failf("%s: no expert used of %d", key("expert_used_count"), n)
+	case n > 0 && groups >= n:
+		v.failf("%s: %d groups of %d experts", key("expert_group_count"), groups, n)
+	case n > 0 && groups > 1 && (n%groups != 0 || groupUsed == 0 || groupUsed >= groups):
+		v.failf("%s: %d experts in %d groups with %d used", key("expert_group_used_count"), n, groups, groupUsed)
+	case n == 0 && groups != 0:
+		v.failf("%s: %d groups without experts", key("expert_group_count"), groups)
+	}
+}
+
+// perLayer returns the per-layer values of key: its scalar repeated, or its
+// array, or nil when absent or of a type llama.cpp itself refuses cleanly.
+func (v *validator) perLayer(key string, layers int) []uint64 {
+	raw, ok := v.f.Lookup(key)
+	if !ok {
+		return nil
+	}
+	var out []uint64
+	switch a := raw.(type) {
+	case []uint32:
+		for _, x := range a {
+			out = append(out, uint64(x))
+		}
+	case []int32:
+		for _, x := range a {
+			if x < 0 {
+				v.failf("%s: negative value %d", key, x)
+				return nil
+			}
+			out = append(out, uint64(x))
+		}
+	case []float32, []string:
+		v.failf("%s: is %s, want an integer or an array of %d integers", key, describe(raw), layers)
+		return nil
+	default:
+		n, ok := v.uint(key)
+		if !ok {
+			return nil
+		}
+		out = make([]uint64, layers)
+		for i := range out {
+			out[i] = n
+		}
+	}
+	if len(out) != layers {
+		return nil // llama.cpp: "wrong array length"
+	}
+	return out
+}
+
+// uint returns an integer metadata value of any integer type; ok is false
+// when it is absent, negative or not an integer (llama.cpp refuses the
+// wrong types itself).
+func (v *validator) uint(key string) (uint64, bool) {
+	raw, ok := v.f.Lookup(key)
+	if !ok {
+		return 0, false
+	}
+	switch x := raw.(type) {
+	case uint8:
+		return uint64(x), true
+	case uint16:
+		return uint64(x), true
+	case uint32:
+		return uint64(x), true
+	case uint64:
+		return x, true
+	case int8:
+		return uint64(x), x >= 0
+	case int16:
+		return uint64(x), x >= 0
+	case int32:
+		return uint64(x), x >= 0
+	case int64:
+		return uint64(x), x >= 0
+	}
+	return 0, false
+}
+
+// raw returns a metadata value as stored, so that messages print an f32 as
+// the file holds it.
+func (v *validator) raw(key string) any {
+	x, _ := v.f.Lookup(key)
+	return x
+}
+
+// float returns a floating-point metadata value.
+func (v *validator) float(key string) (float64, bool) {
+	raw, ok := v.f.Lookup(key)
+	if !ok {
+		return 0, false
+	}
+	switch x := raw.(type) {
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// describe names a metadata value's GGUF type for error messages.
+func describe(v any) string {
+	switch a := v.(type) {
+	case []string:
+		return fmt.Sprintf("an array of %d strings", len(a))
+	case []float32:
+		return fmt.Sprintf("an array of %d f32", len(a))
+	case []int32:
+		return fmt.Sprintf("an array of %d i32", len(a))
+	}
+	return fmt.Sprintf("a %T", v)
+}
