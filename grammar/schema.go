@@ -48,6 +48,25 @@ func (e *SchemaError) Error() string {
 // exclusiveMaximum, multipleOf, patternProperties, propertyNames, prefixItems, contains,
 // uniqueItems, min/maxProperties, dependentRequired, dependentSchemas, unevaluated*, remote $ref.
 func SchemaToGBNF(schema []byte) (string, error) {
+	src, _, err := convertSchema(schema)
+	return src, err
+}
+
+// convertSchema returns the GBNF of schema and its parsed grammar.
+func convertSchema(schema []byte) (string, *Grammar, error) {
+	src, err := schemaText(schema)
+	if err != nil {
+		return "", nil, err
+	}
+	g, err := Parse(src)
+	if err != nil {
+		// Only a $ref cycle that consumes nothing (left recursion) gets here.
+		return "", nil, &SchemaError{Reason: "the schema cannot be matched: " + err.Error()}
+	}
+	return src, g, nil
+}
+
+func schemaText(schema []byte) (string, error) {
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return "", &SchemaError{Reason: "not JSON: " + err.Error()}
@@ -68,15 +87,8 @@ func SchemaToGBNF(schema []byte) (string, error) {
 
 // FromJSONSchema returns the grammar of the JSON values that satisfy schema (see [SchemaToGBNF]).
 func FromJSONSchema(schema []byte) (*Grammar, error) {
-	src, err := SchemaToGBNF(schema)
-	if err != nil {
-		return nil, err
-	}
-	g, err := Parse(src)
-	if err != nil {
-		return nil, fmt.Errorf("json schema: generated grammar: %w", err)
-	}
-	return g, nil
+	_, g, err := convertSchema(schema)
+	return g, err
 }
 
 // node is a decoded JSON value that keeps the order of object keys, which fixes the order of
