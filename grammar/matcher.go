@@ -29,10 +29,15 @@ type Matcher struct {
 	mu    sync.Mutex
 	d     *dfa
 	masks []*mask // by state; nil until asked
-	walk  []int32 // trie walk scratch: the state at each depth
+	// maskBytes is the memory held by masks, at most maskBudget.
+	maskBytes int
+	walk      []int32 // trie walk scratch: the state at each depth
 
 	negInf []float32 // a row of -inf, copied over the rows whose masks allow few tokens
 }
+
+// maskBudget bounds the memory of a matcher's kept masks.
+const maskBudget = 256 << 20
 
 // mask is the set of tokens allowed in one state, stored as the shorter of its two lists.
 type mask struct {
@@ -151,7 +156,13 @@ func (m *Matcher) Apply(s State, scores []float32) {
 		if int(t) >= n {
 			break
 		}
-		copy(row[prev:t], m.negInf)
+		if gap := row[prev:t]; len(gap) < 16 {
+			for i := range gap { // a call to memmove costs more than a few stores
+				gap[i] = float32(math.Inf(-1))
+			}
+		} else {
+			copy(gap, m.negInf)
+		}
 		prev = int(t) + 1
 	}
 	copy(row[prev:], m.negInf)
@@ -168,6 +179,14 @@ func (m *Matcher) maskOf(s State) *mask {
 		return mk
 	}
 	mk := m.compute(int32(s))
+	// Masks of a grammar that keeps reaching new states (deep nesting) would grow without
+	// bound: past the budget, forget them all and compute again what is asked.
+	size := 4 * len(mk.list)
+	if m.maskBytes+size > maskBudget {
+		clear(m.masks)
+		m.maskBytes = 0
+	}
+	m.maskBytes += size
 	m.masks[s] = mk
 	return mk
 }
@@ -203,7 +222,9 @@ func (m *Matcher) compute(s int32) *mask {
 	}
 	slices.Sort(allowed)
 	mk := &mask{allowed: len(allowed)}
-	if len(allowed) <= v.Size()/2 {
+	// Wiping the gaps between allowed tokens costs a call per gap; setting the disallowed ones
+	// costs a store each. Past one token in 16 allowed, the stores win.
+	if len(allowed) <= v.Size()/16 {
 		mk.allowFew, mk.list = true, allowed
 		return mk
 	}
