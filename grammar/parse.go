@@ -94,8 +94,7 @@ func (p *parser) fail(at int, format string, args ...any) {
 		return
 	}
 	line, col := 1, 1
-	for i, r := range p.src[:min(at, len(p.src))] {
-		_ = i
+	for _, r := range p.src[:min(at, len(p.src))] {
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
