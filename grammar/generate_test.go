@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -304,4 +305,60 @@ func TestBeamSearchIsValid(t *testing.T) {
 		}
 	}
 	assert.Greater(t, finished, 40)
+}
+
+// TestStepDoesNotAllocate checks that, once a state's mask is known, masking a row and accepting
+// a token allocate nothing, through the processor as the pipeline runs it.
+func TestStepDoesNotAllocate(t *testing.T) {
+	pieces := testPieces()
+	V := len(pieces)
+	voc, err := VocabularyFrom(pieceTokenizer{pieces}, V)
+	require.NoError(t, err)
+	m := NewMatcher(JSON(), voc)
+	pipe, err := logits.Chain(V, NewProcessor(m))
+	require.NoError(t, err)
+	doc := []int32{'[', '1', ',', ' ', '"', 'a', '"', ']'} // byte tokens
+	scores := make([]float32, V)
+	run := func() {
+		h := pipe.NewHistory([]int32{0})
+		for _, tk := range doc {
+			clear(scores)
+			pipe.Process(h, scores)
+			require.False(t, math.IsInf(float64(scores[tk]), -1), "token %q masked", tk)
+			h.Accept(tk)
+		}
+	}
+	run() // computes the masks
+	steps := testing.AllocsPerRun(50, func() {
+		st := m.Start()
+		for _, tk := range doc {
+			m.Apply(st, scores)
+			st = m.Accept(st, tk)
+		}
+	})
+	assert.Zero(t, steps)
+}
+
+// TestMatcherConcurrentUse shares one matcher between goroutines that walk different documents
+// (as beam search's parallel rows and several generators do); run with -race.
+func TestMatcherConcurrentUse(t *testing.T) {
+	m := NewMatcher(JSON(), byteVocab(t))
+	docs := []string{`{"a": [1, 2.5e3, "x\u00e9"]}`, `[true, false, null, {"k": {}}]`, `"deep\n"`, `-12.5`}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scores := make([]float32, 257)
+			st := m.Start()
+			for _, c := range []byte(docs[i%len(docs)]) {
+				clear(scores)
+				m.Apply(st, scores)
+				assert.False(t, math.IsInf(float64(scores[c]), -1))
+				st = m.Accept(st, int32(c))
+			}
+			assert.True(t, m.Complete(st))
+		}()
+	}
+	wg.Wait()
 }
