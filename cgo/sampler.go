@@ -55,3 +55,19 @@ func (s Sampler) SampleRow(logits []float32, scratch unsafe.Pointer) int32 {
 	return int32(C.llamaloop_sampler_sample_row(s.c, (*C.float)(unsafe.Pointer(&logits[0])), C.int32_t(len(logits)),
 		(*C.llama_token_data)(scratch)))
 }
+
+// SamplerGrammar is llama_sampler_init_grammar: llama.cpp's GBNF grammar
+// sampler over vocab, starting at rule root. It returns a nil Sampler (see
+// Nil) when llama.cpp refuses the grammar.
+func SamplerGrammar(vocab Vocab, grammar, root string) Sampler {
+	cg, cr := C.CString(grammar), C.CString(root)
+	defer C.free(unsafe.Pointer(cg))
+	defer C.free(unsafe.Pointer(cr))
+	return Sampler{C.llama_sampler_init_grammar(vocab.c, cg, cr)}
+}
+
+// Nil reports whether the sampler pointer is NULL.
+func (s Sampler) Nil() bool { return s.c == nil }
+
+// Reset is llama_sampler_reset.
+func (s Sampler) Reset() { C.llama_sampler_reset(s.c) }

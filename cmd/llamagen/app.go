@@ -16,6 +16,7 @@ import (
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
+	"github.com/llamaloop/llamaloop/logits"
 )
 
 // app is one run of the command with its standard streams; main fills it
@@ -83,6 +84,9 @@ type session struct {
 	model *llamacpp.Model
 	tok   llamabackend.Tokenizer
 	cfg   *genconfig.Config
+	// procs are the user processors of every request: the grammar of
+	// --grammar, --json-schema or --any-json.
+	procs []logits.Processor
 	// seed is the first row's seed; seedShown makes the summary print it.
 	seed      uint64
 	seedShown bool
@@ -113,6 +117,9 @@ func (a *app) run(o *options) error {
 		s.seed = uint64(rand.Int64N(1 << 31))
 	}
 	s.seedShown = cfg.DoSample || o.mirostat != 0
+	if s.procs, err = o.constraint(m.Vocab()); err != nil {
+		return err
+	}
 
 	if o.demo {
 		return s.demo()

@@ -99,7 +99,7 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		bar = cli.NewProgressBar(s.stderr, fmt.Sprintf("beam search (%d beams)", beams))
 	}
 	maxNew := max(cfg.Resolve(len(prompts[0])).MaxLength-len(prompts[0]), 1)
-	opts := beam.Options{Config: cfg, Seed: s.seed, Progress: func(p beam.Progress) {
+	opts := beam.Options{Config: cfg, Seed: s.seed, User: s.procs, Progress: func(p beam.Progress) {
 		if st.first.IsZero() {
 			st.first = time.Now()
 		}

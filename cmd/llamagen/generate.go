@@ -92,6 +92,7 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 				Prompt: toks, Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
+				Processors: s.procs,
 			}
 			if s.o.mirostat != 0 {
 				req.Mirostat = s.o.mirostatConfig()

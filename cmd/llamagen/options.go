@@ -47,6 +47,10 @@ type options struct {
 	ctx       int
 	parallel  int
 
+	grammarFile string
+	schemaFile  string
+	anyJSON     bool
+
 	logprobs int
 	json     bool
 	quiet    bool
@@ -229,6 +233,7 @@ var usageGroups = func() []cli.Group {
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
+		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
 		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
 		{Title: "Output", Flags: []string{"logprobs", "json", "quiet", "version", "h,help"}},
 	}
@@ -292,6 +297,9 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat)")
 	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`) with --prompts or --num-return-sequences")
+	fs.StringVar(&o.grammarFile, "grammar", "", "constrain the output to the GBNF grammar in `FILE` (llama.cpp's format)")
+	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`")
+	fs.BoolVar(&o.anyJSON, "any-json", false, "constrain the output to one JSON value (--json is the output format)")
 	fs.IntVar(&o.logprobs, "logprobs", 0, "print each token's log-probability and the `N` most probable tokens (0: off)")
 	fs.BoolVar(&o.json, "json", false, "write JSON lines to stdout (see above)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no summary line and no warnings on stderr")
@@ -328,7 +336,17 @@ func (o *options) check() error {
 			sources++
 		}
 	}
+	constraints := 0
+	for _, set := range []bool{o.grammarFile != "", o.schemaFile != "", o.anyJSON} {
+		if set {
+			constraints++
+		}
+	}
 	switch {
+	case constraints > 1 && !o.version && !o.help:
+		return cli.Usagef("--grammar, --json-schema and --any-json exclude each other")
+	case constraints > 0 && o.demo:
+		return cli.Usagef("--demo runs fixed settings: it takes no --grammar, --json-schema or --any-json")
 	case o.version:
 		return nil
 	case o.model == "":

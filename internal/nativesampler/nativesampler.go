@@ -122,3 +122,60 @@ func (n *Sampler) Close() error {
 	}
 	return nil
 }
+
+// Grammar is llama.cpp's grammar sampler over the vocabulary of a model
+// file, for the side-by-side benchmarks of package grammar. It holds its own
+// vocabulary-only load of the model.
+type Grammar struct {
+	model cgo.Model
+	*Sampler
+}
+
+// NewGrammar loads the vocabulary of the GGUF model at path and builds
+// llama.cpp's sampler for the GBNF text grammar (start rule "root"). Mask
+// applies it to a row; Accept advances it by a chosen token.
+func NewGrammar(path, grammar string) (*Grammar, error) {
+	initialize()
+	mp := cgo.DefaultModelParams()
+	mp.VocabOnly = true
+	m := cgo.ModelLoadFromFile(path, mp, 0)
+	if m.Nil() {
+		return nil, invalid("cannot load the vocabulary of %s", path)
+	}
+	s := cgo.SamplerGrammar(m.Vocab(), grammar, "root")
+	if s.Nil() {
+		m.Free()
+		return nil, invalid("llama.cpp refused the grammar")
+	}
+	return &Grammar{model: m, Sampler: newSampler(s, m.Vocab().NTokens())}, nil
+}
+
+// Mask builds llama.cpp's candidate array from row and applies the grammar
+// to it (llama.cpp sets the disallowed candidates to -inf in its own array;
+// row is not changed). It selects and accepts nothing.
+func (g *Grammar) Mask(row []float32) error {
+	if g.scratch == nil {
+		return llamacpp.ErrClosed
+	}
+	if len(row) != g.width {
+		return invalid("row of %d logits for a sampler of width %d", len(row), g.width)
+	}
+	g.s.SampleRow(row, g.scratch) // a lone grammar sampler selects nothing: -1
+	return nil
+}
+
+// Reset returns the grammar to its start, as llama_sampler_reset does.
+func (g *Grammar) Reset() {
+	if g.scratch != nil {
+		g.s.Reset()
+	}
+}
+
+// Close frees the sampler and the vocabulary; it is idempotent.
+func (g *Grammar) Close() error {
+	if g.Sampler.scratch != nil {
+		g.Sampler.Close()
+		g.model.Free()
+	}
+	return nil
+}

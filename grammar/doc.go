@@ -1,0 +1,28 @@
+// Package grammar constrains generation to a formal language: GBNF grammars as llama.cpp defines
+// them, and JSON Schema through a conversion to GBNF, in pure Go.
+//
+// # Pieces
+//
+// [Parse] compiles GBNF text into a [Grammar] whose rules work on bytes: a character class
+// becomes the alternatives of its UTF-8 encodings, so a token may end in the middle of a
+// multi-byte character and a token may span several grammar elements. A [Vocabulary] holds every
+// token's bytes and a prefix trie of them; build it once per model ([VocabularyFrom] reads a
+// backend.Tokenizer or a llamacpp *Vocab, [NewVocabulary] takes plain byte strings). A [Matcher]
+// pairs the two, and [Processor] is the stateful logits processor that masks a sequence's row.
+//
+// # How a mask is computed
+//
+// The matcher follows llama.cpp's pushdown matcher (sets of stacks of grammar positions,
+// expanded until a byte is on top), but interns each set of stacks as a state of an automaton
+// over bytes built lazily: the transition of a state on a byte is computed once, then looked
+// up. A state's mask walks the vocabulary trie in preorder and skips a whole subtree as soon as
+// a byte leads to the dead state, so tokens sharing a prefix share its work; the mask is then
+// kept per state. After warm-up, a step costs one look-up per accepted byte and the writing of
+// -inf into the row. Left recursion is rejected when parsing, because the expansion would not end.
+//
+// # End of generation
+//
+// The end-of-generation tokens are allowed exactly when the tokens accepted so far form a
+// complete sentence. A sequence forced out of the grammar (by a processor that forces a token)
+// reaches the dead state, where only end of generation is allowed.
+package grammar

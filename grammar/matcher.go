@@ -1,0 +1,242 @@
+package grammar
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"sync"
+)
+
+// ErrVocabularyMismatch is returned when rows and vocabulary disagree in size.
+var ErrVocabularyMismatch = errors.New("grammar: vocabulary size differs from the rows")
+
+// State is where a sequence stands in a grammar: a small handle whose meaning is kept by its
+// [Matcher]. The zero State is dead (the sequence left the grammar).
+type State int32
+
+// Matcher decides which tokens of a vocabulary may come next under a grammar. It compiles the
+// grammar, as the sequences ask for it, into an automaton over bytes whose states are the
+// grammar's stack sets, and keeps, per state reached at a token boundary, the mask of the tokens
+// that keep a complete sentence possible (a walk of the vocabulary's prefix trie that prunes a
+// subtree at the first byte that leaves the grammar). Both are computed once and reused by every
+// sequence, so the cost per token after warm-up is a look-up and the writing of the -inf scores.
+//
+// A Matcher is safe for concurrent use.
+type Matcher struct {
+	g *Grammar
+	v *Vocabulary
+
+	mu    sync.Mutex
+	d     *dfa
+	masks []*mask // by state; nil until asked
+	// maskBytes is the memory held by masks, at most maskBudget.
+	maskBytes int
+	walk      []int32 // trie walk scratch: the state at each depth
+
+	negInf []float32 // a row of -inf, copied over the rows whose masks allow few tokens
+}
+
+// maskBudget bounds the memory of a matcher's kept masks.
+const maskBudget = 256 << 20
+
+// mask is the set of tokens allowed in one state, stored as the shorter of its two lists.
+type mask struct {
+	allowFew bool    // list holds the allowed tokens; otherwise the disallowed ones
+	list     []int32 // sorted
+	allowed  int     // number of allowed tokens
+}
+
+// NewMatcher pairs a grammar with a vocabulary.
+func NewMatcher(g *Grammar, v *Vocabulary) *Matcher {
+	m := &Matcher{g: g, v: v, d: newDFA(g), walk: make([]int32, v.maxDepth+1)}
+	m.negInf = make([]float32, v.Size())
+	for i := range m.negInf {
+		m.negInf[i] = float32(math.Inf(-1))
+	}
+	return m
+}
+
+// Grammar returns the matcher's grammar.
+func (m *Matcher) Grammar() *Grammar { return m.g }
+
+// Vocabulary returns the matcher's vocabulary.
+func (m *Matcher) Vocabulary() *Vocabulary { return m.v }
+
+// Start returns the state before any token.
+func (m *Matcher) Start() State { return State(m.d.start) }
+
+// Complete reports whether the input that led to s is a complete sentence of the grammar, when
+// end of generation is allowed.
+func (m *Matcher) Complete(s State) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.d.accept[s]
+}
+
+// Dead reports whether no continuation of the input that led to s is a sentence.
+func (m *Matcher) Dead(s State) bool { return s == 0 }
+
+// Accept returns the state after token t from s. An end-of-generation token keeps a complete
+// state and kills any other; a token the grammar does not allow gives the dead state.
+func (m *Matcher) Accept(s State, t int32) State {
+	if t < 0 || int(t) >= m.v.Size() || s == 0 {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.v.IsEOG(t) {
+		if m.d.accept[s] {
+			return s
+		}
+		return 0
+	}
+	b := m.v.Token(t)
+	if len(b) == 0 {
+		return 0
+	}
+	return State(m.advance(int32(s), b))
+}
+
+// AcceptBytes returns the state after the bytes b from s.
+func (m *Matcher) AcceptBytes(s State, b []byte) State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return State(m.advance(int32(s), b))
+}
+
+func (m *Matcher) advance(s int32, b []byte) int32 {
+	for _, c := range b {
+		if s == 0 {
+			return 0
+		}
+		s = m.d.next(s, c)
+	}
+	return s
+}
+
+// Allowed appends the tokens allowed in state s to dst, in increasing order.
+func (m *Matcher) Allowed(dst []int32, s State) []int32 {
+	mk := m.maskOf(s)
+	if mk.allowFew {
+		return append(dst, mk.list...)
+	}
+	j := 0
+	for t := range int32(m.v.Size()) {
+		if j < len(mk.list) && mk.list[j] == t {
+			j++
+			continue
+		}
+		dst = append(dst, t)
+	}
+	return dst
+}
+
+// Apply sets to -inf the scores of the tokens that state s does not allow. Scores beyond the
+// vocabulary are set to -inf too; a row shorter than the vocabulary is masked as far as it goes.
+// Apply does not allocate once the mask of s is known.
+func (m *Matcher) Apply(s State, scores []float32) {
+	mk := m.maskOf(s)
+	n := min(len(scores), m.v.Size())
+	for i := n; i < len(scores); i++ {
+		scores[i] = float32(math.Inf(-1))
+	}
+	row := scores[:n]
+	if !mk.allowFew {
+		for _, t := range mk.list {
+			if int(t) < n {
+				row[t] = float32(math.Inf(-1))
+			}
+		}
+		return
+	}
+	// Few allowed: wipe the gaps between them with block copies of a -inf row, which the
+	// runtime's memmove does several times faster than a store per score.
+	prev := 0
+	for _, t := range mk.list {
+		if int(t) >= n {
+			break
+		}
+		if gap := row[prev:t]; len(gap) < 16 {
+			for i := range gap { // a call to memmove costs more than a few stores
+				gap[i] = float32(math.Inf(-1))
+			}
+		} else {
+			copy(gap, m.negInf)
+		}
+		prev = int(t) + 1
+	}
+	copy(row[prev:], m.negInf)
+}
+
+// maskOf returns the mask of s, computing it the first time.
+func (m *Matcher) maskOf(s State) *mask {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for int(s) >= len(m.masks) {
+		m.masks = append(m.masks, nil)
+	}
+	if mk := m.masks[s]; mk != nil {
+		return mk
+	}
+	mk := m.compute(int32(s))
+	// Masks of a grammar that keeps reaching new states (deep nesting) would grow without
+	// bound: past the budget, forget them all and compute again what is asked.
+	size := 4 * len(mk.list)
+	if m.maskBytes+size > maskBudget {
+		clear(m.masks)
+		m.maskBytes = 0
+	}
+	m.maskBytes += size
+	m.masks[s] = mk
+	return mk
+}
+
+// compute walks the vocabulary trie from state s: a node whose byte leads to the dead state
+// prunes its whole subtree; the tokens of every node reached are allowed. End-of-generation
+// tokens are allowed when s is complete, and the dead state allows them alone so that a
+// sequence forced out of the grammar can still end.
+func (m *Matcher) compute(s int32) *mask {
+	v, d := m.v, m.d
+	var allowed []int32
+	if s != 0 {
+		walk := m.walk
+		walk[0] = s
+		for i, n := 0, len(v.tbyte); i < n; {
+			depth := int(v.tdepth[i])
+			from := walk[depth-1]
+			t := d.trans[int(from)<<8|int(v.tbyte[i])]
+			if t < 0 {
+				t = d.step(from, v.tbyte[i])
+			}
+			if t == 0 {
+				i = int(v.tend[i])
+				continue
+			}
+			walk[depth] = t
+			allowed = append(allowed, v.ttok[v.tfirst[i]:v.tfirst[i+1]]...)
+			i++
+		}
+	}
+	if s == 0 || d.accept[s] {
+		allowed = append(allowed, v.eog...)
+	}
+	slices.Sort(allowed)
+	mk := &mask{allowed: len(allowed)}
+	// Wiping the gaps between allowed tokens costs a call per gap; setting the disallowed ones
+	// costs a store each. Past one token in 16 allowed, the stores win.
+	if len(allowed) <= v.Size()/16 {
+		mk.allowFew, mk.list = true, allowed
+		return mk
+	}
+	blocked := make([]int32, 0, v.Size()-len(allowed))
+	j := 0
+	for t := range int32(v.Size()) {
+		if j < len(allowed) && allowed[j] == t {
+			j++
+			continue
+		}
+		blocked = append(blocked, t)
+	}
+	mk.list = blocked
+	return mk
+}

@@ -1,0 +1,650 @@
+package grammar
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// SyntaxError is a malformed grammar: where (byte offset, 1-based line and column) and why.
+type SyntaxError struct {
+	Offset, Line, Column int
+	Reason               string
+}
+
+// Error returns "grammar: line L, column C: reason".
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("grammar: line %d, column %d: %s", e.Line, e.Column, e.Reason)
+}
+
+// maxElements bounds the compiled size of a grammar, so that a repetition such as x{0,99999999}
+// is an error instead of an exhausted memory.
+const maxElements = 1 << 20
+
+// elemKind is the kind of one compiled grammar element.
+type elemKind uint8
+
+const (
+	kEnd  elemKind = iota // end of an alternative
+	kByte                 // one byte out of a set (arg indexes Grammar.sets)
+	kRule                 // a reference to a rule (arg is the rule id)
+)
+
+// elem is one compiled grammar element. The grammar works on bytes: a character class becomes
+// the alternatives of its UTF-8 encodings, so a token may end inside a multi-byte character.
+type elem struct {
+	kind elemKind
+	arg  int32
+}
+
+// byteSet is a set of bytes.
+type byteSet [4]uint64
+
+func (s *byteSet) has(b byte) bool { return s[b>>6]&(1<<(b&63)) != 0 }
+func (s *byteSet) addRange(lo, hi byte) {
+	for c := int(lo); c <= int(hi); c++ {
+		s[c>>6] |= 1 << (c & 63)
+	}
+}
+
+// Grammar is a parsed GBNF grammar compiled to byte-level rules. It is immutable and safe for
+// concurrent use; a [Matcher] pairs it with a vocabulary.
+type Grammar struct {
+	elems []elem    // every alternative of every rule, each ending with kEnd
+	rules [][]int32 // rules[r] lists the start positions of r's alternatives
+	names []string  // rule names ("" for generated rules), for errors
+	sets  []byteSet
+	root  int32
+	src   string
+}
+
+// String returns the grammar's source text.
+func (g *Grammar) String() string { return g.src }
+
+// Parse parses a GBNF grammar as llama.cpp defines it (grammars/README.md of llama.cpp): rules
+// `name ::= alternatives`, a rule named root, alternation `|`, grouping `( )`, repetition `*`
+// `+` `?` `{m}` `{m,}` `{m,n}`, literals "..." and character classes [...] / [^...] with ranges
+// and the escapes \xHH \uHHHH \UHHHHHHHH \t \n \r \\ \" \[ \] \-, `.` for any character, and
+// comments from # to the end of the line. Newlines end a rule except inside parentheses and
+// right after `::=` or `|`. Left recursion, undefined rules, rules defined twice and token
+// references (<[id]>) are errors.
+func Parse(src string) (*Grammar, error) {
+	p := &parser{src: src, g: &Grammar{src: src}, ids: map[string]int32{}, defined: map[int32]bool{}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.g, nil
+}
+
+type parser struct {
+	src     string
+	pos     int
+	g       *Grammar
+	ids     map[string]int32
+	defined map[int32]bool
+	firstAt map[int32]int // where an undefined rule was first referenced
+	err     *SyntaxError
+}
+
+// fail records the first error at offset at.
+func (p *parser) fail(at int, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	line, col := 1, 1
+	for _, r := range p.src[:min(at, len(p.src))] {
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	p.err = &SyntaxError{Offset: at, Line: line, Column: col, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) ruleID(name string) int32 {
+	if id, ok := p.ids[name]; ok {
+		return id
+	}
+	id := int32(len(p.g.rules))
+	p.ids[name] = id
+	p.g.rules = append(p.g.rules, nil)
+	p.g.names = append(p.g.names, name)
+	return id
+}
+
+// newRule adds a generated rule.
+func (p *parser) newRule() int32 {
+	id := int32(len(p.g.rules))
+	p.g.rules = append(p.g.rules, nil)
+	p.g.names = append(p.g.names, "")
+	return id
+}
+
+// addAlt appends one alternative of rule r.
+func (p *parser) addAlt(r int32, seq []elem) {
+	if len(p.g.elems)+len(seq)+1 > maxElements {
+		p.fail(p.pos, "grammar too large (over %d elements)", maxElements)
+		return
+	}
+	p.g.rules[r] = append(p.g.rules[r], int32(len(p.g.elems)))
+	p.g.elems = append(p.g.elems, seq...)
+	p.g.elems = append(p.g.elems, elem{kind: kEnd})
+}
+
+func isWordChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+// space skips blanks and comments; newlines only when newlineOK.
+func (p *parser) space(newlineOK bool) {
+	for p.pos < len(p.src) {
+		switch c := p.src[p.pos]; {
+		case c == ' ' || c == '\t':
+			p.pos++
+		case c == '#':
+			for p.pos < len(p.src) && p.src[p.pos] != '\r' && p.src[p.pos] != '\n' {
+				p.pos++
+			}
+		case newlineOK && (c == '\r' || c == '\n'):
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) name() string {
+	start := p.pos
+	for p.pos < len(p.src) && isWordChar(p.src[p.pos]) {
+		p.pos++
+	}
+	return p.src[start:p.pos]
+}
+
+func (p *parser) parse() *SyntaxError {
+	p.firstAt = map[int32]int{}
+	p.space(true)
+	for p.pos < len(p.src) && p.err == nil {
+		start := p.pos
+		name := p.name()
+		if name == "" {
+			p.fail(p.pos, "expected a rule name, found %s", p.found())
+			break
+		}
+		id := p.ruleID(name)
+		if p.defined[id] {
+			p.fail(start, "rule %q defined twice", name)
+			break
+		}
+		p.defined[id] = true
+		p.space(false)
+		if !strings.HasPrefix(p.src[p.pos:], "::=") {
+			p.fail(p.pos, "expected ::= after rule name %q, found %s", name, p.found())
+			break
+		}
+		p.pos += 3
+		p.space(true)
+		p.alternates(id, false)
+		if p.err != nil {
+			break
+		}
+		// A rule ends at a newline (or the end of the text).
+		if p.pos < len(p.src) {
+			if c := p.src[p.pos]; c != '\n' && c != '\r' {
+				p.fail(p.pos, "expected the end of the rule, found %s", p.found())
+				break
+			}
+		}
+		p.space(true)
+	}
+	if p.err == nil {
+		p.check()
+	}
+	return p.err
+}
+
+// found describes the text at the current position for an error.
+func (p *parser) found() string {
+	if p.pos >= len(p.src) {
+		return "end of grammar"
+	}
+	r, _ := utf8.DecodeRuneInString(p.src[p.pos:])
+	return strconv.QuoteRune(r)
+}
+
+// alternates parses `seq | seq | ...` into rule r.
+func (p *parser) alternates(r int32, nested bool) {
+	for {
+		seq := p.sequence(nested)
+		if p.err != nil {
+			return
+		}
+		p.addAlt(r, seq)
+		if p.pos < len(p.src) && p.src[p.pos] == '|' {
+			p.pos++
+			p.space(true)
+			continue
+		}
+		return
+	}
+}
+
+// sequence parses elements until `|`, `)` or the end of the rule.
+func (p *parser) sequence(nested bool) []elem {
+	var seq []elem
+	lastStart := -1 // index in seq where the last symbol starts, for repetitions
+	for p.pos < len(p.src) && p.err == nil {
+		c := p.src[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			lastStart = len(seq)
+			for {
+				if p.pos >= len(p.src) {
+					p.fail(p.pos, "unterminated literal")
+					return nil
+				}
+				if p.src[p.pos] == '"' {
+					p.pos++
+					break
+				}
+				r, ok := p.char()
+				if !ok {
+					return nil
+				}
+				var buf [utf8.UTFMax]byte
+				for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
+					var set byteSet
+					set.addRange(b, b)
+					seq = append(seq, p.setElem(set))
+				}
+			}
+			if lastStart == len(seq) {
+				lastStart = -1 // "" is no symbol to repeat, as in llama.cpp
+			}
+		case c == '[':
+			start := p.pos
+			p.pos++
+			negated := false
+			if p.pos < len(p.src) && p.src[p.pos] == '^' {
+				negated = true
+				p.pos++
+			}
+			var ranges [][2]rune
+			for {
+				if p.pos >= len(p.src) {
+					p.fail(start, "unterminated character class")
+					return nil
+				}
+				if p.src[p.pos] == ']' {
+					p.pos++
+					break
+				}
+				lo, ok := p.char()
+				if !ok {
+					return nil
+				}
+				hi := lo
+				if p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
+					p.pos++
+					if hi, ok = p.char(); !ok {
+						return nil
+					}
+					if hi < lo {
+						p.fail(p.pos, "character range %q-%q is reversed", lo, hi)
+						return nil
+					}
+				}
+				ranges = append(ranges, [2]rune{lo, hi})
+			}
+			lastStart = len(seq)
+			seq = append(seq, p.charElems(ranges, negated)...)
+		case c == '.':
+			p.pos++
+			lastStart = len(seq)
+			seq = append(seq, p.charElems(nil, true)...)
+		case isWordChar(c):
+			at := p.pos
+			id := p.ruleID(p.name())
+			if _, seen := p.firstAt[id]; !seen {
+				p.firstAt[id] = at
+			}
+			lastStart = len(seq)
+			seq = append(seq, elem{kind: kRule, arg: id})
+		case c == '(':
+			p.pos++
+			p.space(true)
+			sub := p.newRule()
+			p.alternates(sub, true)
+			if p.err != nil {
+				return nil
+			}
+			if p.pos >= len(p.src) || p.src[p.pos] != ')' {
+				p.fail(p.pos, "expected ) to close the group, found %s", p.found())
+				return nil
+			}
+			p.pos++
+			lastStart = len(seq)
+			seq = append(seq, elem{kind: kRule, arg: sub})
+		case c == '<':
+			p.fail(p.pos, "token references (<[id]>) are not supported")
+			return nil
+		case c == '*' || c == '+' || c == '?' || c == '{':
+			if lastStart < 0 {
+				p.fail(p.pos, "repetition %q without a preceding symbol", c)
+				return nil
+			}
+			lo, hi := 0, -1
+			switch c {
+			case '*':
+				p.pos++
+			case '+':
+				lo = 1
+				p.pos++
+			case '?':
+				hi = 1
+				p.pos++
+			case '{':
+				var ok bool
+				if lo, hi, ok = p.braces(); !ok {
+					return nil
+				}
+			}
+			item := slices.Clone(seq[lastStart:])
+			seq = append(seq[:lastStart], p.repeat(item, lo, hi)...)
+			lastStart = -1
+		default:
+			p.space(nested)
+			return seq
+		}
+		p.space(nested)
+	}
+	return seq
+}
+
+// braces parses {m}, {m,} or {m,n}; hi is -1 when unbounded.
+func (p *parser) braces() (lo, hi int, ok bool) {
+	start := p.pos
+	p.pos++
+	p.space(false)
+	num := func() (int, bool) {
+		s := p.pos
+		for p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
+			p.pos++
+		}
+		if s == p.pos {
+			return 0, false
+		}
+		n, err := strconv.Atoi(p.src[s:p.pos])
+		if err != nil || n > maxElements {
+			p.fail(s, "repetition count %s too large", p.src[s:p.pos])
+			return 0, false
+		}
+		return n, true
+	}
+	lo, okLo := num()
+	if !okLo {
+		p.fail(p.pos, "expected a number in the repetition {m,n}, found %s", p.found())
+		return 0, 0, false
+	}
+	p.space(false)
+	hi = lo
+	if p.pos < len(p.src) && p.src[p.pos] == ',' {
+		p.pos++
+		p.space(false)
+		hi = -1
+		if p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
+			if hi, okLo = num(); !okLo {
+				return 0, 0, false
+			}
+			p.space(false)
+		}
+	}
+	if p.err != nil {
+		return 0, 0, false
+	}
+	if p.pos >= len(p.src) || p.src[p.pos] != '}' {
+		p.fail(p.pos, "expected } to close the repetition, found %s", p.found())
+		return 0, 0, false
+	}
+	p.pos++
+	if hi >= 0 && hi < lo {
+		p.fail(start, "repetition {%d,%d}: maximum below minimum", lo, hi)
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+// repeat returns the elements of item repeated lo to hi times (hi -1: unbounded), rewritten with
+// generated rules as llama.cpp does: x* is s ::= x s | ε, x{0,k} nests k optionals.
+func (p *parser) repeat(item []elem, lo, hi int) []elem {
+	if len(item)*(lo+1) > maxElements {
+		p.fail(p.pos, "grammar too large (over %d elements)", maxElements)
+		return nil
+	}
+	out := make([]elem, 0, len(item)*lo+1)
+	for range lo {
+		out = append(out, item...)
+	}
+	if hi < 0 {
+		star := p.newRule()
+		p.addAlt(star, append(slices.Clone(item), elem{kind: kRule, arg: star}))
+		p.addAlt(star, nil)
+		return append(out, elem{kind: kRule, arg: star})
+	}
+	if hi == lo {
+		return out
+	}
+	// opt_k ::= item opt_{k-1} | ε, with opt_1 ::= item | ε.
+	var prev int32 = -1
+	for k := 1; k <= hi-lo && p.err == nil; k++ {
+		r := p.newRule()
+		alt := slices.Clone(item)
+		if prev >= 0 {
+			alt = append(alt, elem{kind: kRule, arg: prev})
+		}
+		p.addAlt(r, alt)
+		p.addAlt(r, nil)
+		prev = r
+	}
+	return append(out, elem{kind: kRule, arg: prev})
+}
+
+// char reads one character of a literal or class, decoding escapes.
+func (p *parser) char() (rune, bool) {
+	c := p.src[p.pos]
+	if c != '\\' {
+		r, n := utf8.DecodeRuneInString(p.src[p.pos:])
+		if r == utf8.RuneError && n <= 1 {
+			p.fail(p.pos, "invalid UTF-8 in the grammar")
+			return 0, false
+		}
+		p.pos += n
+		return r, true
+	}
+	if p.pos+1 >= len(p.src) {
+		p.fail(p.pos, "escape at the end of the grammar")
+		return 0, false
+	}
+	e := p.src[p.pos+1]
+	p.pos += 2
+	hex := 0
+	switch e {
+	case 'x':
+		hex = 2
+	case 'u':
+		hex = 4
+	case 'U':
+		hex = 8
+	case 't':
+		return '\t', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case '\\', '"', '[', ']', '-', '/', '^':
+		return rune(e), true
+	default:
+		p.fail(p.pos-2, "unknown escape \\%c", e)
+		return 0, false
+	}
+	if p.pos+hex > len(p.src) {
+		p.fail(p.pos-2, "escape \\%c needs %d hex digits", e, hex)
+		return 0, false
+	}
+	v, err := strconv.ParseUint(p.src[p.pos:p.pos+hex], 16, 32)
+	if err != nil || v > utf8.MaxRune {
+		p.fail(p.pos-2, "invalid escape \\%c%s", e, p.src[p.pos:p.pos+hex])
+		return 0, false
+	}
+	p.pos += hex
+	return rune(v), true
+}
+
+// charElems compiles a character class (ranges of code points, negated or not) to byte-level
+// elements: one byte element when every encoding is one byte, else a generated rule whose
+// alternatives are the UTF-8 byte sequences of the class.
+func (p *parser) charElems(ranges [][2]rune, negated bool) []elem {
+	cps := normalize(ranges)
+	if negated {
+		cps = complement(cps)
+	}
+	seqs := utf8Sequences(cps)
+	if len(seqs) == 0 {
+		// An empty class matches nothing: a byte element with an empty set.
+		return []elem{p.setElem(byteSet{})}
+	}
+	// Every one-byte sequence merges into one set.
+	var single byteSet
+	var multi [][]elem
+	hasSingle := false
+	for _, s := range seqs {
+		if len(s) == 1 {
+			single.addRange(s[0][0], s[0][1])
+			hasSingle = true
+			continue
+		}
+		alt := make([]elem, len(s))
+		for i, br := range s {
+			var set byteSet
+			set.addRange(br[0], br[1])
+			alt[i] = p.setElem(set)
+		}
+		multi = append(multi, alt)
+	}
+	if len(multi) == 0 {
+		return []elem{p.setElem(single)}
+	}
+	r := p.newRule()
+	if hasSingle {
+		p.addAlt(r, []elem{p.setElem(single)})
+	}
+	for _, alt := range multi {
+		p.addAlt(r, alt)
+	}
+	return []elem{{kind: kRule, arg: r}}
+}
+
+// setElem returns a byte element for set, sharing equal sets.
+func (p *parser) setElem(s byteSet) elem {
+	for i, o := range p.g.sets {
+		if o == s {
+			return elem{kind: kByte, arg: int32(i)}
+		}
+	}
+	p.g.sets = append(p.g.sets, s)
+	return elem{kind: kByte, arg: int32(len(p.g.sets) - 1)}
+}
+
+// check finds undefined rules and left recursion, and sets the root.
+func (p *parser) check() {
+	root, ok := p.ids["root"]
+	if !ok || !p.defined[root] {
+		p.fail(len(p.src), "grammar does not define root")
+		return
+	}
+	p.g.root = root
+	for id, name := range p.g.names {
+		if name != "" && !p.defined[int32(id)] {
+			p.fail(p.firstAt[int32(id)], "undefined rule %q", name)
+			return
+		}
+	}
+	g := p.g
+	// nullable rules, by fixpoint.
+	nullable := make([]bool, len(g.rules))
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range g.rules {
+			if nullable[r] {
+				continue
+			}
+			for _, a := range alts {
+				if g.nullableFrom(a, nullable) {
+					nullable[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	// Left recursion: a rule that reaches itself through leftmost references, each preceded only
+	// by nullable elements. The matcher would expand it forever.
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, len(g.rules))
+	cycle := int32(-1) // a rule on the cycle found
+	var visit func(r int32) bool
+	visit = func(r int32) bool {
+		color[r] = grey
+		for _, a := range g.rules[r] {
+			for i := a; g.elems[i].kind == kRule; i++ {
+				s := g.elems[i].arg
+				if color[s] == grey {
+					cycle = s
+					return false
+				}
+				if color[s] == white && !visit(s) {
+					return false
+				}
+				if !nullable[s] {
+					break
+				}
+			}
+		}
+		color[r] = black
+		return true
+	}
+	for r := range g.rules {
+		if color[r] == white && !visit(int32(r)) {
+			name := g.names[cycle]
+			if name == "" {
+				name = "a group"
+			}
+			p.fail(0, "left recursion: rule %q can reach itself without consuming input", name)
+			return
+		}
+	}
+}
+
+// nullableFrom reports whether the elements from position a to the end of its alternative can
+// match the empty string.
+func (g *Grammar) nullableFrom(a int32, nullable []bool) bool {
+	for i := a; ; i++ {
+		switch e := g.elems[i]; e.kind {
+		case kEnd:
+			return true
+		case kByte:
+			return false
+		case kRule:
+			if !nullable[e.arg] {
+				return false
+			}
+		}
+	}
+}
