@@ -95,9 +95,6 @@ func init() {
 // header itself first, in milliseconds), naming the key or tensor.
 func LoadModel(path string, p ModelParams) (*Model, error) {
 	initialize()
-	if err := checkGGUF(path); err != nil {
-		return nil, err
-	}
 	if err := validateModel(path, p, true); err != nil {
 		return nil, err
 	}
@@ -149,18 +146,9 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	return m, nil
 }
 
-// checkGGUF gives clear errors for the common mistakes before llama.cpp sees
-// the file.
-func checkGGUF(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrLoad, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrLoad, err)
-	}
+// checkGGUF gives clear errors for the common mistakes (a folder, a file of
+// another kind) before the GGUF reader parses the header.
+func checkGGUF(f *os.File, st os.FileInfo, path string) error {
 	if st.IsDir() {
 		return fmt.Errorf("%w %s: is a directory", ErrLoad, path)
 	}
@@ -309,9 +297,6 @@ const (
 // quantizer (llama_model_quantize), using threads threads (0: all cores).
 func Quantize(in, out string, ft FileType, threads int) error {
 	initialize()
-	if err := checkGGUF(in); err != nil {
-		return err
-	}
 	if err := validateModel(in, ModelParams{}, false); err != nil {
 		return err
 	}

@@ -63,6 +63,9 @@ func validateModel(path string, p ModelParams, full bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLoad, err)
 	}
+	if err := checkGGUF(f, st, path); err != nil {
+		return err
+	}
 	r, err := gguf.NewReader(f, st.Size())
 	if err != nil {
 		return &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
