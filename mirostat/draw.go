@@ -370,11 +370,7 @@ func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	thr := float32Below(st.shift + st.lnZ - s.mu*math.Ln2 -
-		1e-9*(math.Abs(st.shift)+st.lnZ+math.Abs(s.mu*math.Ln2)+1))
-	lo, any := lowestWhere(float32(st.shift), func(x float32) bool {
-		return x >= thr && st.surpriseBits(float64(x)) <= s.mu
-	})
+	lo, any := s.lowestCandidate(&st)
 	if !any { // the most probable token alone
 		x := float64(st.shift)
 		return s.commit(st, cand{v: x, lv: x, id: int32(st.top)}, st.prob(x), 1, 0, 0)
@@ -434,6 +430,18 @@ func collectAbove(dst []cand, row []float32, floor, lo float32, limit int) ([]ca
 	return dst, n < limit
 }
 
+// lowestCandidate is the lowest logit whose token is a V2 candidate (its
+// surprise at most mu), and false when only the most probable token is:
+// selectLogits' float32 threshold and its exact test, both monotone in the
+// logit, so every token with a logit at least lo is a candidate.
+func (s *Sampler) lowestCandidate(st *rowStats) (float32, bool) {
+	thr := float32Below(st.shift + st.lnZ - s.mu*math.Ln2 -
+		1e-9*(math.Abs(st.shift)+st.lnZ+math.Abs(s.mu*math.Ln2)+1))
+	return lowestWhere(float32(st.shift), func(x float32) bool {
+		return x >= thr && st.surpriseBits(float64(x)) <= s.mu
+	})
+}
+
 // drawLogitsHistogram is drawLogits by the histogram, for the rows whose
 // candidates, or the tokens of their bands, are many.
 func (s *Sampler) drawLogitsHistogram(row []float32, u float64) (Step, error) {
@@ -442,13 +450,7 @@ func (s *Sampler) drawLogitsHistogram(row []float32, u float64) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	// The candidates are the tokens with logits at least lo: selectLogits'
-	// float32 threshold and its exact test, both monotone in the logit.
-	thr := float32Below(st.shift + st.lnZ - s.mu*math.Ln2 -
-		1e-9*(math.Abs(st.shift)+st.lnZ+math.Abs(s.mu*math.Ln2)+1))
-	lo, any := lowestWhere(float32(st.shift), func(x float32) bool {
-		return x >= thr && st.surpriseBits(float64(x)) <= s.mu
-	})
+	lo, any := s.lowestCandidate(&st)
 	if !any { // the most probable token alone
 		x := float64(st.shift)
 		return s.commit(st, cand{v: x, lv: x, id: int32(st.top)}, st.prob(x), 1, 0, 0)
