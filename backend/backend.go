@@ -49,6 +49,12 @@ type Backend interface {
 
 	// Clear empties slot.
 	Clear(slot int) error
+
+	// Truncate keeps the first n tokens of slot's history and forgets the
+	// rest, as if only those had been evaluated: what speculative decoding
+	// does with rejected draft tokens and a prefix cache with the tail of a
+	// shared sequence. n outside [0, length of the history] is an error.
+	Truncate(slot, n int) error
 }
 
 // Feed is the input of one slot for one Backend.Eval call: Tokens are

@@ -211,6 +211,19 @@ func (b *MemoryBackend) Copy(dst, src int) error {
 	return nil
 }
 
+// Truncate implements Backend.
+func (b *MemoryBackend) Truncate(slot, n int) error {
+	if slot < 0 || slot >= len(b.histories) {
+		return fmt.Errorf("backend: truncate %d: slot out of range [0,%d)", slot, len(b.histories))
+	}
+	if n < 0 || n > len(b.histories[slot]) {
+		return fmt.Errorf("backend: truncate slot %d of %d tokens to %d", slot, len(b.histories[slot]), n)
+	}
+	b.histories[slot] = b.histories[slot][:n]
+	b.nOut = 0
+	return nil
+}
+
 // Clear implements Backend.
 func (b *MemoryBackend) Clear(slot int) error {
 	if slot < 0 || slot >= len(b.histories) {

@@ -46,6 +46,20 @@ func TestMemoryBackendEval(t *testing.T) {
 	require.Nil(t, b.Logits(0), "logits are invalid after Clear")
 }
 
+func TestMemoryBackendTruncate(t *testing.T) {
+	b := NewMemoryBackend(4, 1, countingModel(4))
+	ctx := context.Background()
+	require.NoError(t, b.Eval(ctx, []Feed{{Slot: 0, Tokens: []int32{1, 2, 3}}}))
+	require.NoError(t, b.Truncate(0, 3), "keeping everything is allowed")
+	require.NoError(t, b.Truncate(0, 1))
+	require.Equal(t, []int32{1}, b.History(0))
+	require.NoError(t, b.Eval(ctx, []Feed{{Slot: 0, Tokens: []int32{1}}}))
+	require.Equal(t, []float32{0, 2, 0, 0}, b.Logits(0), "the forgotten tokens no longer count")
+	require.Error(t, b.Truncate(0, 3), "cannot keep more than the history holds")
+	require.Error(t, b.Truncate(0, -1))
+	require.Error(t, b.Truncate(1, 0))
+}
+
 func TestMemoryBackendRejectsBadFeeds(t *testing.T) {
 	b := NewMemoryBackend(4, 2, countingModel(4))
 	b.SetCapacity(3)

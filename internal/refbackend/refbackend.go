@@ -74,6 +74,9 @@ func (b *Backend) Copy(dst, src int) error {
 	return nil
 }
 
+// Truncate implements backend.Backend.
+func (b *Backend) Truncate(slot, n int) error { return b.seqs[slot].Truncate(n) }
+
 // Clear implements backend.Backend.
 func (b *Backend) Clear(slot int) error {
 	b.seqs[slot] = b.model.NewSequence()

@@ -158,6 +158,16 @@ func (b *Backend) Copy(dst, src int) error {
 	return nil
 }
 
+// Truncate implements backend.Backend.
+func (b *Backend) Truncate(slot, n int) error {
+	if slot < 0 || slot >= len(b.lens) || n < 0 || n > b.lens[slot] {
+		return fmt.Errorf("replay: truncate slot %d to %d tokens: out of range", slot, n)
+	}
+	b.lens[slot] = n
+	b.nOut = 0
+	return nil
+}
+
 // Clear implements backend.Backend.
 func (b *Backend) Clear(slot int) error {
 	if slot < 0 || slot >= len(b.lens) {

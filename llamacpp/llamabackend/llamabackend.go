@@ -205,6 +205,26 @@ func (b *Backend) Copy(dst, src int) error {
 	return nil
 }
 
+// Truncate implements backend.Backend: the cells of positions n and later
+// leave slot's sequence (llama_memory_seq_rm). A recurrent model's memory
+// cannot forget part of a sequence; llama.cpp refuses and so does Truncate.
+func (b *Backend) Truncate(slot, n int) error {
+	if err := b.checkSlot(slot); err != nil {
+		return err
+	}
+	if n < 0 || n > b.lens[slot] {
+		return fmt.Errorf("%w: truncate slot %d of %d tokens to %d", llamacpp.ErrInvalidArgument, slot, b.lens[slot], n)
+	}
+	if n == b.lens[slot] {
+		return nil
+	}
+	if err := b.ctx.SeqRemove(int32(slot), int32(n), -1); err != nil {
+		return err
+	}
+	b.lens[slot] = n
+	return nil
+}
+
 // Clear implements backend.Backend.
 func (b *Backend) Clear(slot int) error {
 	if err := b.checkSlot(slot); err != nil {
