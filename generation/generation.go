@@ -242,7 +242,9 @@ type Generator struct {
 	free          []int  // free slots, a stack
 	active        []*seq // requests holding a slot, in admission order
 	feeds         []backend.Feed
-	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
+	fedSeqs       []*seq       // fedSeqs[i] is the request of feeds[i]
+	chunk         int          // most prompt tokens per step; 0: no limit
+	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
 	best          numeric.Best[float32] // scratch: a token's top alternatives
 }
@@ -282,7 +284,12 @@ func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event,
 			yield(Event{}, err)
 			return
 		}
-		g.run(ctx, seqs, yield)
+		defer g.release(seqs)
+		q := sliceQueue(seqs)
+		err = g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) })
+		if err != nil {
+			yield(Event{}, err)
+		}
 	}
 }
 
@@ -295,23 +302,27 @@ func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, err
 		if err != nil {
 			return results, err
 		}
-		res := &results[ev.Request]
-		texts[ev.Request] = append(texts[ev.Request], ev.Text...)
-		if ev.Token >= 0 {
-			res.Tokens = append(res.Tokens, ev.Token)
-			if reqs[ev.Request].Logprobs {
-				res.Logprobs = append(res.Logprobs, ev.Logprob)
-			}
-			if reqs[ev.Request].TopLogprobs > 0 {
-				res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
-			}
-		}
-		if ev.Finish != NotFinished {
-			res.Finish, res.StopString, res.Err = ev.Finish, ev.StopString, ev.Err
-		}
+		results[ev.Request].add(&reqs[ev.Request], ev, &texts[ev.Request])
 	}
 	for i := range results {
 		results[i].Text = string(texts[i])
 	}
 	return results, nil
+}
+
+// add gathers ev, an event of req, into res, and its text into text.
+func (res *Result) add(req *Request, ev Event, text *[]byte) {
+	*text = append(*text, ev.Text...)
+	if ev.Token >= 0 {
+		res.Tokens = append(res.Tokens, ev.Token)
+		if req.Logprobs {
+			res.Logprobs = append(res.Logprobs, ev.Logprob)
+		}
+		if req.TopLogprobs > 0 {
+			res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
+		}
+	}
+	if ev.Finish != NotFinished {
+		res.Finish, res.StopString, res.Err = ev.Finish, ev.StopString, ev.Err
+	}
 }
