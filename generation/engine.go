@@ -102,9 +102,9 @@ func NewEngine(b backend.Backend, tok backend.Tokenizer, opts EngineOptions) (*E
 	return e, nil
 }
 
-// Generator returns the engine's generator, for its read-only methods
-// (PromptTokens); it must not run Stream or Generate.
-func (e *Engine) Generator() *Generator { return e.gen }
+// VocabSize is the width of the backend's logits rows: token ids are in
+// [0, VocabSize()).
+func (e *Engine) VocabSize() int { return e.gen.vocab }
 
 // loop runs the decoding loop until Close. A backend failure ends the
 // requests of the batch with FinishError; the loop then goes on with the
