@@ -48,6 +48,7 @@ type options struct {
 	promptChunk   int
 	threads       int
 	gpuLayers     int
+	cacheType     string
 	maxBody       int64
 	maxConcurrent int
 	version       bool
@@ -71,7 +72,7 @@ SIGINT or SIGTERM stops the server after the requests in progress.
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
 
@@ -82,7 +83,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	for _, n := range []string{"m", "model"} {
 		fs.StringVar(&o.model, n, "", "the GGUF model `FILE` (required)")
 	}
-	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API (default: the file name without .gguf)")
+	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API")
+	fs.Lookup("alias").DefValue = "the file name without .gguf"
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
@@ -95,6 +97,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32: each reply is, bit for bit, what it is alone, whatever batch it runs in)")
 	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
 	fs.BoolVar(&o.help, "h", false, "show this help")
 	fs.BoolVar(&o.help, "help", false, "show this help")
@@ -130,6 +133,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
 	case o.maxBody < 1:
 		return nil, cli.Usagef("--max-body %d: must be at least 1", o.maxBody)
+	case o.cacheType != "f16" && o.cacheType != "f32":
+		return nil, cli.Usagef("--cache-type %s: must be f16 or f32", o.cacheType)
 	case o.maxConcurrent < 1:
 		return nil, cli.Usagef("--max-concurrent %d: must be at least 1", o.maxConcurrent)
 	}
@@ -206,9 +211,14 @@ func serveModel(o *options, stderr io.Writer) error {
 	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}
 
 	seqSize := (o.ctx + 255) / 256 * 256
-	lctx, err := m.NewContext(llamacpp.ContextParams{
+	p := llamacpp.ContextParams{
 		ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads,
-	})
+	}
+	if o.cacheType == "f32" {
+		// Flash attention sums in another order for another batch shape.
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
+	}
+	lctx, err := m.NewContext(p)
 	if err != nil {
 		return err
 	}
