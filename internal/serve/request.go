@@ -347,26 +347,34 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 // logitBias turns OpenAI's logit_bias (token id -> bias in [-100, 100])
 // into transformers' sequence_bias of one-token sequences.
 func (p *params) logitBias(m map[string]float64) (json.RawMessage, error) {
-	type pair = [2]any
-	var out []pair
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, k := range keys {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || int(id) >= p.vocab {
 			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
 		}
-		b := m[k]
-		if b < -100 || b > 100 {
-			return nil, badRequest("logit_bias", "logit_bias of %s: %g is outside [-100, 100]", k, b)
+		bias := m[k]
+		if bias < -100 || bias > 100 {
+			return nil, badRequest("logit_bias", "logit_bias of %s: %g is outside [-100, 100]", k, bias)
 		}
-		out = append(out, pair{[]int64{id}, b})
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		// transformers wants a float: -100.0, not -100.
+		f := strconv.FormatFloat(bias, 'f', -1, 64)
+		if !strings.ContainsAny(f, ".eE") {
+			f += ".0"
+		}
+		fmt.Fprintf(&b, "[[%d],%s]", id, f)
 	}
-	data, err := json.Marshal(out)
-	return data, err
+	b.WriteByte(']')
+	return json.RawMessage(b.String()), nil
 }
 
 // configError names the fields a generation config rejects.
