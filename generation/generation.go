@@ -22,6 +22,16 @@
 // the same Eval as the other requests' new tokens; the backend splits it
 // into batches.
 //
+// # Continuous batching
+//
+// An [Engine] keeps the loop running: [Engine.Submit] adds a request to the
+// batch while it runs, the request leaves it when it finishes, and its
+// events come from its own [Task], with its own context for cancellation.
+// Prompts are evaluated in chunks (EngineOptions.PromptChunk tokens per
+// step over all requests), so a long prompt that arrives does not stall the
+// requests already generating. Stream and the Engine run the same loop: a
+// request's tokens through an Engine are those it gets alone through Stream.
+//
 // # Lengths
 //
 // A request follows generate() of transformers with its own prompt length

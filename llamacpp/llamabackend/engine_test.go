@@ -2,10 +2,13 @@ package llamabackend_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/require"
@@ -64,5 +67,71 @@ func TestLlamaEngineEqualsAlone(t *testing.T) {
 	require.Len(t, got[0].Logprobs, len(got[0].Tokens))
 	for s := range b.Slots() {
 		require.Zero(t, b.Len(s), "slot %d", s)
+	}
+}
+
+// BenchmarkLlamaEngineOverhead alternates, run after run on one context, a
+// batch of greedy requests through Generator.Generate and the same
+// requests submitted at once to an Engine from one goroutine each, and
+// reports both throughputs (every token of the requests over the whole
+// time, prompts included) and their ratio (engine / generate): what the
+// running loop, its submissions and its per-request event queues cost.
+func BenchmarkLlamaEngineOverhead(b *testing.B) {
+	m := benchmodel.Load(b)
+	for _, rows := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			lb, err := llamabackend.New(benchContext(b, m, rows))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lb.Close()
+			g := generation.NewGenerator(lb, nil)
+			reqs := greedyRequests(m, rows)
+			for i := range reqs {
+				reqs[i].Config = reqs[i].Config.Clone()
+				reqs[i].Config.EOSTokenID = nil
+			}
+			var genN, engN int
+			var genT, engT time.Duration
+			for b.Loop() {
+				start := time.Now()
+				res, err := g.Generate(context.Background(), reqs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				genT += time.Since(start)
+				for _, r := range res {
+					genN += len(r.Tokens)
+				}
+
+				start = time.Now()
+				e, err := generation.NewEngine(lb, nil, generation.EngineOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				counts := make([]int, rows)
+				var wg sync.WaitGroup
+				for i := range reqs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						task, err := e.Submit(context.Background(), reqs[i])
+						if err == nil {
+							counts[i] = len(task.Result().Tokens)
+						}
+					}()
+				}
+				wg.Wait()
+				e.Close()
+				engT += time.Since(start)
+				for _, c := range counts {
+					engN += c
+				}
+			}
+			gen, eng := float64(genN)/genT.Seconds(), float64(engN)/engT.Seconds()
+			b.ReportMetric(gen, "generate-tokens/s")
+			b.ReportMetric(eng, "engine-tokens/s")
+			b.ReportMetric(eng/gen, "ratio")
+		})
 	}
 }
