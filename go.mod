@@ -2,11 +2,13 @@ module github.com/llamaloop/llamaloop
 
 go 1.26.0
 
-require github.com/ollama/ollama v0.17.4
+require (
+	github.com/ollama/ollama v0.17.4
+	github.com/openai/openai-go/v3 v3.98.0
+)
 
 require (
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/openai/openai-go/v3 v3.98.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect

@@ -35,7 +35,9 @@ type EngineOptions struct {
 // Generator.Stream: they depend only on its prompt, config and seed.
 //
 // An Engine owns its backend until Close: nothing else may use the backend
-// meanwhile. Its methods are safe for concurrent use.
+// meanwhile. Its methods are safe for concurrent use; Submit tokenizes on
+// its caller's goroutine, so the tokenizer must be safe for concurrent use
+// too (llamabackend.Tokenizer is).
 type Engine struct {
 	gen    *Generator
 	ctx    context.Context
@@ -168,8 +170,8 @@ func (e *Engine) emit(r *seq, ev Event) bool {
 // request with FinishCancelled at the next step and frees its slot.
 //
 // A prompt longer than a slot can hold is an error wrapping
-// ErrPromptTooLong, reported here rather than as an event. Submit keeps no
-// reference to req's slices after the request ends.
+// ErrPromptTooLong, reported here rather than as an event. The engine reads
+// req's slices while the request runs: the caller must not change them.
 func (e *Engine) Submit(ctx context.Context, req Request) (*Task, error) {
 	// A seq of its own, not one of the loop's pool: this runs on the
 	// caller's goroutine.

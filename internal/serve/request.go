@@ -163,7 +163,6 @@ type params struct {
 	base     *genconfig.Config // the defaults of every request
 	vocab    int
 	slotSize int // tokens per sequence
-	tok      backend.Tokenizer
 }
 
 // plan checks req and builds the engine's requests.

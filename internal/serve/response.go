@@ -192,8 +192,8 @@ type chatLogprobs struct {
 	Refusal []tokenLogprob `json:"refusal"`
 }
 
-// object returns lp in the shape of the response's API; offset is the
-// text offset of its first token (completions).
+// logprobsObject returns lp in the shape of the response's API (nil for
+// none); offset is the text offset of its first token (completions).
 func (r *response) logprobsObject(lp *logprobs, offset int) any {
 	if lp == nil {
 		return nil

@@ -112,7 +112,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:     cfg,
-		params:  params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize, tok: cfg.Tokenizer},
+		params:  params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 	}
@@ -328,6 +328,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 	}
 	for _, c := range choices {
 		c.run(nil)
+		if ctx.Err() != nil {
+			return // the client went away
+		}
 		if c.err != nil {
 			if ctx.Err() == nil {
 				s.logf("%s: %v", r.URL.Path, c.err)
