@@ -195,7 +195,8 @@ func (f FinishReason) String() string {
 // until the iteration resumes, and a consumer that keeps them must copy
 // them. This is what makes streaming free of allocations.
 type Event struct {
-	// Request is the index of the request in the slice given to Stream.
+	// Request is the index of the request in the slice given to Stream
+	// (0 in the events of an Engine's Task).
 	Request int
 	// Token is the new token, or -1 when the event only ends the request.
 	Token int32
