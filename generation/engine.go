@@ -66,7 +66,7 @@ type engineStats struct {
 // EngineStats are an Engine's counters since it started.
 type EngineStats struct {
 	Waiting         int           // requests submitted and not yet given a slot
-	Active          int           // requests holding a slot
+	Active          int           // requests given a slot and not yet ended
 	Submitted       uint64        // requests accepted by Submit
 	Finished        uint64        // requests that ended, for whatever reason
 	PromptTokens    uint64        // prompt tokens of the accepted requests
@@ -115,7 +115,6 @@ func (e *Engine) loop() {
 	defer close(e.done)
 	for {
 		err := e.gen.run(e.ctx, e, e.emit)
-		e.stats.active.Store(0)
 		if err == nil {
 			return
 		}
@@ -135,6 +134,7 @@ func (e *Engine) pop(wait bool) *seq {
 			e.waiting = e.waiting[1:]
 			e.mu.Unlock()
 			e.live[r.task] = struct{}{}
+			e.stats.active.Add(1)
 			return r
 		}
 		closed := e.closed
@@ -156,7 +156,11 @@ func (e *Engine) emit(r *seq, ev Event) bool {
 		e.stats.generatedTokens.Add(1)
 	}
 	if ev.Finish != NotFinished {
-		delete(e.live, t)
+		// The counters change before the consumer sees the end.
+		if _, ok := e.live[t]; ok {
+			delete(e.live, t)
+			e.stats.active.Add(-1)
+		}
 		e.stats.finished.Add(1)
 	}
 	t.put(ev)

@@ -134,7 +134,6 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks})
 			g.fedSeqs = append(g.fedSeqs, r)
 		}
-		g.noteActive()
 		if len(g.feeds) > 0 {
 			var start time.Time
 			if g.stats != nil {
@@ -180,18 +179,10 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 	}
 }
 
-// noteActive counts the active requests for an Engine's stats.
-func (g *Generator) noteActive() {
-	if g.stats != nil {
-		g.stats.active.Store(int64(len(g.active)))
-	}
-}
-
 // retire clears the slots of finished requests and drops them from the batch.
 // A slot that cannot be cleared would pass its history to the next request, so
 // that ends the call.
 func (g *Generator) retire() error {
-	defer g.noteActive()
 	kept := g.active[:0]
 	var err error
 	for _, r := range g.active {

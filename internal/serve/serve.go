@@ -294,7 +294,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
 		return
 	}
-	defer s.inFlight.Add(-n)
+	// The sequences count until they end, not until the response is
+	// written: a client that has its whole reply finds them gone.
+	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
+	defer release()
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel() // ends every choice still running, whatever ends the response
@@ -323,7 +326,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		resp.id = "chat" + resp.id
 	}
 	if req.Stream {
-		s.stream(ctx, cancel, w, resp, choices, p.includeUsage)
+		s.stream(ctx, cancel, w, resp, choices, p.includeUsage, release)
 		return
 	}
 	for _, c := range choices {
@@ -339,6 +342,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			return
 		}
 	}
+	release()
 	writeJSON(w, http.StatusOK, resp.whole(choices))
 }
 
@@ -361,7 +365,7 @@ func (s *Server) submitError(err error, chat bool) *requestError {
 
 // stream writes the choices' events as server-sent events, each choice from
 // its own goroutine, then the usage chunk when asked and [DONE].
-func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool) {
+func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool, release func()) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -415,6 +419,7 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.R
 		}()
 	}
 	wg.Wait()
+	release()
 	if ctx.Err() != nil {
 		return
 	}
