@@ -2,12 +2,15 @@ package generation
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/asan"
 	"github.com/stretchr/testify/require"
 )
 
@@ -228,4 +231,75 @@ func TestEngineSubmitErrors(t *testing.T) {
 	alone := backend.NewMemoryBackend(16, 1, hashModel(16))
 	alone.SetCapacity(8)
 	require.Equal(t, generate(t, alone, nil, []Request{req})[0], res)
+}
+
+// failingBackend fails its Eval number fail (counting from 1).
+type failingBackend struct {
+	backend.Backend
+	calls, fail int
+}
+
+var errDevice = errors.New("device lost")
+
+func (b *failingBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
+	b.calls++
+	if b.calls == b.fail {
+		return errDevice
+	}
+	return b.Backend.Eval(ctx, feeds)
+}
+
+// A backend failure ends the requests of the batch with FinishError and the
+// backend's error, clears their slots, and the engine goes on with the
+// requests that come next.
+func TestEngineBackendFailure(t *testing.T) {
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	e, err := NewEngine(&failingBackend{Backend: mem, fail: 3}, nil, EngineOptions{})
+	require.NoError(t, err)
+	defer e.Close()
+	a, err := e.Submit(context.Background(), Request{Prompt: []int32{3}, Config: greedyConfig(10)})
+	require.NoError(t, err)
+	res := a.Result()
+	require.Equal(t, FinishError, res.Finish)
+	require.ErrorIs(t, res.Err, errDevice)
+	require.Len(t, res.Tokens, 2, "two evals succeeded")
+	requireEmptySlots(t, mem)
+
+	req := Request{Prompt: []int32{4, 5}, Config: greedyConfig(6)}
+	b, err := e.Submit(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0], b.Result())
+	require.Zero(t, e.Stats().Active)
+}
+
+// A running request costs no allocation per token: its events pass from the
+// loop to the consumer in swapped buffers, which only grow now and then
+// (when the consumer falls behind further than before, and as the
+// request's own token and text buffers double), far fewer times than
+// there are tokens.
+func TestEngineSteadyStateAllocations(t *testing.T) {
+	if asan.Enabled {
+		t.Skip("allocation counts are not meaningful under -asan")
+	}
+	b := backend.NewMemoryBackend(64, 1, cheapModel(64))
+	e, err := NewEngine(b, nil, EngineOptions{})
+	require.NoError(t, err)
+	defer e.Close()
+	req := Request{Prompt: []int32{1}, Config: samplingConfig(6000), Logprobs: true, TopLogprobs: 2}
+	task, err := e.Submit(context.Background(), req)
+	require.NoError(t, err)
+	var ms runtime.MemStats
+	var start uint64
+	n := 0
+	for range task.Events() {
+		switch n++; n {
+		case 2000:
+			runtime.ReadMemStats(&ms)
+			start = ms.Mallocs
+		case 5000:
+			runtime.ReadMemStats(&ms)
+			require.LessOrEqual(t, ms.Mallocs-start, uint64(200), "allocations in 3000 tokens")
+		}
+	}
+	require.Equal(t, 6000, n)
 }
