@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"errors"
-	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
@@ -316,13 +315,4 @@ func (r *response) usageChunk(choices []*choice) body {
 	u := r.usage(choices)
 	b.Usage = &u
 	return b
-}
-
-// cliMessage drops the package prefixes of an error's message.
-func cliMessage(err error) string {
-	msg := err.Error()
-	for _, pkg := range []string{"generation: ", "logits: ", "genconfig: ", "llamacpp: "} {
-		msg = strings.ReplaceAll(msg, pkg, "")
-	}
-	return msg
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
 )
 
 // CacheStats is implemented by a backend that reuses evaluated prompt
@@ -348,7 +349,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 
 // submitError maps an error of Engine.Submit to its response.
 func (s *Server) submitError(err error, chat bool) *requestError {
-	msg := cliMessage(err)
+	msg := cli.Message(err)
 	param := "prompt"
 	if chat {
 		param = "messages"
