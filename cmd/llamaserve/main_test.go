@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -550,4 +551,76 @@ func TestCommandLine(t *testing.T) {
 	res = clitest.Run(t, bin, "", "-m", demoModel, "--addr", "256.0.0.1:99999", "--threads", "1")
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "--addr 256.0.0.1:99999")
+}
+
+// Streamed choices of one request (n = 2) arrive interleaved, each with its
+// index, and each equals its request alone with seed, seed+1.
+func TestServeStreamedChoices(t *testing.T) {
+	s := startServer(t)
+	client := s.client()
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Tell me about the loop")},
+		MaxTokens: openai.Int(15), Seed: openai.Int(11), N: openai.Int(2),
+	})
+	texts := make([]strings.Builder, 2)
+	finishes := make([]string, 2)
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			require.Less(t, c.Index, int64(2))
+			texts[c.Index].WriteString(c.Delta.Content)
+			if c.FinishReason != "" {
+				finishes[c.Index] = c.FinishReason
+			}
+		}
+	}
+	require.NoError(t, stream.Err())
+	for j := range 2 {
+		want := reference(t, generation.Request{Messages: chatMessages("", "Tell me about the loop"), Config: sampling(15), Seed: uint64(11 + j)})
+		assert.Equal(t, want.Text, texts[j].String(), "choice %d", j)
+		assert.NotEmpty(t, finishes[j])
+	}
+}
+
+// SIGTERM stops the server after the requests in progress: a reply being
+// streamed runs to its end, new connections are refused, and the process
+// exits with status 0.
+func TestServeGracefulShutdown(t *testing.T) {
+	// A reply long enough to be in progress when the signal comes.
+	all := []string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "4096"}
+	cmd := exec.Command(bin, all...)
+	pipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(pipe)
+	var url string
+	for url == "" && sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	require.NotEmpty(t, url)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	client := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+	stream := client.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model: "demo", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("The model")},
+		MaxTokens: openai.Int(3000), Temperature: openai.Float(0),
+	})
+	require.True(t, stream.Next(), "%v", stream.Err())
+	text := stream.Current().Choices[0].Text
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			text += c.Text
+		}
+	}
+	require.NoError(t, stream.Err())
+	want, _ := greedy("The model", 3000)
+	assert.Equal(t, want, text)
+	require.NoError(t, cmd.Wait())
+	_, err = http.Get(url + "/health")
+	require.Error(t, err, "the server no longer listens")
 }
