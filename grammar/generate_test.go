@@ -178,6 +178,19 @@ func genCases(t testing.TB) []genCase {
 				}
 				return nil
 			}, true},
+		{"range-tuple-schema", mustSchema(t, `{"type":"object","properties":{"pos":{"prefixItems":[{"type":"integer","minimum":-50,"maximum":50},{"type":"integer","exclusiveMinimum":0,"maximum":1000}],"items":false}},"required":["pos"]}`),
+			func(s string) error {
+				var v struct {
+					Pos []int64 `json:"pos"`
+				}
+				if err := json.Unmarshal([]byte(s), &v); err != nil {
+					return err
+				}
+				if len(v.Pos) != 2 || v.Pos[0] < -50 || v.Pos[0] > 50 || v.Pos[1] <= 0 || v.Pos[1] > 1000 {
+					return fmt.Errorf("pos %v", v.Pos)
+				}
+				return nil
+			}, true},
 		{"gbnf-list", mustParse(t, `root ::= item ("," " "? item){0,4} "."
 item ::= [a-z]{1,5} | "\"" [^"\n]{0,3} "\"" | [0-9]+ ("." [0-9]{1,2})?`), reCheck(`^(?:[a-z]{1,5}|"[^"\n]{0,3}"|[0-9]+(?:\.[0-9]{1,2})?)(?:, ?(?:[a-z]{1,5}|"[^"\n]{0,3}"|[0-9]+(?:\.[0-9]{1,2})?)){0,4}\.$`), false},
 		{"gbnf-emoji", mustParse(t, `root ::= ("😀" | [é-ê] | "yes" | "no"){1,6}`), reCheck(`^(?:😀|[é-ê]|yes|no){1,6}$`), true},
