@@ -595,23 +595,9 @@ func (c *converter) array(s *node, path string) (string, error) {
 		}
 		item = e
 	}
-	lo, hi := 0, -1
-	if v := s.get("minItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/minItems", "minItems must be a non-negative integer")
-		}
-		lo = n
-	}
-	if v := s.get("maxItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/maxItems", "maxItems must be a non-negative integer")
-		}
-		hi = n
-	}
-	if hi >= 0 && hi < lo {
-		return "", fail(path, "maxItems %d below minItems %d", hi, lo)
+	lo, hi, err := sizeBounds(s, path, "minItems", "maxItems")
+	if err != nil {
+		return "", err
 	}
 	var body string
 	switch {
@@ -623,6 +609,31 @@ func (c *converter) array(s *node, path string) (string, error) {
 		body = item + ` ("," space ` + item + ")" + repeatSuffix(lo-1, hi-1)
 	}
 	return c.rule("array", `"[" space `+body+` "]" space`), nil
+}
+
+// sizeBounds reads a pair of count keywords (minItems and maxItems, minLength and maxLength):
+// lo defaults to 0 and hi to -1, unbounded.
+func sizeBounds(s *node, path, minKey, maxKey string) (lo, hi int, err error) {
+	lo, hi = 0, -1
+	for _, k := range []string{minKey, maxKey} {
+		v := s.get(k)
+		if v == nil {
+			continue
+		}
+		n, ok := v.integer()
+		if !ok {
+			return 0, 0, fail(path+"/"+k, "%s must be a non-negative integer", k)
+		}
+		if k == minKey {
+			lo = n
+		} else {
+			hi = n
+		}
+	}
+	if hi >= 0 && hi < lo {
+		return 0, 0, fail(path, "%s %d below %s %d", maxKey, hi, minKey, lo)
+	}
+	return lo, hi, nil
 }
 
 // repeatSuffix returns the GBNF repetition of lo to hi (hi < 0: unbounded) times.
@@ -666,26 +677,12 @@ func (c *converter) str(s *node, path string) (string, error) {
 			return c.rule(f, `"\"" `+rule+` "\"" space`), nil
 		}
 	}
-	lo, hi := 0, -1
-	if v := s.get("minLength"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/minLength", "minLength must be a non-negative integer")
-		}
-		lo = n
-	}
-	if v := s.get("maxLength"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/maxLength", "maxLength must be a non-negative integer")
-		}
-		hi = n
+	lo, hi, err := sizeBounds(s, path, "minLength", "maxLength")
+	if err != nil {
+		return "", err
 	}
 	if lo == 0 && hi < 0 {
 		return "string", nil
-	}
-	if hi >= 0 && hi < lo {
-		return "", fail(path, "maxLength %d below minLength %d", hi, lo)
 	}
 	return c.rule("string", `"\"" char`+repeatSuffix(lo, hi)+` "\"" space`), nil
 }

@@ -213,20 +213,9 @@ func (c *converter) tuple(s *node, prefix *node, rest *node, path, key string) (
 		}
 		parts[i] = e
 	}
-	lo, hi := 0, -1
-	if v := s.get("minItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/minItems", "minItems must be a non-negative integer")
-		}
-		lo = n
-	}
-	if v := s.get("maxItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/maxItems", "maxItems must be a non-negative integer")
-		}
-		hi = n
+	lo, hi, err := sizeBounds(s, path, "minItems", "maxItems")
+	if err != nil {
+		return "", err
 	}
 	if hi >= 0 && hi < len(parts) {
 		return "", fail(path, "maxItems %d is below the %d items of %s", hi, len(parts), key)
