@@ -128,6 +128,16 @@ func (d *dfa) intern(set []int32) int32 {
 	return id
 }
 
+// footprint estimates the bytes the automaton holds: transitions, stack sets and their index,
+// stack frames and theirs.
+func (d *dfa) footprint() int {
+	n := 4*len(d.trans) + len(d.accept) + 8*len(d.nodes) + 24*len(d.nodeOf)
+	for _, s := range d.sets {
+		n += 24 + 2*4*len(s) + 16 // the set, its key in stateOf, the map entry
+	}
+	return n
+}
+
 // next returns the state after byte b from state s.
 func (d *dfa) next(s int32, b byte) int32 {
 	if t := d.trans[int(s)<<8|int(b)]; t >= 0 {

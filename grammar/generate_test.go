@@ -375,3 +375,21 @@ func TestMatcherConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFootprintGrowsWithNesting checks that the footprint counts the automaton: any JSON nested
+// ever deeper reaches a new state per level, and the footprint follows.
+func TestFootprintGrowsWithNesting(t *testing.T) {
+	m := NewMatcher(JSON(), byteVocab(t))
+	s := m.Start()
+	start := m.Footprint()
+	for range 200 {
+		s = m.AcceptBytes(s, []byte("["))
+	}
+	require.False(t, m.Dead(s))
+	grown := m.Footprint()
+	assert.Greater(t, grown-start, 200*1024, "200 new states of 256 transitions each")
+	s = m.AcceptBytes(m.Start(), []byte(strings.Repeat("[", 200)))
+	assert.Equal(t, grown, m.Footprint(), "states met before cost nothing")
+	m.Apply(s, make([]float32, m.Vocabulary().Size()))
+	assert.Greater(t, m.Footprint(), grown, "a computed mask is counted")
+}

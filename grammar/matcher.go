@@ -56,6 +56,18 @@ func NewMatcher(g *Grammar, v *Vocabulary) *Matcher {
 	return m
 }
 
+// Footprint returns the bytes that the matcher's automaton and kept masks hold. The masks stay
+// within a fixed budget (256 MiB; past it they are forgotten and computed again), but the
+// automaton keeps every state that a sequence reached, about 1 KiB each, and deeply nested
+// output reaches new states: a long-running process that keeps one Matcher for many requests
+// should replace it (NewMatcher over the same Grammar and Vocabulary, which are shared) once
+// its footprint passes what it can spare.
+func (m *Matcher) Footprint() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.maskBytes + m.d.footprint()
+}
+
 // Grammar returns the matcher's grammar.
 func (m *Matcher) Grammar() *Grammar { return m.g }
 
