@@ -28,11 +28,11 @@ const maxElements = 1 << 20
 type elemKind uint8
 
 const (
-	kEnd  elemKind = iota // end of an alternative
-	kByte                 // one byte out of a set (arg indexes Grammar.sets)
-	kRule                 // a reference to a rule (arg is the rule id)
-	kToken                // one whole token: <[id]> (arg is the id)
-	kTokenNot             // one whole token other than <[id]>: !<[id]>
+	kEnd      elemKind = iota // end of an alternative
+	kByte                     // one byte out of a set (arg indexes Grammar.sets)
+	kRule                     // a reference to a rule (arg is the rule id)
+	kToken                    // one whole token: <[id]> (arg is the id)
+	kTokenNot                 // one whole token other than <[id]>: !<[id]>
 )
 
 // elem is one compiled grammar element. The grammar works on bytes: a character class becomes
