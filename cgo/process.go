@@ -86,3 +86,7 @@ func CMalloc(n int) unsafe.Pointer { return C.malloc(C.size_t(n)) }
 
 // CFree is free.
 func CFree(p unsafe.Pointer) { C.free(p) }
+
+// MallocTrim is glibc's malloc_trim(0): it hands the C heap's free memory
+// back to the system. Elsewhere it does nothing and returns false.
+func MallocTrim() bool { return C.llamaloop_malloc_trim() != 0 }

@@ -31,6 +31,16 @@ void llamaloop_free(struct llama_context * ctx);
 // llamaloop_init_from_model on this thread deferred (tests check the wrap).
 int llamaloop_deferred_backend_frees(void);
 
+// llama_batch_init without its unchecked mallocs: every array is checked,
+// and on a failed allocation what was allocated is freed and *ok is false.
+// The batch is freed by llama_batch_free like one of llama_batch_init.
+struct llama_batch llamaloop_batch_init(int32_t n_tokens, int32_t n_seq_max, bool * ok);
+
+// malloc_trim(0) where the C library has it (glibc): returns freed heap
+// memory to the system. Returns 1 when it released memory, 0 otherwise or
+// where unavailable.
+int llamaloop_malloc_trim(void);
+
 // The abort callback reads *flag atomically; Go sets it.
 void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag);
 
