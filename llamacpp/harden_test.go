@@ -1,6 +1,11 @@
 package llamacpp_test
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/llamatest"
@@ -46,4 +51,69 @@ func TestNewBatchBounds(t *testing.T) {
 	b, err := llamacpp.NewBatch(512, 1)
 	require.NoError(t, err, "small batches still fit")
 	require.NoError(t, b.Close())
+}
+
+// TestVocabDuringClose: goroutines tokenizing long texts, rendering pieces
+// and reading token texts while the model closes get right results or
+// ErrClosed, never a crash or garbage; Close waits for the calls in flight
+// (the model's memory is then reused by the next load), and every call after
+// it returns ErrClosed.
+func TestVocabDuringClose(t *testing.T) {
+	text := strings.Repeat("hello world, hello vocabulary. ", 2000)
+	for round := range 10 {
+		m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{VocabOnly: true}))
+		require.NoError(t, err)
+		v := m.Vocab()
+		want, err := v.Tokenize(text, true, false)
+		require.NoError(t, err)
+		var running, wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for g := range 4 {
+			wg.Add(1)
+			running.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					var err error
+					switch (g + i) % 4 {
+					case 0, 1:
+						var got []int32
+						if got, err = v.Tokenize(text, true, false); err == nil && !slices.Equal(got, want) {
+							err = fmt.Errorf("round %d: %d tokens differ from the %d expected", round, len(got), len(want))
+						}
+					case 2:
+						_, err = v.Piece(want[i%len(want)], false)
+					case 3:
+						_, err = v.Detokenize(want, false, false)
+					}
+					if i == 0 {
+						running.Done()
+					}
+					if err != nil {
+						if !errors.Is(err, llamacpp.ErrClosed) {
+							errs <- err
+						}
+						return
+					}
+				}
+			}()
+		}
+		running.Wait()
+		require.NoError(t, m.Close())
+		// Reuse the freed memory while late calls may still read it.
+		m2, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamatest.ModelParams(t, llamacpp.ModelParams{VocabOnly: true}))
+		require.NoError(t, err)
+		_, err = v.Tokenize("x", false, false)
+		assert.ErrorIs(t, err, llamacpp.ErrClosed)
+		_, err = v.Piece(want[0], false)
+		assert.ErrorIs(t, err, llamacpp.ErrClosed)
+		_, err = v.Attr(want[0])
+		assert.ErrorIs(t, err, llamacpp.ErrClosed)
+		wg.Wait()
+		require.NoError(t, m2.Close())
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
 }

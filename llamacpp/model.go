@@ -54,6 +54,10 @@ type Model struct {
 	// llama.cpp (e.g. an encoder), empty when they are fine
 	unsupported string
 	ropeType    int
+	// live guards the C model against its free: Vocab calls hold it for
+	// reading, free holds it for writing, so a Close waits for the
+	// vocabulary calls in flight and later ones see freed
+	live        sync.RWMutex
 	freed       atomic.Bool
 	cleanup     runtime.Cleanup
 	vocab       *Vocab
@@ -240,7 +244,9 @@ func (m *Model) free() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.c.Nil() {
+		m.live.Lock()
 		m.freed.Store(true)
+		m.live.Unlock()
 		m.c.Free()
 		m.c = cgo.Model{}
 		m.cleanup.Stop()
