@@ -117,3 +117,31 @@ func TestVocabDuringClose(t *testing.T) {
 		}
 	}
 }
+
+// TestContextMemoryBounds: a context whose KV cache, or whose micro-batch
+// buffers, cannot fit in the memory left is refused before llama.cpp
+// allocates, with an error naming the option (in a child process whose
+// address space may grow by 1 GiB). The sizes are llama.cpp's own: it logs
+// a KV buffer of 96 MiB for 65536 cells of the tiny model with f16 keys and
+// values (3 layers, 2 KV heads of 64), so 2^24 cells take 256 times that.
+func TestContextMemoryBounds(t *testing.T) {
+	if !llamatest.UnderAddressLimit(t, 1<<30) {
+		return
+	}
+	m := loadModel(t, "tiny-f32")
+	_, err := m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, Threads: 1})
+	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
+	assert.Regexp(t, `^llamacpp: not enough memory: ContextSize 16777216 needs 25.8 GB of KV cache \(f16 keys, f16 values, 3 layers\); [\d.]+ [kMG]B available$`, err.Error())
+	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, TypeK: llamacpp.KVQ4_0, TypeV: llamacpp.KVQ4_0, FlashAttention: llamacpp.FlashAttentionOn, Threads: 1})
+	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
+	assert.ErrorContains(t, err, "ContextSize 16777216 needs 7.25 GB of KV cache (q4_0 keys, q4_0 values")
+	_, err = m.NewContext(llamacpp.ContextParams{BatchSize: llamacpp.MaxBatch, Threads: 1})
+	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
+	assert.ErrorContains(t, err, "BatchSize 1048576 with ContextSize 512 (the default) needs")
+	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 16, BatchSize: 4096, FlashAttention: llamacpp.FlashAttentionOff, Threads: 1})
+	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
+	assert.ErrorContains(t, err, "BatchSize 4096 with ContextSize 65536 needs")
+	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 4096, Threads: 1})
+	require.NoError(t, err, "a context that fits is created")
+	require.NoError(t, ctx.Close())
+}

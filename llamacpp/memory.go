@@ -9,14 +9,15 @@ import (
 )
 
 // checkMemory refuses an allocation of need bytes that cannot fit in the
-// memory available now; what says what the bytes are for, naming the user's
-// option. Where the available memory is unknown it allows everything.
-func checkMemory(need uint64, what string) error {
+// memory available now; format says what needs them, naming the user's
+// option, with one %s for the size. Where the available memory is unknown
+// it allows everything.
+func checkMemory(need uint64, format string) error {
 	avail, ok := availableMemory()
 	if !ok || need <= avail {
 		return nil
 	}
-	return fmt.Errorf("%w: %s needs %s; %s available", ErrNoMemory, what, formatBytes(need), formatBytes(avail))
+	return fmt.Errorf("%w: "+format+"; %s available", ErrNoMemory, formatBytes(need), formatBytes(avail))
 }
 
 // formatBytes writes n in decimal units with three significant digits.

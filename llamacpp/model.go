@@ -62,6 +62,22 @@ type Model struct {
 	cleanup     runtime.Cleanup
 	vocab       *Vocab
 	info        ModelInfo
+	// kv sizes a context's KV cache; kv.known is false where llamaloop
+	// cannot bound it from below (recurrent state, sliding windows,
+	// compressed attention) or where it may live on a GPU
+	kv kvShape
+	// native is the C memory the model accounts in NativeMemory
+	native int64
+}
+
+// kvShape is what a context's KV cache costs per cell: per layer, the
+// widths of a cached key and value.
+type kvShape struct {
+	known        bool
+	layers       int
+	kWidth       int // key_length × n_head_kv
+	vWidth       int // value_length × n_head_kv
+	heads, vocab int
 }
 
 // ModelInfo describes a loaded model. A vocabulary-only model has only Path,
@@ -136,6 +152,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		m.info.CtxTrain, m.info.Embd, m.info.Layers = c.NCtxTrain(), c.NEmbd(), c.NLayer()
 		m.info.Heads, m.info.HeadsKV = c.NHead(), c.NHeadKV()
 		m.ropeType = c.RopeType()
+		m.kv = readKVShape(c, m.info, p.GPULayers)
 		causal, _ := c.MetaValStr(m.info.Architecture + ".attention.causal")
 		switch {
 		case c.HasEncoder():
@@ -146,8 +163,19 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	}
 	// A cleanup, not a finalizer: the model and its vocabulary point at each
 	// other, and finalizers never run on cycles.
-	m.cleanup = runtime.AddCleanup(m, func(c cgo.Model) { c.Free() }, c)
+	m.native = int64(m.info.Size)
+	nativeAlloc(m.native)
+	m.cleanup = runtime.AddCleanup(m, func(r modelResources) {
+		r.c.Free()
+		nativeFree(r.native)
+	}, modelResources{c, m.native})
 	return m, nil
+}
+
+// modelResources is what a forgotten Model's cleanup frees.
+type modelResources struct {
+	c      cgo.Model
+	native int64
 }
 
 // checkGGUF gives clear errors for the common mistakes (a folder, a file of
@@ -250,6 +278,7 @@ func (m *Model) free() {
 		m.c.Free()
 		m.c = cgo.Model{}
 		m.cleanup.Stop()
+		nativeFree(m.native)
 	}
 }
 
