@@ -116,8 +116,8 @@ type Context struct {
 
 // ctxResources is what a forgotten Context's cleanup frees.
 type ctxResources struct {
-	c     cgo.Context
-	pools *threadpools
+	c      cgo.Context
+	pools  *threadpools
 	abort  *int32
 	model  *Model
 	native int64

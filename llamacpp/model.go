@@ -57,11 +57,11 @@ type Model struct {
 	// live guards the C model against its free: Vocab calls hold it for
 	// reading, free holds it for writing, so a Close waits for the
 	// vocabulary calls in flight and later ones see freed
-	live        sync.RWMutex
-	freed       atomic.Bool
-	cleanup     runtime.Cleanup
-	vocab       *Vocab
-	info        ModelInfo
+	live    sync.RWMutex
+	freed   atomic.Bool
+	cleanup runtime.Cleanup
+	vocab   *Vocab
+	info    ModelInfo
 	// kv sizes a context's KV cache; kv.known is false where llamaloop
 	// cannot bound it from below (recurrent state, sliding windows,
 	// compressed attention) or where it may live on a GPU
