@@ -3,11 +3,14 @@ package llamacpp_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
@@ -144,4 +147,43 @@ func TestContextMemoryBounds(t *testing.T) {
 	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 4096, Threads: 1})
 	require.NoError(t, err, "a context that fits is created")
 	require.NoError(t, ctx.Close())
+}
+
+// TestNULBytes: strings that reach llama.cpp as C strings refuse a NUL
+// instead of losing what follows it; text that llama.cpp takes with its
+// length keeps it.
+func TestNULBytes(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	v := m.Vocab()
+	chat := func(msgs ...backend.Message) (string, error) { return v.ApplyChatTemplate("chatml", msgs, true) }
+	whole, err := chat(backend.Message{Role: "user", Content: "hello world"})
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n", whole)
+	_, err = chat(backend.Message{Role: "system", Content: "be brief"}, backend.Message{Role: "user", Content: "hello\x00world"})
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "message 1 contains a NUL byte")
+	_, err = chat(backend.Message{Role: "us\x00er", Content: "hello"})
+	assert.ErrorContains(t, err, "message 0 contains a NUL byte")
+	_, err = v.ApplyChatTemplate("chatml\x00junk", []backend.Message{{Role: "user", Content: "hi"}}, true)
+	assert.ErrorContains(t, err, "chat template contains a NUL byte")
+
+	arch, ok := m.MetadataValue("general.architecture")
+	require.True(t, ok)
+	assert.Equal(t, "llama", arch)
+	_, ok = m.MetadataValue("general.architecture\x00.other")
+	assert.False(t, ok, "a key cut at its NUL would name another key")
+	_, ok = m.ChatTemplate("x\x00")
+	assert.False(t, ok)
+	out := filepath.Join(t.TempDir(), "q.gguf")
+	err = llamacpp.Quantize(modelPath(t, "tiny-f32"), out+"\x00.tmp", llamacpp.Q8_0, 1)
+	assert.ErrorContains(t, err, "contains a NUL byte")
+	_, err = os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "nothing written at the path before the NUL")
+
+	// Tokenize passes a length: the NUL and what follows are tokenized.
+	short, err := v.Tokenize("ab", false, false)
+	require.NoError(t, err)
+	long, err := v.Tokenize("ab\x00ab", false, false)
+	require.NoError(t, err)
+	assert.Greater(t, len(long), len(short))
 }

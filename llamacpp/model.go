@@ -8,6 +8,7 @@ import (
 	"runtime"
 	rcgo "runtime/cgo"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -221,7 +222,8 @@ func (m *Model) Metadata() (map[string]string, error) {
 
 // MetadataValue returns one GGUF value as a string.
 func (m *Model) MetadataValue(key string) (string, bool) {
-	if m.acquire() != nil {
+	// A key with a NUL would reach llama.cpp cut short, as another key.
+	if strings.IndexByte(key, 0) >= 0 || m.acquire() != nil {
 		return "", false
 	}
 	defer m.release()
@@ -241,7 +243,7 @@ func (m *Model) MetadataInt(key string) (int64, bool) {
 // ChatTemplate returns the model's chat template (tokenizer.chat_template),
 // or the named variant; ok is false when the model has none.
 func (m *Model) ChatTemplate(name string) (string, bool) {
-	if m.acquire() != nil {
+	if strings.IndexByte(name, 0) >= 0 || m.acquire() != nil {
 		return "", false
 	}
 	defer m.release()
@@ -334,6 +336,9 @@ func Quantize(in, out string, ft FileType, threads int) error {
 	initialize()
 	if err := validateModel(in, ModelParams{}, false); err != nil {
 		return err
+	}
+	if strings.IndexByte(out, 0) >= 0 {
+		return invalid("quantize output path %q contains a NUL byte", out)
 	}
 	if si, err := os.Stat(in); err == nil {
 		if so, err := os.Stat(out); err == nil && os.SameFile(si, so) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/llamaloop/llamaloop/backend"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/cgo"
@@ -269,12 +270,20 @@ func (v *Vocab) ApplyChatTemplate(template string, messages []backend.Message, a
 		}
 		template = t
 	}
+	if strings.IndexByte(template, 0) >= 0 {
+		return "", invalid("chat template contains a NUL byte")
+	}
 	roles := make([]string, len(messages))
 	contents := make([]string, len(messages))
 	size := 64
 	for i, m := range messages {
 		if !utf8.ValidString(m.Role) || !utf8.ValidString(m.Content) {
 			return "", invalid("message %d is not valid UTF-8", i)
+		}
+		// llama.cpp reads the messages as C strings: a NUL would silently
+		// end the message there.
+		if strings.IndexByte(m.Role, 0) >= 0 || strings.IndexByte(m.Content, 0) >= 0 {
+			return "", invalid("message %d contains a NUL byte, which llama.cpp's chat templates cannot carry", i)
 		}
 		roles[i], contents[i] = m.Role, m.Content
 		size += 2*len(m.Content) + len(m.Role) + 32
