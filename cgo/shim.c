@@ -7,6 +7,7 @@
 
 static volatile int llamaloop_log_min = GGML_LOG_LEVEL_NONE + 100; // nothing until Go asks
 static __thread int llamaloop_log_last = GGML_LOG_LEVEL_INFO;
+static __thread uintptr_t llamaloop_log_capture = 0; // set during a model load
 
 static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
 	(void) user_data;
@@ -15,6 +16,9 @@ static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void 
 		lvl = llamaloop_log_last;
 	} else {
 		llamaloop_log_last = lvl;
+	}
+	if (llamaloop_log_capture != 0 && lvl >= GGML_LOG_LEVEL_WARN && text != NULL) {
+		llamaloopGoCapture(llamaloop_log_capture, (char *) text);
 	}
 	if (lvl < llamaloop_log_min || text == NULL) {
 		return;
@@ -30,7 +34,7 @@ static bool llamaloop_progress_cb(float progress, void * user_data) {
 	return llamaloopGoProgress(progress, (uintptr_t) user_data);
 }
 
-struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle) {
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle, uintptr_t capture) {
 	if (handle != 0) {
 		params.progress_callback = llamaloop_progress_cb;
 		params.progress_callback_user_data = (void *) handle;
@@ -38,7 +42,10 @@ struct llama_model * llamaloop_model_load(const char * path, struct llama_model_
 		// llama.cpp's default callback prints dots to the log; stay quiet.
 		params.progress_callback = NULL;
 	}
-	return llama_model_load_from_file(path, params);
+	llamaloop_log_capture = capture;
+	struct llama_model * model = llama_model_load_from_file(path, params);
+	llamaloop_log_capture = 0;
+	return model;
 }
 
 // ---- deferred backend frees (see shim.h)

@@ -15,7 +15,10 @@ void llamaloop_log_install(void);
 void llamaloop_log_set_min(int level);
 
 // Model loading with an optional progress callback into Go (handle != 0).
-struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle);
+// With capture != 0, every warning and error that llama.cpp and ggml log on
+// the loading thread during the load goes to Go's capture handler as well,
+// whatever the minimum log level.
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle, uintptr_t capture);
 
 // Context lifetime. The pinned ggml's ggml_backend_sched_free calls every
 // backend's reset hook, but ~llama_context destroys its backends before its

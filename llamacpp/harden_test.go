@@ -187,3 +187,28 @@ func TestNULBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, len(long), len(short))
 }
+
+// TestLoadWarnings: what llama.cpp warns about while loading reaches the
+// caller through Model.Warnings, with the default (quiet) logger: the
+// fallback to the default pre-tokenizer that AllowUnknownPreTokenizer
+// accepts, and nothing about a known one.
+func TestLoadWarnings(t *testing.T) {
+	src := miniModel(t)
+	const fallback = "missing or unrecognized pre-tokenizer type, using: 'default'"
+	for _, c := range []struct {
+		pre  string
+		warn bool
+	}{{"gpt-2", false}, {"qwen35-future", true}, {"", true}} {
+		m, err := llamacpp.LoadModel(bpeModel(t, src, c.pre), llamacpp.ModelParams{VocabOnly: true, AllowUnknownPreTokenizer: true})
+		require.NoError(t, err)
+		w := m.Warnings()
+		require.NoError(t, m.Close())
+		t.Logf("pre-tokenizer %q: %q", c.pre, w)
+		found := slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, fallback) })
+		assert.Equal(t, c.warn, found, "pre-tokenizer %q: warnings %q", c.pre, w)
+	}
+	// The tiny model's one warning: its EOS is not in llama.cpp's list of
+	// end-of-generation tokens, which llama.cpp then extends with it.
+	m := loadModel(t, "tiny-f32")
+	assert.Equal(t, []string{"load: special_eos_id is not in special_eog_ids - the tokenizer config may be incorrect"}, m.Warnings())
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	rcgo "runtime/cgo"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,8 @@ type Model struct {
 	kv kvShape
 	// native is the C memory the model accounts in NativeMemory
 	native int64
+	// warnings llama.cpp logged while loading the model
+	warnings []string
 }
 
 // kvShape is what a context's KV cache costs per cell: per layer, the
@@ -108,6 +111,38 @@ func init() {
 		}()
 		return rcgo.Handle(h).Value().(func(float32) bool)(p)
 	})
+	cgo.SetCaptureHandler(func(h uintptr, text string) {
+		defer func() { _ = recover() }() // never unwind through C frames
+		rcgo.Handle(h).Value().(*loadLog).add(text)
+	})
+}
+
+// loadLog collects what llama.cpp logs at warning level or above while it
+// loads a model.
+type loadLog struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (l *loadLog) add(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.text.Len() < 1<<16 { // a corrupt vocabulary could warn per token
+		l.text.WriteString(text)
+	}
+}
+
+// lines splits the log into its non-empty lines.
+func (l *loadLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.text.String()) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // LoadModel loads a GGUF model file. A missing, unreadable, non-GGUF or
@@ -134,8 +169,11 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		defer h.Delete()
 		handle = uintptr(h)
 	}
+	var logged loadLog
+	capture := rcgo.NewHandle(&logged)
+	defer capture.Delete()
 	takeLastError()
-	c := cgo.ModelLoadFromFile(path, mp, handle)
+	c := cgo.ModelLoadFromFile(path, mp, handle, uintptr(capture))
 	if c.Nil() {
 		detail := takeLastError()
 		if detail == "" {
@@ -143,7 +181,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrLoad, path, detail)
 	}
-	m := &Model{c: c, path: path, vocabOnly: p.VocabOnly}
+	m := &Model{c: c, path: path, vocabOnly: p.VocabOnly, warnings: logged.lines()}
 	m.vocab = newVocab(m, c.Vocab())
 	m.info = ModelInfo{Path: path, VocabSize: m.vocab.n}
 	m.info.Architecture, _ = c.MetaValStr("general.architecture")
@@ -194,6 +232,12 @@ func checkGGUF(f *os.File, st os.FileInfo, path string) error {
 	}
 	return nil
 }
+
+// Warnings are the warnings (and errors) that llama.cpp logged while it
+// loaded the model, one line each, in order, e.g. "load: missing or
+// unrecognized pre-tokenizer type, using: 'default'" for a model accepted
+// with AllowUnknownPreTokenizer. They are kept whatever SetLogger says.
+func (m *Model) Warnings() []string { return slices.Clone(m.warnings) }
 
 // Info describes the model.
 func (m *Model) Info() ModelInfo { return m.info }
