@@ -173,7 +173,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(err)
+		return nil, cli.FlagError(fs, err)
 	}
 	if o.help {
 		cli.PrintUsage(out, fs, usageHead, usageGroups)
