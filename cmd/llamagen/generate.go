@@ -92,7 +92,8 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 				Prompt: toks, Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
-				Processors: s.procs,
+				Processors:       s.procs,
+				TrimLeadingSpace: s.o.trimLeadingSpace,
 			}
 			if s.o.mirostat != 0 {
 				req.Mirostat = s.o.mirostatConfig()

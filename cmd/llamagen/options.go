@@ -293,7 +293,7 @@ var usageGroups = func() []cli.Group {
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
 		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
 		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
-		{Title: "Output", Flags: []string{"logprobs", "json", "quiet", "version", "h,help"}},
+		{Title: "Output", Flags: []string{"logprobs", "trim-leading-space", "json", "quiet", "version", "h,help"}},
 	}
 }()
 
@@ -359,6 +359,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`")
 	fs.BoolVar(&o.anyJSON, "any-json", false, "constrain the output to one JSON value (--json is the output format)")
 	fs.IntVar(&o.logprobs, "logprobs", 0, "print each token's log-probability and the `N` most probable tokens (0: off)")
+	fs.BoolVar(&o.trimLeadingSpace, "trim-leading-space", false, "drop one space from the start of the generated text, as transformers' tokenizer.decode of the new tokens does for SentencePiece vocabularies (Llama 2, Mistral, Gemma); by default the text is llama.cpp's pieces, whose first space separates the continuation from the prompt")
 	fs.BoolVar(&o.json, "json", false, "write JSON lines to stdout (see above)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no summary line and no warnings on stderr")
 	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
