@@ -254,7 +254,10 @@ var (
 	// ErrBadLogits reports a backend logits row of the wrong width.
 	ErrBadLogits = errors.New("beam: logits row of the wrong width")
 
-	// ErrNoRoom reports a slot that cannot take the next tokens.
+	// ErrNoRoom reports a slot that cannot take the next tokens, or an Eval
+	// that failed with backend.ErrContextFull (slots that share a full
+	// store, such as llama.cpp's unified KV cache). It interrupts the
+	// search: Search returns the hypotheses found so far with it.
 	ErrNoRoom = errors.New("beam: backend slot full")
 )
 
@@ -275,9 +278,9 @@ const neg float32 = -1e9
 // whose Hypotheses hold every prompt whose search had completed and, for
 // the prompts under way (Result.Interrupted), the hypotheses found so far;
 // its Stats and Scores cover the steps run; its generate() outputs
-// (Sequences and the rest) are nil. A slot without room for the next
-// tokens (a full context) interrupts the search the same way, with an error
-// wrapping ErrNoRoom.
+// (Sequences and the rest) are nil. A full context (a slot without room for
+// the next tokens, or an Eval failing with backend.ErrContextFull)
+// interrupts the search the same way, with an error wrapping ErrNoRoom.
 func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*Result, error) {
 	s, err := newSearch(ctx, backend, prompts, opts)
 	if err != nil {

@@ -266,6 +266,35 @@ func TestCancelDuringEval(t *testing.T) {
 	requireEmpty(t, mem)
 }
 
+// storeFull fails the n-th Eval as a backend whose slots share a full store.
+type storeFull struct {
+	*backend.MemoryBackend
+	n int
+}
+
+func (f *storeFull) Eval(ctx context.Context, feeds []backend.Feed) error {
+	if f.n--; f.n == 0 {
+		return fmt.Errorf("decode: %w", backend.ErrContextFull)
+	}
+	return f.MemoryBackend.Eval(ctx, feeds)
+}
+
+// A shared store that fills up interrupts the search as a full slot does.
+func TestSharedStoreFull(t *testing.T) {
+	model := hashModel(6, 1)
+	mem := backend.NewMemoryBackend(6, 2, model)
+	res, err := beam.Search(context.Background(), &storeFull{MemoryBackend: mem, n: 4}, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	require.ErrorIs(t, err, beam.ErrNoRoom)
+	require.ErrorIs(t, err, backend.ErrContextFull)
+	require.NotNil(t, res)
+	assert.Equal(t, []bool{true}, res.Interrupted)
+	require.Len(t, res.Hypotheses[0], 1)
+	h := res.Hypotheses[0][0]
+	assert.Len(t, h.Tokens, 3, "three steps ran; the fourth Eval failed")
+	assert.InDelta(t, teacherForced(t, model, []int32{5, 1}, h.Tokens), h.LogProb, 1e-5)
+	requireEmpty(t, mem)
+}
+
 // An interrupted search returns what it had found: under Narrowing the
 // hypotheses at an interruption after n tokens are exactly those of a
 // search limited to n new tokens, the live beams marked Partial; a full

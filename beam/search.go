@@ -362,6 +362,10 @@ func (s *search) run() (*Result, error) {
 			if cerr := s.ctx.Err(); cerr != nil {
 				return s.interrupt(cerr)
 			}
+			if errors.Is(err, backend.ErrContextFull) {
+				// The slots' shared store is full: as a slot without room.
+				return s.interrupt(fmt.Errorf("%w: eval: %w", ErrNoRoom, err))
+			}
 			return nil, fmt.Errorf("beam: eval: %w", err)
 		}
 		// Logits alias the backend's buffer until the next Copy or Clear, so

@@ -245,19 +245,19 @@ func (o *options) check() error {
 	if err := cli.CheckThreads(o.threads); err != nil {
 		return err
 	}
-	return checkBandwidthMB(o.bandwidthMB, cli.MemoryLimit())
+	return checkBandwidthMB(o.bandwidthMB, cli.AvailableMemory())
 }
 
 // checkBandwidthMB bounds --bandwidth-mb: the copy allocates two buffers of
-// that size, which must fit in half the memory this process may use (limit
-// bytes, 0 when unknown) so that the measurement does not swap or die.
+// that size, which must fit in half the memory available (limit bytes, 0
+// when unknown) so that the measurement does not swap or die.
 func checkBandwidthMB(mb int, limit uint64) error {
 	const most = 1 << 20 // 1 TiB: beyond any machine, and no overflow of mb<<20
 	switch {
 	case mb < 0 || mb > most:
 		return cli.Usagef("--bandwidth-mb %d: must be from 0 (no measurement) to %d", mb, most)
 	case limit > 0 && 2*uint64(mb)<<20 > limit/2:
-		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available; use at most %d",
+		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available now; use at most %d",
 			mb, mb, cli.GiB(limit), limit/4>>20)
 	}
 	return nil

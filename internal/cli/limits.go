@@ -34,18 +34,17 @@ func KVBytes(info llamacpp.ModelInfo, cells int) uint64 {
 
 // CheckCells checks, before llama.cpp allocates anything, that a context of
 // cells KV cells (all sequences together) can exist: at most MaxCells, and
-// a cache that fits with the model's weights in the memory this process may
-// use (MemoryLimit). what names the options that set the size, for the
-// message, e.g. "--ctx 10000000".
+// a cache that fits in the memory this process can still allocate
+// (AvailableMemory; the model is loaded by then). what names the options
+// that set the size, for the message, e.g. "--ctx 10000000".
 func CheckCells(what string, info llamacpp.ModelInfo, cells int) error {
 	if cells > MaxCells {
 		return Usagef("%s: the KV cache would have %d cells; llama.cpp takes at most %d", what, cells, MaxCells)
 	}
-	limit := MemoryLimit()
-	need := KVBytes(info, cells)
-	if limit > 0 && need+info.Size > limit {
-		return Usagef("%s: the KV cache of %d cells needs %s, which with the model's %s is more than the %s of memory available",
-			what, cells, GiB(need), GiB(info.Size), GiB(limit))
+	avail, need := AvailableMemory(), KVBytes(info, cells)
+	if avail > 0 && need > avail {
+		return Usagef("%s: the KV cache of %d cells needs %s, more than the %s of memory available now",
+			what, cells, GiB(need), GiB(avail))
 	}
 	return nil
 }

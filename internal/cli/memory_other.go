@@ -2,6 +2,6 @@
 
 package cli
 
-// MemoryLimit returns 0: the memory limit is read on Linux only, and the
-// commands then leave sizes to llama.cpp's own allocation checks.
-func MemoryLimit() uint64 { return 0 }
+// AvailableMemory returns 0: available memory is read on Linux only, and
+// the commands then leave sizes to llama.cpp's own allocation checks.
+func AvailableMemory() uint64 { return 0 }
