@@ -4,11 +4,17 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/refbackend"
+	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/assert"
@@ -165,4 +171,82 @@ func TestBatchInvariantOptions(t *testing.T) {
 	ctx, err := m.NewContext(llamacpp.ContextParams{BatchInvariant: true, TypeK: llamacpp.KVF32, Threads: 1})
 	require.NoError(t, err)
 	require.NoError(t, ctx.Close())
+}
+
+// referenceLogProb is the float64 reference's log-probability of tokens
+// after prompt: the sum of log_softmax at each generated token.
+func referenceLogProb(t *testing.T, rb *refbackend.Backend, prompt, tokens []int32) float64 {
+	t.Helper()
+	require.NoError(t, rb.Clear(0))
+	bg := context.Background()
+	require.NoError(t, rb.Eval(bg, []backend.Feed{{Slot: 0, Tokens: prompt}}))
+	sum := 0.0
+	for _, tok := range tokens {
+		row := rb.Logits(0)
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		z := 0.0
+		for _, v := range row {
+			z += math.Exp(float64(v) - mx)
+		}
+		sum += float64(row[tok]) - mx - math.Log(z)
+		require.NoError(t, rb.Eval(bg, []backend.Feed{{Slot: 0, Tokens: []int32{tok}}}))
+	}
+	return sum
+}
+
+// TestBeamLogProbPrecision: the README's beam search (4 beams, 2 returned,
+// 32 new tokens, unified KV cache) on llama.cpp gives log-probabilities
+// whose distance to the float64 reference's log-probability of the same
+// tokens is what the README states for each mode: about 1e-5 in
+// batch-invariant mode (f32 KV cache, no flash attention), about 1e-2 with
+// llama.cpp's defaults.
+func TestBeamLogProbPrecision(t *testing.T) {
+	if llamatest.OnGPU(t) {
+		t.Skip("CPU precision")
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	require.NoError(t, testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32)))
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
+	ref, err := reference.Load(path)
+	require.NoError(t, err)
+	rb := refbackend.New(ref, m.Vocab().Size(), 1)
+	texts := []string{"The model said", "We want to go", "a", "Hello", "loop", "text text", "said the", "Go is"}
+	var prompts [][]int32
+	for _, s := range texts {
+		p, err := m.Vocab().Tokenize(s, true, false)
+		require.NoError(t, err)
+		prompts = append(prompts, p)
+	}
+	cfg := llamaBeamConfig(4, 32, m.Vocab().EOGTokens())
+	cfg.NumReturnSequences = 2
+	worst := map[bool]float64{}
+	for _, invariant := range []bool{false, true} {
+		ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 2048, Sequences: 4, UnifiedKV: true, Threads: 1, BatchInvariant: invariant})
+		require.NoError(t, err)
+		lb, err := llamabackend.New(ctx)
+		require.NoError(t, err)
+		off, n := 0, 0
+		for _, p := range prompts {
+			res, err := beam.Search(context.Background(), lb, [][]int32{p}, beam.Options{Config: cfg})
+			require.NoError(t, err)
+			for _, h := range res.Hypotheses[0] {
+				d := math.Abs(h.LogProb - referenceLogProb(t, rb, p, h.Tokens))
+				worst[invariant] = math.Max(worst[invariant], d)
+				n++
+				if d > 1e-3 {
+					off++
+				}
+			}
+		}
+		t.Logf("batch-invariant %v: %d hypotheses, largest log-prob difference %.2g, %d off by more than 1e-3", invariant, n, worst[invariant], off)
+		lb.Close()
+		ctx.Close()
+	}
+	assert.Less(t, worst[true], 1e-4)
+	assert.Less(t, worst[false], 5e-2)
 }
