@@ -227,8 +227,10 @@ func warnOversubscribed(threads, batchThreads int) {
 }
 
 // NewContext creates a context. Invalid parameters give ErrInvalidArgument;
-// llama.cpp's own refusals (e.g. out of memory) give an error with its
-// explanation.
+// a KV cache or micro-batch buffers that cannot fit in the memory available
+// give ErrNoMemory naming ContextSize or BatchSize (checked on the CPU,
+// where llamaloop can bound them from below); llama.cpp's own refusals give
+// an error with its explanation.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cp := cgo.DefaultContextParams()
 	set := func(dst *uint32, v int, name string, lo, hi int) error {
