@@ -182,16 +182,7 @@ func referenceLogProb(t *testing.T, rb *refbackend.Backend, prompt, tokens []int
 	require.NoError(t, rb.Eval(bg, []backend.Feed{{Slot: 0, Tokens: prompt}}))
 	sum := 0.0
 	for _, tok := range tokens {
-		row := rb.Logits(0)
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		z := 0.0
-		for _, v := range row {
-			z += math.Exp(float64(v) - mx)
-		}
-		sum += float64(row[tok]) - mx - math.Log(z)
+		sum += logSoftmaxAt(rb.Logits(0), tok)
 		require.NoError(t, rb.Eval(bg, []backend.Feed{{Slot: 0, Tokens: []int32{tok}}}))
 	}
 	return sum
