@@ -58,8 +58,8 @@
 // On backend.MemoryBackend a request's logits, and so its tokens, never
 // depend on the other requests: batched and alone give the same tokens
 // exactly. On llama.cpp (package llamacpp/llamabackend, CPU backend) they
-// do through rounding: its kernels depend on how many tokens a decode
-// holds. With llama.cpp's default context (f16 KV cache, flash attention
+// do through rounding: its kernels depend on how many tokens and
+// sequences a decode holds. With llama.cpp's default context (f16 KV cache, flash attention
 // auto) a request's logits alone and beside others differ by up to about
 // 4e-3 (logits of standard deviation 3), and a seeded sampled token, a
 // Mirostat token or a near tie under greedy decoding may then differ, after

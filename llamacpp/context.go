@@ -100,8 +100,8 @@ type ContextParams struct {
 	// attention off, and refuses other values of those options: the settings
 	// in which, on the CPU backend, a sequence's logits depend on the other
 	// sequences decoded with it only through float32 rounding (llama.cpp
-	// picks its matrix kernels by the number of tokens in a decode and in
-	// each sequence; within 2e-5 on the test models, whose logits have a
+	// picks its kernels by the number of tokens and sequences in a decode;
+	// within 2e-5 on the test models, whose logits have a
 	// standard deviation of about 3). With llama.cpp's defaults (f16 cache,
 	// flash attention auto) they differ by up to about 4e-3, enough to
 	// change a sampled token now and then. It costs twice the KV cache
