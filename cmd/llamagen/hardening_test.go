@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,38 +193,9 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 			if option == "--generation-config" || option == "--grammar" {
 				args = append(args, "-p", "x")
 			}
-			cmd := exec.Command(bin, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			require.NoError(t, cmd.Start())
-			defer cmd.Process.Kill()
-			// Opening a FIFO for writing without blocking succeeds once a
-			// reader has it open: then llamagen waits in read(2).
-			var w *os.File
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
-				if err == nil {
-					w = os.NewFile(uintptr(fd), fifo)
-					break
-				}
-				require.ErrorIs(t, err, syscall.ENXIO)
-				require.True(t, time.Now().Before(deadline), "llamagen never opened %s", option)
-				time.Sleep(5 * time.Millisecond)
-			}
-			defer w.Close()
-			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("llamagen did not stop after SIGINT while reading %s", option)
-			}
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit)
-			assert.Equal(t, 130, exit.ExitCode())
-			assert.Equal(t, "llamagen: interrupted\n", stderr.String())
+			code, stderr := clitest.InterruptWhileReading(t, fifo, bin, args...)
+			assert.Equal(t, 130, code)
+			assert.Equal(t, "llamagen: interrupted\n", stderr)
 		})
 	}
 }
@@ -234,20 +204,10 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 // (ENOSPC), and llamagen used to exit 0 after losing all of it. A closed
 // pipe ends it quietly, as other Unix tools end (SIGPIPE, or 141).
 func TestLostOutputFails(t *testing.T) {
-	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("no /dev/full: %v", err)
-	}
-	defer full.Close()
 	for _, extra := range [][]string{nil, {"--json"}, {"--num-beams", "2"}} {
-		cmd := exec.Command(bin, append([]string{"--threads", "1", "-m", demoModel, "-p", "The model", "--max-new-tokens", "4"}, extra...)...)
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = full, &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit, "%q", extra)
-		assert.Equal(t, 1, exit.ExitCode(), "%q", extra)
-		assert.Contains(t, stderr.String(), "llamagen: writing the output: write /dev/stdout: no space left on device", "%q", extra)
+		res := clitest.RunToDevFull(t, bin, append([]string{"--threads", "1", "-m", demoModel, "-p", "The model", "--max-new-tokens", "4"}, extra...)...)
+		assert.Equal(t, 1, res.Code, "%q", extra)
+		assert.Contains(t, res.Stderr, "llamagen: writing the output: write /dev/stdout: no space left on device", "%q", extra)
 	}
 
 	r, w, err := os.Pipe()
@@ -317,14 +277,7 @@ func TestFullContextKeepsBeamHypotheses(t *testing.T) {
 		assert.Equal(t, "context full", r["finish"])
 		toks := ints(r["tokens"])
 		assert.NotEmpty(t, toks)
-		// the score is the length-normalised sum of the model's log-probabilities
-		prompt := demo.Spec.Vocab.Tokenize("The model", true)
-		prev, sum := prompt[len(prompt)-1], 0.0
-		for _, tok := range toks {
-			sum += demo.NextLogProbs(prev)[tok]
-			prev = tok
-		}
-		assert.InDelta(t, sum/float64(len(toks)), r["score"].(float64), 1e-3)
+		assert.InDelta(t, demoScore("The model", toks), r["score"].(float64), 1e-3)
 		if i > 0 {
 			assert.LessOrEqual(t, r["score"].(float64), results[i-1]["score"].(float64), "best first")
 		}
@@ -354,5 +307,17 @@ func TestTrimLeadingSpace(t *testing.T) {
 	plain := run(t, "", "-m", demoModel, "-p", "The model", "--max-new-tokens", "6", "--quiet", "--trim-leading-space")
 	require.Equal(t, 0, plain.Code, plain.Stderr)
 	assert.Equal(t, want+"\n", plain.Stdout)
-	_ = io.Discard
+}
+
+// demoScore is the beam-search score of tokens after prompt on the demo
+// model, from its exact log-probabilities: their sum over the length
+// (length_penalty 1).
+func demoScore(prompt string, tokens []int32) float64 {
+	p := demo.Spec.Vocab.Tokenize(prompt, true)
+	prev, sum := p[len(p)-1], 0.0
+	for _, tok := range tokens {
+		sum += demo.NextLogProbs(prev)[tok]
+		prev = tok
+	}
+	return sum / float64(len(tokens))
 }

@@ -308,8 +308,12 @@ Usage:
 
 Text goes to stdout; the loading progress bar (on a terminal), warnings, the
 summary line and errors go to stderr. Ctrl-C stops generation and keeps what
-was printed (exit status 130). Decoding follows transformers' generate():
-without --do-sample, --num-beams or --mirostat it is greedy.
+was printed (exit status 130); a beam search cut short by Ctrl-C, --max-time or
+a full context prints the hypotheses found so far. Exit status 2 is a bad
+option (the message names it and its range), 1 an error, including output
+that could not be written; a closed pipe ends llamagen quietly. Decoding
+follows transformers' generate(): without --do-sample, --num-beams or
+--mirostat it is greedy.
 
 --json writes one JSON object per line to stdout:
   {"type":"token","row":R,"token":ID,"text":"...","logprob":L,"top":[{"token":ID,"text":"...","logprob":L}]}

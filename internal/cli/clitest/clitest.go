@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -91,4 +92,25 @@ func RunWithMemoryLimit(t testing.TB, bin string, kb int, args ...string) Result
 	}
 	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kb)
 	return Run(t, "/bin/sh", "", append([]string{"-c", script, bin}, args...)...)
+}
+
+// LockedBuffer is a bytes.Buffer that a running command writes while the
+// test may read it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
