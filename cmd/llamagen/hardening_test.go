@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -320,4 +321,40 @@ func demoScore(prompt string, tokens []int32) float64 {
 		prev = tok
 	}
 	return sum / float64(len(tokens))
+}
+
+// Ctrl-C during a beam search prints the hypotheses found so far, finish
+// "cancelled", and exits 130; they used to be discarded. The progress bar,
+// drawn on a terminal's stderr, shows when the search is under way.
+func TestCtrlCKeepsBeamHypotheses(t *testing.T) {
+	master, slave, err := clitest.OpenPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	cmd := exec.Command(bin, "--threads", "1", "-m", tinyModel, "-p", "hello", "--num-beams", "2", "--num-return-sequences", "2",
+		"--max-new-tokens", "1900", "--min-new-tokens", "1900", "--json")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	slave.Close()
+	var term clitest.LockedBuffer
+	go io.Copy(&term, master)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(term.String(), "beam search (2 beams) ["); time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no beam search progress: %q", term.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode())
+	results := ofType(jsonLines(t, stdout.String()), "result")
+	require.Len(t, results, 2)
+	for _, r := range results {
+		assert.Equal(t, "cancelled", r["finish"])
+		n := len(r["tokens"].([]any))
+		assert.Greater(t, n, 0)
+		assert.Less(t, n, 1900)
+	}
 }
