@@ -163,6 +163,13 @@ func TestKVCacheBoundedByMemory(t *testing.T) {
 		assert.Contains(t, res.Stderr, c.msg)
 		assert.Contains(t, res.Stderr, "of memory available now")
 	}
+	// A length from --generation-config is named as the file's field.
+	cfg := filepath.Join(t.TempDir(), "generation_config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"max_new_tokens": 2000000000}`), 0o644))
+	res := run(t, "", "-m", demoModel, "-p", "x", "--generation-config", cfg)
+	assert.Equal(t, 2, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, "max_new_tokens 2000000000 of --generation-config "+cfg+
+		" (the cache holds the prompt and the new tokens; --ctx sets its size): the KV cache would have 2000000256 cells; llama.cpp takes at most 16777216")
 }
 
 // A model must be a regular file: a FIFO, a directory or a device is refused
