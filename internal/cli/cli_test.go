@@ -199,7 +199,9 @@ func TestLogWarningsInTheCommandsVoice(t *testing.T) {
 	LogWarnings(&b, "llamagen", false)
 	slog.Info("not shown")
 	slog.Warn("llamacpp: 9 threads on 2 CPUs", "n", 9)
-	assert.Equal(t, "llamagen: warning: 9 threads on 2 CPUs n=9\n", b.String())
+	slog.Warn("llamacpp: 9 threads on 2 CPUs", "n", 9) // said once
+	slog.Error("llamacpp: boom")
+	assert.Equal(t, "llamagen: warning: 9 threads on 2 CPUs n=9\nllamagen: error: boom\n", b.String())
 	b.Reset()
 	LogWarnings(&b, "llamagen", true)
 	slog.Warn("hidden by --quiet")
