@@ -216,7 +216,7 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	if !unified {
 		size = slots * roundUp(cells, 256)
 	}
-	if err := cli.CheckCells(s.sizeOptions(slots), s.model.Info(), size); err != nil {
+	if err := cli.CheckCells(s.sizeOptions(slots), s.model.Info(), s.o.gpuLayers, size); err != nil {
 		return nil, err
 	}
 	ctx, err := s.model.NewContext(llamacpp.ContextParams{

@@ -218,8 +218,8 @@ func TestCheckThreadsAndCells(t *testing.T) {
 	// 2*16 f16 values in each layer.
 	info := llamacpp.ModelInfo{Layers: 2, Embd: 128, Heads: 8, HeadsKV: 2}
 	assert.Equal(t, uint64(1000*2*2*32*2), KVBytes(info, 1000))
-	err := CheckCells("--ctx 99999999", info, 99999999)
+	err := CheckCells("--ctx 99999999", info, 0, 99999999)
 	assert.EqualError(t, err, "--ctx 99999999: the KV cache would have 99999999 cells; llama.cpp takes at most 16777216")
 	assert.Equal(t, ExitUsage, ExitCode(err))
-	assert.NoError(t, CheckCells("--ctx 256", info, 256))
+	assert.NoError(t, CheckCells("--ctx 256", info, 0, 256))
 }
