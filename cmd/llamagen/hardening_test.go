@@ -254,6 +254,13 @@ func TestHugeMaxTimeIsNoLimit(t *testing.T) {
 		r := ofType(jsonLines(t, res.Stdout), "result")[0]
 		assert.Equal(t, "length", r["finish"], seconds)
 		assert.Len(t, r["tokens"], 6, seconds)
+
+		beams := run(t, "", "-m", demoModel, "-p", "The model", "--max-new-tokens", "6", "--min-new-tokens", "6", "--num-beams", "2",
+			"--max-time", seconds, "--json", "--quiet")
+		require.Equal(t, 0, beams.Code, beams.Stderr)
+		r = ofType(jsonLines(t, beams.Stdout), "result")[0]
+		assert.Equal(t, "length", r["finish"], "beam search, %s", seconds)
+		assert.Len(t, r["tokens"], 6, "beam search, %s", seconds)
 	}
 }
 
