@@ -137,7 +137,7 @@ func (b *bench) randomPrompt(n int) []int32 {
 // newContext creates a context with the benchmark's threads. what names
 // the options that set its size, for the error when it cannot fit.
 func (b *bench) newContext(what string, cells, seqs int, unified bool) (*llamacpp.Context, error) {
-	if err := cli.CheckCells(what, b.model.Info(), cells); err != nil {
+	if err := cli.CheckCells(what, b.model.Info(), b.o.gpuLayers, cells); err != nil {
 		return nil, err
 	}
 	lc, err := b.model.NewContext(llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,

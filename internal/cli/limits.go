@@ -33,13 +33,18 @@ func KVBytes(info llamacpp.ModelInfo, cells int) uint64 {
 }
 
 // CheckCells checks, before llama.cpp allocates anything, that a context of
-// cells KV cells (all sequences together) can exist: at most MaxCells, and
-// a cache that fits in the memory this process can still allocate
-// (AvailableMemory; the model is loaded by then). what names the options
-// that set the size, for the message, e.g. "--ctx 10000000".
-func CheckCells(what string, info llamacpp.ModelInfo, cells int) error {
+// cells KV cells (all sequences together) can exist: at most MaxCells, and,
+// when the model runs on the CPU (gpuLayers as Offloaded reads it), a cache
+// that fits in the memory this process can still allocate (AvailableMemory;
+// the model is loaded by then). An offloaded model keeps its cache in the
+// GPU's memory, which llama.cpp checks itself. what names the options that
+// set the size, for the message, e.g. "--ctx 10000000".
+func CheckCells(what string, info llamacpp.ModelInfo, gpuLayers, cells int) error {
 	if cells > MaxCells {
 		return Usagef("%s: the KV cache would have %d cells; llama.cpp takes at most %d", what, cells, MaxCells)
+	}
+	if Offloaded(gpuLayers) {
+		return nil
 	}
 	avail, need := AvailableMemory(), KVBytes(info, cells)
 	if avail > 0 && need > avail {
