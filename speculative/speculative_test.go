@@ -1,0 +1,271 @@
+package speculative_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/speculative"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	vocab = 24
+	eos   = 1
+)
+
+// bigram is a toy model whose logits depend on the last two tokens through
+// a hash: a deterministic "language" with cycles, which greedy decoding
+// falls into (prompt lookup then finds its candidates). noise > 0 makes a
+// draft that agrees with the target in about 1-noise of the contexts.
+func bigram(noise float64) backend.ModelFunc {
+	row := make([]float32, vocab)
+	return func(h []int32) ([]float32, error) {
+		a, b := int32(0), h[len(h)-1]
+		if len(h) > 1 {
+			a = h[len(h)-2]
+		}
+		key := uint64(a)*131 + uint64(b)*7 + 3
+		r := rand.New(rand.NewPCG(key, 1))
+		for i := range row {
+			row[i] = float32(r.NormFloat64() * 2)
+		}
+		row[eos] -= 3 // stops are rare but happen
+		if noise > 0 {
+			d := rand.New(rand.NewPCG(key, 2))
+			if d.Float64() < noise {
+				for i := range row {
+					row[i] = float32(d.NormFloat64() * 2)
+				}
+			}
+		}
+		return row, nil
+	}
+}
+
+func config(maxNew int, mod func(c *genconfig.Config)) *genconfig.Config {
+	c := genconfig.Default()
+	c.MaxNewTokens = &maxNew
+	c.EOSTokenID = []int32{eos}
+	if mod != nil {
+		mod(c)
+	}
+	return c
+}
+
+func prompts(n int, seed uint64) [][]int32 {
+	r := rand.New(rand.NewPCG(seed, 0))
+	out := make([][]int32, n)
+	for i := range out {
+		p := make([]int32, 1+r.IntN(8))
+		for j := range p {
+			p[j] = int32(2 + r.IntN(vocab-2))
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// plain decodes reqs with generation.Generator, the reference.
+func plain(t *testing.T, model backend.ModelFunc, reqs []speculative.Request) [][]int32 {
+	t.Helper()
+	g := generation.NewGenerator(backend.NewMemoryBackend(vocab, 4, model), nil)
+	greqs := make([]generation.Request, len(reqs))
+	for i, r := range reqs {
+		greqs[i] = generation.Request{Prompt: r.Prompt, Config: r.Config, Seed: r.Seed}
+	}
+	res, err := g.Generate(context.Background(), greqs)
+	require.NoError(t, err)
+	out := make([][]int32, len(res))
+	for i, r := range res {
+		out[i] = r.Tokens
+	}
+	return out
+}
+
+// checked runs the decoder's stream and checks the KV bookkeeping after
+// every step, at each request's event: the target's slot holds exactly the
+// sequence S so far but its last token, the draft's slot a prefix of S
+// shorter than it (rejected candidates left no cells), and a finished
+// request's slots are empty, as is every slot at the end.
+func checked(t *testing.T, d *speculative.Decoder, target, draft *backend.MemoryBackend, reqs []speculative.Request) []speculative.Result {
+	t.Helper()
+	res := make([]speculative.Result, len(reqs))
+	for ev, err := range d.Stream(context.Background(), reqs) {
+		require.NoError(t, err)
+		r := &res[ev.Request]
+		r.Tokens = append(r.Tokens, ev.Tokens...)
+		r.Stats.Drafted += ev.Drafted
+		r.Stats.Accepted += ev.Accepted
+		r.Stats.Steps++
+		r.Finish = ev.Finish
+		s := append(slices.Clone(reqs[ev.Request].Prompt), r.Tokens...)
+		if ev.Finish != generation.NotFinished {
+			require.Empty(t, target.History(ev.Slot), "request %d finished", ev.Request)
+			if draft != nil {
+				require.Empty(t, draft.History(ev.Slot), "request %d finished", ev.Request)
+			}
+			continue
+		}
+		require.Equal(t, s[:len(s)-1], target.History(ev.Slot), "request %d", ev.Request)
+		if draft != nil {
+			h := draft.History(ev.Slot)
+			require.Less(t, len(h), len(s), "request %d", ev.Request)
+			require.Equal(t, s[:len(h)], h, "request %d", ev.Request)
+		}
+	}
+	for slot := range target.Slots() {
+		require.Empty(t, target.History(slot))
+	}
+	if draft != nil {
+		for slot := range draft.Slots() {
+			require.Empty(t, draft.History(slot))
+		}
+	}
+	return res
+}
+
+// Greedy speculative decoding with a draft model gives the tokens of plain
+// greedy decoding, for many prompts, draft lengths and schedules, with and
+// without history-dependent processors, in batches whose rows accept
+// different numbers of candidates.
+func TestDraftGreedyEqualsPlain(t *testing.T) {
+	procs := map[string]func(*genconfig.Config){
+		"plain": nil,
+		"penalties": func(c *genconfig.Config) {
+			c.RepetitionPenalty = 1.3
+			c.NoRepeatNGramSize = 3
+			c.MinNewTokens = new(int)
+			*c.MinNewTokens = 5
+		},
+	}
+	for name, mod := range procs {
+		for _, k := range []int{1, 2, 3, 5, 8} {
+			for _, sched := range []string{genconfig.ScheduleConstant, genconfig.ScheduleHeuristic, genconfig.ScheduleHeuristicTransient} {
+				t.Run(fmt.Sprintf("%s/k%d/%s", name, k, sched), func(t *testing.T) {
+					cfg := config(30, mod)
+					cfg.NumAssistantTokens = k
+					cfg.NumAssistantTokensSchedule = sched
+					cfg.AssistantConfidenceThreshold = 0
+					if k == 5 {
+						cfg.AssistantConfidenceThreshold = 0.4
+					}
+					var reqs []speculative.Request
+					for _, p := range prompts(12, uint64(k)) {
+						reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+					}
+					want := plain(t, bigram(0), reqs)
+					target := backend.NewMemoryBackend(vocab, 3, bigram(0))
+					draft := backend.NewMemoryBackend(vocab, 4, bigram(0.3))
+					d, err := speculative.New(target, speculative.Options{Draft: draft})
+					require.NoError(t, err)
+					got := checked(t, d, target, draft, reqs)
+					var st speculative.Stats
+					for i := range reqs {
+						require.Equal(t, want[i], got[i].Tokens, "request %d", i)
+						st = st.Add(got[i].Stats)
+					}
+					assert.Positive(t, st.Accepted, "the draft agrees sometimes")
+					assert.Less(t, st.Accepted, st.Drafted, "and not always")
+				})
+			}
+		}
+	}
+}
+
+// Greedy prompt lookup gives the tokens of plain greedy decoding.
+func TestPromptLookupGreedyEqualsPlain(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 10} {
+		for _, ngram := range []int{0, 1, 3} {
+			t.Run(fmt.Sprintf("n%d/ngram%d", n, ngram), func(t *testing.T) {
+				cfg := config(40, func(c *genconfig.Config) {
+					c.PromptLookupNumTokens = &n
+					c.MaxMatchingNGramSize = &ngram
+				})
+				var reqs []speculative.Request
+				for _, p := range prompts(10, uint64(n*7+ngram)) {
+					reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+				}
+				want := plain(t, bigram(0), reqs)
+				target := backend.NewMemoryBackend(vocab, 4, bigram(0))
+				d, err := speculative.New(target, speculative.Options{})
+				require.NoError(t, err)
+				got := checked(t, d, target, nil, reqs)
+				var st speculative.Stats
+				for i := range reqs {
+					require.Equal(t, want[i], got[i].Tokens, "request %d", i)
+					st = st.Add(got[i].Stats)
+				}
+				assert.Positive(t, st.Accepted, "greedy cycles are found in the text so far")
+			})
+		}
+	}
+}
+
+// A target without backend.AllLogits is verified position by position,
+// with the same tokens.
+func TestWithoutAllLogits(t *testing.T) {
+	n := 3
+	cfg := config(25, func(c *genconfig.Config) { c.PromptLookupNumTokens = &n })
+	var reqs []speculative.Request
+	for _, p := range prompts(5, 9) {
+		reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+	}
+	want := plain(t, bigram(0), reqs)
+	d, err := speculative.New(onlyBackend{backend.NewMemoryBackend(vocab, 2, bigram(0))}, speculative.Options{})
+	require.NoError(t, err)
+	got, err := d.Generate(context.Background(), reqs)
+	require.NoError(t, err)
+	for i := range reqs {
+		assert.Equal(t, want[i], got[i].Tokens)
+	}
+}
+
+// onlyBackend hides every method beyond backend.Backend.
+type onlyBackend struct{ backend.Backend }
+
+func TestBadInput(t *testing.T) {
+	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
+	_, err := speculative.New(target, speculative.Options{Draft: backend.NewMemoryBackend(vocab+1, 2, bigram(0))})
+	assert.ErrorContains(t, err, "vocabulary")
+
+	d, err := speculative.New(target, speculative.Options{})
+	require.NoError(t, err)
+	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{3}, Config: config(5, nil)}})
+	assert.ErrorContains(t, err, "prompt_lookup_num_tokens")
+	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: nil}})
+	assert.ErrorIs(t, err, generation.ErrEmptyPrompt)
+	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{vocab}}})
+	assert.ErrorIs(t, err, backend.ErrTokenOutOfRange)
+	zero := 0
+	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{3},
+		Config: config(5, func(c *genconfig.Config) { c.PromptLookupNumTokens = &zero })}})
+	assert.ErrorContains(t, err, "prompt_lookup_num_tokens")
+}
+
+// A slot that fills up ends its request with FinishContextFull, without
+// losing the tokens it made, and the speculation never overfills it.
+func TestContextFull(t *testing.T) {
+	n := 5
+	cfg := config(100, func(c *genconfig.Config) { c.PromptLookupNumTokens = &n })
+	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
+	target.SetCapacity(12)
+	d, err := speculative.New(target, speculative.Options{})
+	require.NoError(t, err)
+	reqs := []speculative.Request{{Prompt: []int32{3, 4, 5}, Config: cfg}}
+	got, err := d.Generate(context.Background(), reqs)
+	require.NoError(t, err)
+	want := plain(t, bigram(0), reqs)
+	if got[0].Finish == generation.FinishEOS {
+		t.Skip("the model stopped first")
+	}
+	assert.Equal(t, generation.FinishContextFull, got[0].Finish)
+	assert.Equal(t, want[0][:len(got[0].Tokens)], got[0].Tokens)
+	assert.Len(t, got[0].Tokens, 12-3+1, "the slot holds all but the last token")
+}
