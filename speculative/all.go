@@ -23,8 +23,10 @@ func newAllLogits(b backend.Backend) allLogits {
 
 type native struct{ b backend.AllLogits }
 
-func (n native) evalAll(ctx context.Context, feeds []backend.Feed) error { return n.b.EvalAll(ctx, feeds) }
-func (n native) logitsAt(i, j int) []float32                             { return n.b.LogitsAt(i, j) }
+func (n native) evalAll(ctx context.Context, feeds []backend.Feed) error {
+	return n.b.EvalAll(ctx, feeds)
+}
+func (n native) logitsAt(i, j int) []float32 { return n.b.LogitsAt(i, j) }
 
 type stepwise struct {
 	b     backend.Backend

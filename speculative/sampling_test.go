@@ -199,4 +199,3 @@ func positive(p []float64) []float64 {
 	}
 	return p
 }
-

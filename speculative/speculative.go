@@ -106,11 +106,11 @@ type Decoder struct {
 	lookup *PromptLookup
 	slots  int
 
-	rows   []*Sequence
-	feeds  []backend.Feed
-	fed    []*Sequence
-	tmp    []*Sequence
-	probs  []float32 // softmax of a processed target row
+	rows  []*Sequence
+	feeds []backend.Feed
+	fed   []*Sequence
+	tmp   []*Sequence
+	probs []float32 // softmax of a processed target row
 }
 
 // New returns a decoder over target. It fails when the draft model's
