@@ -217,10 +217,13 @@ func (d *Decoder) run(ctx context.Context, rows []*Sequence, yield func(Event, e
 
 // generators lists the decoder's candidate generators in a fixed order.
 func (d *Decoder) generators() []CandidateGenerator {
-	if d.draft == nil {
-		return []CandidateGenerator{d.lookup}
+	if d.gens == nil {
+		d.gens = []CandidateGenerator{d.lookup}
+		if d.draft != nil {
+			d.gens = append(d.gens, d.draft)
+		}
 	}
-	return []CandidateGenerator{d.lookup, d.draft}
+	return d.gens
 }
 
 // verify applies the acceptance rule to feed i of the last EvalAll, the

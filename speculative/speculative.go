@@ -104,6 +104,7 @@ type Decoder struct {
 	eog    []int32
 	draft  *DraftModel
 	lookup *PromptLookup
+	gens   []CandidateGenerator
 	slots  int
 
 	rows  []*Sequence

@@ -269,3 +269,68 @@ func TestContextFull(t *testing.T) {
 	assert.Equal(t, want[0][:len(got[0].Tokens)], got[0].Tokens)
 	assert.Len(t, got[0].Tokens, 12-3+1, "the slot holds all but the last token")
 }
+
+// A step allocates nothing in steady state: a long generation allocates
+// only what the amortised growth of its sequences' buffers takes (a few
+// allocations per doubling), far below one allocation per step.
+func TestNoAllocationPerStep(t *testing.T) {
+	allocs := func(opts speculative.Options, cfg *genconfig.Config) float64 {
+		target := backend.NewMemoryBackend(vocab, 2, hashModel(0))
+		d, err := speculative.New(target, opts)
+		require.NoError(t, err)
+		reqs := []speculative.Request{{Prompt: []int32{3, 4}, Config: cfg, Seed: 1}, {Prompt: []int32{5}, Config: cfg, Seed: 2}}
+		drain := func() {
+			for _, err := range d.Stream(context.Background(), reqs) {
+				require.NoError(t, err)
+			}
+		}
+		drain() // buffers grow once
+		return testing.AllocsPerRun(5, drain)
+	}
+	n := 4
+	for _, sample := range []bool{false, true} {
+		short := func(maxNew int) *genconfig.Config {
+			return config(maxNew, func(c *genconfig.Config) {
+				c.EOSTokenID = nil
+				c.DoSample = sample
+				c.NumAssistantTokens = 3
+			})
+		}
+		draft := speculative.Options{Draft: backend.NewMemoryBackend(vocab, 2, hashModel(1))}
+		a, b := allocs(draft, short(20)), allocs(draft, short(1000))
+		t.Logf("draft model, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
+		assert.Less(t, b-a, 60.0, "draft model, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
+		lookup := func(maxNew int) *genconfig.Config {
+			c := short(maxNew)
+			c.PromptLookupNumTokens = &n
+			return c
+		}
+		a, b = allocs(speculative.Options{}, lookup(20)), allocs(speculative.Options{}, lookup(1000))
+		t.Logf("prompt lookup, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
+		assert.Less(t, b-a, 60.0, "prompt lookup, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
+	}
+}
+
+// hashModel is a bigram model like bigram's that allocates nothing: its
+// logits are hashes of the last two tokens (and salt, a draft's noise).
+func hashModel(salt uint64) backend.ModelFunc {
+	row := make([]float32, vocab)
+	return func(h []int32) ([]float32, error) {
+		a, b := uint64(0), uint64(h[len(h)-1])
+		if len(h) > 1 {
+			a = uint64(h[len(h)-2])
+		}
+		x := a*131 + b*7 + 3
+		for i := range row {
+			z := x*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9
+			if salt != 0 && x%3 == 0 {
+				z += salt * 0x94d049bb133111eb
+			}
+			z ^= z >> 31
+			z *= 0xd6e9a1d1c2f1f3a5
+			z ^= z >> 29
+			row[i] = float32(z>>40) / float32(1<<24) * 6
+		}
+		return row, nil
+	}
+}
