@@ -62,6 +62,11 @@
 //   - Prompt lookup does not run the processors on a row of ones to drop
 //     forbidden candidates (transformers does, to save a verification
 //     step); forbidden candidates are rejected by the verification instead.
+//   - A Request has a prompt of tokens, a config and a seed: no text, stop
+//     strings, log-probabilities, Mirostat or user processors (package
+//     generation has them), and max_time is the caller's context.
+//   - Prompt lookup scans the whole sequence at every step, as transformers
+//     does: a step costs time proportional to the sequence's length.
 //   - num_assistant_tokens_schedule "heuristic" carries the draft length of
 //     the last request that finished over to the next call of the same
 //     Decoder (transformers keeps it in the assistant's generation config).

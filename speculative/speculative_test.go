@@ -334,3 +334,49 @@ func hashModel(salt uint64) backend.ModelFunc {
 		return row, nil
 	}
 }
+
+// The heuristic schedules grow the draft length by 2 after a step whose
+// candidates were all accepted; "heuristic" carries it over to the next
+// call, "heuristic_transient" starts again from num_assistant_tokens,
+// "constant" never changes it.
+func TestSchedules(t *testing.T) {
+	first := func(d *speculative.Decoder, cfg *genconfig.Config) (drafted []int) {
+		for ev, err := range d.Stream(context.Background(), []speculative.Request{{Prompt: []int32{3, 4}, Config: cfg}}) {
+			require.NoError(t, err)
+			drafted = append(drafted, ev.Drafted)
+		}
+		return drafted
+	}
+	for _, tc := range []struct {
+		schedule     string
+		grows, keeps bool
+	}{
+		{genconfig.ScheduleConstant, false, false},
+		{genconfig.ScheduleHeuristic, true, true},
+		{genconfig.ScheduleHeuristicTransient, true, false},
+	} {
+		cfg := config(60, func(c *genconfig.Config) {
+			c.EOSTokenID = nil
+			c.NumAssistantTokens = 2
+			c.NumAssistantTokensSchedule = tc.schedule
+			c.AssistantConfidenceThreshold = 0
+		})
+		// The draft is the target itself: every candidate is accepted.
+		d, err := speculative.New(backend.NewMemoryBackend(vocab, 1, bigram(0)),
+			speculative.Options{Draft: backend.NewMemoryBackend(vocab, 1, bigram(0))})
+		require.NoError(t, err)
+		one := first(d, cfg)
+		two := first(d, cfg)
+		assert.Equal(t, 2, one[0], tc.schedule)
+		if tc.grows {
+			assert.Equal(t, []int{2, 4, 6}, one[:3], tc.schedule)
+		} else {
+			assert.Equal(t, []int{2, 2, 2}, one[:3], tc.schedule)
+		}
+		if tc.keeps {
+			assert.Greater(t, two[0], 2, tc.schedule)
+		} else {
+			assert.Equal(t, 2, two[0], tc.schedule)
+		}
+	}
+}

@@ -98,6 +98,12 @@ func (s *session) draftBackend(ctx context.Context, slots, cells int) (draft *ll
 // streamSpeculative runs the decoder and feeds the printer, as stream does
 // for the plain loop.
 func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decoder, reqs []speculative.Request, rows []*row, slots int, p printer) (stats, speculative.Stats, error) {
+	genCtx := ctx
+	if t := s.cfg.MaxTime; t != nil && *t > 0 {
+		var cancel context.CancelFunc
+		genCtx, cancel = context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
+		defer cancel()
+	}
 	st := stats{rows: len(rows)}
 	var spec speculative.Stats
 	for i := range min(slots, len(rows)) {
@@ -105,7 +111,7 @@ func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decode
 	}
 	st.start = time.Now()
 	vocab := s.model.Vocab()
-	for ev, err := range dec.Stream(ctx, reqs) {
+	for ev, err := range dec.Stream(genCtx, reqs) {
 		if err != nil {
 			st.end = time.Now()
 			return st, spec, err
@@ -128,6 +134,12 @@ func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decode
 		}
 		if ev.Finish != generation.NotFinished {
 			r.finish, r.err = ev.Finish.String(), ev.Err
+			if ev.Finish == generation.FinishCancelled {
+				r.err = nil
+				if ctx.Err() == nil {
+					r.finish = "max_time"
+				}
+			}
 			p.finish(r)
 		}
 	}
