@@ -111,6 +111,7 @@ func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decode
 	}
 	st.start = time.Now()
 	vocab := s.model.Vocab()
+	firstRows := 0
 	for ev, err := range dec.Stream(genCtx, reqs) {
 		if err != nil {
 			st.end = time.Now()
@@ -118,6 +119,12 @@ func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decode
 		}
 		if st.first.IsZero() && len(ev.Tokens) > 0 {
 			st.first = time.Now()
+		}
+		// The first step's tokens (the prompts' evaluation gave them) do
+		// not count for the generation speed, as in the plain loop.
+		if r := rows[ev.Request]; len(r.tokens) == 0 && firstRows < slots {
+			firstRows++
+			st.firstTokens += len(ev.Tokens)
 		}
 		spec.Drafted += ev.Drafted
 		spec.Accepted += ev.Accepted
@@ -144,7 +151,6 @@ func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decode
 		}
 	}
 	st.end = time.Now()
-	st.firstTokens = min(slots, len(rows), st.generated)
 	if ctx.Err() != nil {
 		return st, spec, ctx.Err()
 	}
