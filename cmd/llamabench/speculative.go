@@ -43,7 +43,7 @@ func (o *options) speculativeOnly() bool { return o.draft != "" || o.promptLooku
 // on both sides.
 func (b *bench) speculative(ctx context.Context) error {
 	p, g := b.o.promptTokens, b.o.newTokens
-	lc, err := b.newContext(p+g+64, 1, false)
+	lc, err := b.newContext(fmt.Sprintf("--prompt %d, --tg %d", p, g), p+g+64, 1, false)
 	if err != nil {
 		return err
 	}
@@ -60,6 +60,9 @@ func (b *bench) speculative(ctx context.Context) error {
 			return fmt.Errorf("--draft: %w", err)
 		}
 		defer dm.Close()
+		if err := cli.CheckCells("--draft", dm.Info(), p+g+64); err != nil {
+			return err
+		}
 		dc, err := dm.NewContext(llamacpp.ContextParams{ContextSize: p + g + 64, Sequences: 1, Threads: b.o.threads})
 		if err != nil {
 			return fmt.Errorf("--draft: %w", err)

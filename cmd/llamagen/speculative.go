@@ -81,8 +81,12 @@ func (s *session) draftBackend(ctx context.Context, slots, cells int) (draft *ll
 	if err != nil {
 		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
 	}
-	dctx, err := dm.NewContext(llamacpp.ContextParams{ContextSize: slots * roundUp(cells, 256),
-		Sequences: slots, Threads: s.o.threads})
+	size := slots * roundUp(cells, 256)
+	if err := cli.CheckCells("--assistant-model, "+s.sizeOptions(slots), dm.Info(), size); err != nil {
+		dm.Close()
+		return nil, nil, err
+	}
+	dctx, err := dm.NewContext(llamacpp.ContextParams{ContextSize: size, Sequences: slots, Threads: s.o.threads})
 	if err != nil {
 		dm.Close()
 		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
