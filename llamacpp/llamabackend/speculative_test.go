@@ -3,6 +3,7 @@ package llamabackend_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -21,7 +22,7 @@ import (
 // replaced): a draft model that agrees with it about 60% of the time.
 func noisyMarkov(t *testing.T) *llamacpp.Model {
 	t.Helper()
-	d, err := markovOracle(t).Noisy("markov-noisy", 0.4, 5)
+	d, err := markovOracle(t).Noisy("markov-noisy", 0.4, 5) // as in TestLlamaSpeculativeSamplingFrequencies
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "noisy.gguf")
 	require.NoError(t, d.Write(path))
@@ -220,4 +221,87 @@ func TestLlamaEvalAll(t *testing.T) {
 	require.NoError(t, b.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: []int32{2}}}))
 	assert.Nil(t, b.LogitsAt(0, 0), "Eval ends EvalAll's rows")
 
+}
+
+// Speculative sampling on llama.cpp follows the Markov model's exact
+// distribution: the pair of tokens after a prompt (the first drafted by the
+// noisy copy and accepted or resampled, the second the target's bonus
+// token or its next step) over 4000 seeds, compared with the oracle's exact
+// joint distribution by Pearson's chi-square (cells of expected count below
+// 5 pooled) at a false-alarm rate of 1e-4.
+func TestLlamaSpeculativeSamplingFrequencies(t *testing.T) {
+	m := llamaModel(t, "markov")
+	oracle := markovOracle(t)
+	target, draft := specBackend(t, m, 16), specBackend(t, noisyMarkov(t), 16)
+	d, err := speculative.New(target, speculative.Options{Draft: draft})
+	require.NoError(t, err)
+	// A prompt token after which the draft's first candidate is accepted
+	// with a probability (the overlap sum min(p, q)) between 0.3 and 0.8,
+	// so that both the acceptance and the residual draw are exercised.
+	noisy, err := oracle.Noisy("markov-noisy", 0.4, 5)
+	require.NoError(t, err)
+	prev := int32(-1)
+	for tok := int32(300); tok < int32(len(oracle.StateOf)) && prev < 0; tok++ {
+		p, q := softmax64(oracle.Logits(tok)), softmax64(noisy.Logits(tok))
+		overlap := 0.0
+		for i := range p {
+			overlap += math.Min(p[i], q[i])
+		}
+		if overlap > 0.3 && overlap < 0.8 {
+			prev = tok
+		}
+	}
+	require.GreaterOrEqual(t, prev, int32(0), "no prompt token with a partial overlap")
+	cfg := sampleConfig(2)
+	cfg.NumAssistantTokens = 1
+	cfg.AssistantConfidenceThreshold = 0
+	const n = 4000
+	reqs := make([]speculative.Request, n)
+	for i := range reqs {
+		reqs[i] = speculative.Request{Prompt: []int32{prev}, Config: cfg, Seed: uint64(i)}
+	}
+	res, err := d.Generate(context.Background(), reqs)
+	require.NoError(t, err)
+	counts := map[[2]int32]int{}
+	var st speculative.Stats
+	for _, r := range res {
+		require.Len(t, r.Tokens, 2)
+		counts[[2]int32{r.Tokens[0], r.Tokens[1]}]++
+		st = st.Add(r.Stats)
+	}
+	first := softmax64(oracle.Logits(prev))
+	chi, pooledObs, pooledExp, df := 0.0, 0.0, 0.0, -1
+	for a, pa := range first {
+		if pa*n < 1e-3 {
+			pooledExp += pa * n // the whole row: negligible
+			for pair, c := range counts {
+				if pair[0] == int32(a) {
+					pooledObs += float64(c)
+				}
+			}
+			continue
+		}
+		for b, pb := range softmax64(oracle.Logits(int32(a))) {
+			e := pa * pb * n
+			o := float64(counts[[2]int32{int32(a), int32(b)}])
+			if e >= 5 {
+				chi += (o - e) * (o - e) / e
+				df++
+			} else {
+				pooledObs += o
+				pooledExp += e
+			}
+		}
+	}
+	chi += (pooledObs - pooledExp) * (pooledObs - pooledExp) / pooledExp
+	df++
+	// Wilson and Hilferty's quantile at z = 3.719 (upper 1e-4).
+	k := float64(df)
+	h := 2 / (9 * k)
+	critical := k * math.Pow(1-h+3.719*math.Sqrt(h), 3)
+	t.Logf("chi-square %.2f with %d degrees of freedom (critical %.2f); acceptance %.2f",
+		chi, df, critical, st.AcceptanceRate())
+	assert.Less(t, chi, critical)
+	assert.Greater(t, st.AcceptanceRate(), 0.2)
+	assert.Less(t, st.AcceptanceRate(), 0.9)
 }
