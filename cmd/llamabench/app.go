@@ -197,6 +197,9 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 		tab.result(r)
 		mr.Results = append(mr.Results, r)
 	}
+	if o.speculativeOnly() {
+		return mr, b.speculative(ctx)
+	}
 	for _, step := range []func(context.Context) error{b.promptProcessing, b.generation, b.batched, b.beams} {
 		if err := step(ctx); err != nil {
 			return nil, err

@@ -85,6 +85,9 @@ type result struct {
 	LlamaCpp *stat `json:"llama_cpp_tokens_per_s,omitempty"`
 	// Ratio is TokensPerS.Median / LlamaCpp.Median.
 	Ratio *float64 `json:"ratio_to_llama_cpp,omitempty"`
+	// Speculation describes a speculative decoding row (--draft,
+	// --prompt-lookup).
+	Speculation *speculation `json:"speculation,omitempty"`
 }
 
 // llamaBenchTest is llama-bench's name of the test that r measures too, or

@@ -36,6 +36,11 @@ type options struct {
 	replay     string
 	llamaBench string
 
+	draft          string
+	draftTokens    int
+	draftThreshold float64
+	promptLookup   int
+
 	jsonPath  string
 	chartPath string
 	quiet     bool
@@ -85,6 +90,7 @@ var usageGroups = []cli.Group{
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
 	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
 	{Title: "Comparison", Flags: []string{"llama-bench"}},
+	{Title: "Speculative decoding", Flags: []string{"draft", "draft-tokens", "draft-threshold", "prompt-lookup"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
 
@@ -130,6 +136,12 @@ With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
 model (the same prompt lengths, --tg, threads and repetitions) and adds its
 tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows. Build it
 from the llama.cpp commit that llamabench --version names for a fair ratio.
+
+With --draft FILE or --prompt-lookup N it measures speculative decoding only
+(package speculative): --tg tokens from a --prompt token prompt, greedy and with
+the sampling chain, plainly and speculatively, interleaved on the same prompts,
+with the speed-up, the acceptance rate (accepted / drafted candidates) and the
+mean number of accepted candidates per evaluation of the model.
 `
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -158,6 +170,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
+	fs.StringVar(&o.draft, "draft", "", "measure only speculative decoding beside plain decoding, with the draft model `FILE`")
+	fs.IntVar(&o.draftTokens, "draft-tokens", 5, "candidates `N` the draft model proposes per step (num_assistant_tokens)")
+	fs.Float64Var(&o.draftThreshold, "draft-threshold", 0.4, "the draft stops after a token it gives a probability below `P` (assistant_confidence_threshold)")
+	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "measure only speculative decoding beside plain decoding, with prompt lookup of `N` tokens")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
@@ -226,6 +242,12 @@ func (o *options) check() error {
 		return cli.Usagef("--pp: give at least one prompt length")
 	case o.gpuLayers < -1:
 		return cli.Usagef("--gpu-layers %d: must be -1 (all) or from 0 up", o.gpuLayers)
+	case o.draftTokens < 1 || o.draftTokens > maxLen:
+		return cli.Usagef("--draft-tokens %d: must be from 1 to %d", o.draftTokens, maxLen)
+	case o.draftThreshold < 0 || o.draftThreshold > 1 || o.draftThreshold != o.draftThreshold:
+		return cli.Usagef("--draft-threshold %g: must be in [0, 1]", o.draftThreshold)
+	case o.promptLookup < 0 || o.promptLookup > maxLen:
+		return cli.Usagef("--prompt-lookup %d: must be 0 (off) or up to %d", o.promptLookup, maxLen)
 	}
 	for _, n := range o.promptLengths {
 		if n > maxLen {

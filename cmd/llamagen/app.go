@@ -159,6 +159,9 @@ func (a *app) run(o *options) error {
 	}
 	ctx, stopWatching := a.untilInterrupt()
 	defer stopWatching()
+	if o.assistantModel != "" || cfg.PromptLookup() {
+		return s.speculative(ctx, prompts)
+	}
 	if cfg.NumBeams > 1 {
 		return s.beamSearch(ctx, prompts)
 	}

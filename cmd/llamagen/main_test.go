@@ -354,25 +354,26 @@ func TestChatReadsTurnsFromStdin(t *testing.T) {
 	assert.Len(t, strings.Split(strings.TrimSpace(res.Stderr), "\n"), 2, "one summary per turn")
 }
 
-func TestDemoShowsFourMethods(t *testing.T) {
+func TestDemoShowsFiveMethods(t *testing.T) {
 	res := run(t, "", "-m", demoModel, "--demo")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	_, want := greedy(t, "The model", 4)
-	for _, s := range []string{"greedy", "sampling", "Mirostat v2", "beam search", "| The model" + want} {
+	for _, s := range []string{"greedy", "sampling", "Mirostat v2", "beam search", "speculative greedy", "| The model" + want} {
 		assert.Contains(t, res.Stdout, s)
 	}
 	js := run(t, "", "-m", demoModel, "--demo", "--json", "--max-new-tokens", "9")
 	require.Equal(t, 0, js.Code, js.Stderr)
 	results := ofType(jsonLines(t, js.Stdout), "result")
-	require.Len(t, results, 4)
+	require.Len(t, results, 5)
 	var methods []string
 	for _, r := range results {
 		methods = append(methods, r["method"].(string))
 		assert.LessOrEqual(t, len(r["tokens"].([]any)), 9)
 	}
-	assert.Equal(t, []string{"greedy", "sampling", "Mirostat v2", "beam search"}, methods)
+	assert.Equal(t, []string{"greedy", "sampling", "Mirostat v2", "beam search", "speculative greedy"}, methods)
 	greedyTokens, _ := greedy(t, "The model", 9)
 	assert.Equal(t, greedyTokens, ints(results[0]["tokens"]))
+	assert.Equal(t, greedyTokens, ints(results[4]["tokens"]))
 }
 
 func TestErrorsAreOneLine(t *testing.T) {

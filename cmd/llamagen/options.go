@@ -35,6 +35,8 @@ type options struct {
 	demo        bool
 	echo        bool
 
+	assistantModel string // --assistant-model: speculative decoding's draft model
+
 	genConfig string
 	// overrides holds the generation-config fields set on the command line,
 	// as JSON values by field name, applied with genconfig.Config.Update.
@@ -80,6 +82,7 @@ const (
 	kindEarly             // true, false or never
 	kindStrings           // repeatable: each use adds a string
 	kindPair              // "a,b" as a two-number array
+	kindString            // a string
 )
 
 // configOption is a command-line option for one field of transformers'
@@ -157,6 +160,11 @@ var configOptions = []configOption{
 	{"eos-token-id", "eos_token_id", kindIDs, "the model's end-of-generation tokens", "token `IDS` that end a sequence"},
 	{"pad-token-id", "pad_token_id", kindInt, "none", "padding token `ID`"},
 	{"bos-token-id", "bos_token_id", kindInt, "none", "beginning-of-sequence token `ID`"},
+	{"prompt-lookup", "prompt_lookup_num_tokens", kindInt, "none", "speculative decoding: propose `N` tokens per step copied from the text so far (prompt lookup)"},
+	{"max-matching-ngram-size", "max_matching_ngram_size", kindInt, "2", "prompt lookup: match the last `N` tokens at most"},
+	{"num-assistant-tokens", "num_assistant_tokens", kindInt, "20", "--assistant-model: the draft model proposes `N` tokens per step"},
+	{"num-assistant-tokens-schedule", "num_assistant_tokens_schedule", kindString, "constant", "--assistant-model: `SCHEDULE` constant, heuristic or heuristic_transient"},
+	{"assistant-confidence-threshold", "assistant_confidence_threshold", kindFloat, "0.4", "--assistant-model: stop drafting after a token of draft probability below `P`"},
 }
 
 // configValue is the flag.Value of one generation-config option: Set
@@ -245,6 +253,8 @@ func (c *configOption) toJSON(arg string, prev json.RawMessage) (json.RawMessage
 			ids = append(ids, int32(n))
 		}
 		return json.Marshal(ids)
+	case kindString:
+		return json.Marshal(s)
 	case kindPair:
 		parts := strings.Split(s, ",")
 		if len(parts) != 2 {
@@ -292,6 +302,7 @@ var usageGroups = func() []cli.Group {
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
 		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
+		{Title: "Speculative decoding (with --prompt-lookup, --num-assistant-tokens and the other fields above)", Flags: []string{"assistant-model"}},
 		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
 		{Title: "Output", Flags: []string{"logprobs", "trim-leading-space", "json", "quiet", "version", "h,help"}},
 	}
@@ -343,7 +354,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
-	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat and beam search on the same prompt (default prompt \"The model\", 40 new tokens)")
+	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
+	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat, beam search and speculative decoding on the same prompt (default prompt \"The model\", 40 new tokens)")
 	fs.BoolVar(&o.echo, "echo", false, "print the prompt before its continuation")
 	fs.StringVar(&o.genConfig, "generation-config", "", "read decoding settings from a transformers generation_config.json `FILE`")
 	for i := range configOptions {
