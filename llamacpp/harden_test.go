@@ -50,7 +50,7 @@ func TestNewBatchBounds(t *testing.T) {
 	}
 	_, err = llamacpp.NewBatch(llamacpp.MaxBatch, 64)
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
-	assert.ErrorContains(t, err, "a batch of capacity 1048576 with 64 sequences per token needs 307 MB")
+	assert.ErrorContains(t, err, "NewBatch capacity 1048576 with 64 sequences per token needs 307 MB")
 	b, err := llamacpp.NewBatch(512, 1)
 	require.NoError(t, err, "small batches still fit")
 	require.NoError(t, b.Close())
@@ -139,6 +139,11 @@ func TestContextMemoryBounds(t *testing.T) {
 	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, Threads: 1})
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
 	assert.Regexp(t, `^llamacpp: not enough memory: ContextSize 16777216 needs 25.8 GB of KV cache \(f16 keys, f16 values, 3 layers\); [\d.]+ [kMG]B available$`, err.Error())
+	var me *llamacpp.MemoryError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "ContextSize 16777216", me.Param)
+	assert.Equal(t, "25.8 GB of KV cache (f16 keys, f16 values, 3 layers)", me.Needs())
+	assert.Less(t, me.Available, me.Need)
 	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, TypeK: llamacpp.KVQ4_0, TypeV: llamacpp.KVQ4_0, FlashAttention: llamacpp.FlashAttentionOn, Threads: 1})
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
 	assert.ErrorContains(t, err, "ContextSize 16777216 needs 7.25 GB of KV cache (q4_0 keys, q4_0 values")

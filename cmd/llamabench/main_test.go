@@ -473,7 +473,7 @@ func TestSizesBoundedByMemory(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--bandwidth-mb", "100000"}, "--bandwidth-mb 100000: the copy needs two buffers of 100000 MB, more than half of the "},
-		{[]string{"--bandwidth-mb", "0", "--pp", "16000000"}, "--pp 16000000: the KV cache of 16000256 cells needs "},
+		{[]string{"--bandwidth-mb", "0", "--pp", "16000000"}, "--pp 16000000: the context needs "},
 	} {
 		res := clitest.RunWithMemoryLimit(t, bin, 3<<20, append([]string{"--threads", "1", "-m", tinyModel, "-r", "1"}, c.args...)...)
 		assert.Equal(t, 2, res.Code, res.Stderr)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
 // defaultModel is the generated benchmark model llamabench runs when no
@@ -267,7 +268,8 @@ func (o *options) check() error {
 	if err := cli.CheckThreads(o.threads); err != nil {
 		return err
 	}
-	return checkBandwidthMB(o.bandwidthMB, cli.AvailableMemory())
+	avail, _ := llamacpp.AvailableMemory()
+	return checkBandwidthMB(o.bandwidthMB, avail)
 }
 
 // checkBandwidthMB bounds --bandwidth-mb: the copy allocates two buffers of
@@ -280,7 +282,7 @@ func checkBandwidthMB(mb int, limit uint64) error {
 		return cli.Usagef("--bandwidth-mb %d: must be from 0 (no measurement) to %d", mb, most)
 	case limit > 0 && 2*uint64(mb)<<20 > limit/2:
 		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available now; use at most %d",
-			mb, mb, cli.GiB(limit), limit/4>>20)
+			mb, mb, llamacpp.FormatBytes(limit), limit/4>>20)
 	}
 	return nil
 }

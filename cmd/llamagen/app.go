@@ -219,14 +219,11 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	if !unified {
 		size = slots * roundUp(cells, 256)
 	}
-	if err := cli.CheckCells(s.sizeOptions(slots), s.model.Info(), s.o.gpuLayers, size); err != nil {
-		return nil, err
-	}
-	ctx, err := s.model.NewContext(llamacpp.ContextParams{
+	ctx, err := cli.NewContext(s.model, s.sizeOptions(slots), llamacpp.ContextParams{
 		ContextSize: size, Sequences: slots, UnifiedKV: unified, Threads: s.o.threads,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.sizeOptions(slots), err)
+		return nil, err
 	}
 	b, err := llamabackend.New(ctx)
 	if err != nil {

@@ -154,8 +154,8 @@ func TestKVCacheBoundedByMemory(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--ctx", "10000000"}, "--ctx 10000000: the KV cache of 10000128 cells needs 14.3 GiB, more than the "},
-		{[]string{"--max-new-tokens", "10000000"}, "--max-new-tokens 10000000 (the cache holds the prompt and the new tokens; --ctx sets its size): the KV cache of"},
+		{[]string{"--ctx", "10000000"}, "--ctx 10000000: the context needs 15.4 GB of KV cache (f16 keys, f16 values, 1 layer), more than the "},
+		{[]string{"--max-new-tokens", "10000000"}, "--max-new-tokens 10000000 (the cache holds the prompt and the new tokens; --ctx sets its size): the context needs"},
 		{[]string{"--max-new-tokens", "4000000", "--num-beams", "4"}, "--max-new-tokens 4000000 (the cache holds the prompt and the new tokens; --ctx sets its size), for 4 sequences"},
 	} {
 		res := clitest.RunWithMemoryLimit(t, bin, 3<<20, append([]string{"--threads", "1", "-m", demoModel, "-p", "x"}, c.args...)...)
