@@ -489,17 +489,18 @@ func (c *Cache) publish() {
 }
 
 // Lookup returns the underlying slot of the entry that shares the longest
-// prefix with tokens, and the length of that prefix (0 and slot -1 when no
-// entry shares any). The slot is valid until the next call of a method other
-// than Lookup and Stats. A program saves an entry's state through it.
-func (c *Cache) Lookup(tokens []int32) (slot, shared int) {
+// prefix with tokens, the length of that prefix and the number of tokens
+// the entry holds (slot -1 and zeros when no entry shares any). The slot is
+// valid until the next call of a method other than Lookup and Stats. A
+// program saves an entry's state through it.
+func (c *Cache) Lookup(tokens []int32) (slot, shared, held int) {
 	slot = -1
 	for _, e := range c.entries {
 		if n := sharedPrefix(e.tokens, tokens, len(tokens)); n > shared {
-			slot, shared = e.slot, n
+			slot, shared, held = e.slot, n, len(e.tokens)
 		}
 	}
-	return slot, shared
+	return slot, shared, held
 }
 
 // Adopt makes a cache entry of tokens whose state fill writes into the

@@ -153,7 +153,7 @@ func TestEviction(t *testing.T) {
 		require.NoError(t, pc.Clear(0))
 	}
 	held := func(p []int32) bool {
-		slot, n := pc.Lookup(p)
+		slot, n, _ := pc.Lookup(p)
 		if n == len(p) {
 			assert.Equal(t, p, under.History(slot)[:n], "the entry's slot holds its tokens")
 		}
@@ -188,7 +188,7 @@ func TestEviction(t *testing.T) {
 
 	// A history longer than the budget is not kept.
 	run(toks(2, 13))
-	_, n := pc.Lookup(toks(2, 13))
+	_, n, _ := pc.Lookup(toks(2, 13))
 	assert.Equal(t, 0, n)
 	assert.LessOrEqual(t, pc.Stats().Cells, int64(12))
 }
@@ -272,9 +272,10 @@ func TestAdopt(t *testing.T) {
 	require.NoError(t, pc.Adopt(p, func(slot int) error {
 		return under.Eval(ctx, []backend.Feed{{Slot: slot, Tokens: p}})
 	}))
-	slot, n := pc.Lookup(append(slices.Clone(p), 1))
+	slot, n, held := pc.Lookup(append(slices.Clone(p), 1))
 	assert.Equal(t, 1, slot)
 	assert.Equal(t, len(p), n)
+	assert.Equal(t, len(p), held)
 	under.ResetStats()
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: append(slices.Clone(p), 1, 2)}}))
 	assert.Equal(t, 2, under.Stats().Tokens)
