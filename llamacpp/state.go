@@ -60,6 +60,18 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 		return fmt.Errorf("%w: it was saved from a KV cache of %d streams, this context has %d (the same Sequences and UnifiedKV are needed)",
 			ErrState, n, ctx.kvStreams())
 	}
+	// llama.cpp sizes its buffers by the cell count that the state gives
+	// before it reads the cells: a count beyond the cache is refused here,
+	// rather than left to an allocation of that size. A sequence's cells
+	// are in one stream, after the empty streams' zero counts.
+	for off := 4; off+4 <= len(state); off += 4 {
+		if n := binary.LittleEndian.Uint32(state[off:]); n != 0 {
+			if n > uint32(ctx.nCtxSeq) {
+				return fmt.Errorf("%w: %d cells for a sequence of %d", ErrState, n, ctx.nCtxSeq)
+			}
+			break
+		}
+	}
 	takeLastError()
 	if got := ctx.c.StateSeqSetData(state, seq); got != len(state) {
 		detail := takeLastError()
