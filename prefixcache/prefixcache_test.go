@@ -338,3 +338,34 @@ func TestReplay1000(t *testing.T) {
 		st.Lookups, convCount, len(systems), 100*st.HitRate(), st.PromptTokens, st.TokensSaved,
 		100*float64(st.TokensSaved)/float64(st.PromptTokens), under.Stats().Tokens, plain.Stats().Tokens, st.Evictions)
 }
+
+// A warm cache allocates nothing: a request that copies a cached prefix,
+// its steps, and the clear that finds its history already cached
+// (AllocsPerRun runs the turn 51 times).
+func TestNoAllocs(t *testing.T) {
+	row := make([]float32, vocab)
+	under := backend.NewMemoryBackend(vocab, 3, func([]int32) ([]float32, error) { return row, nil })
+	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 2, MaxCells: 64})
+	require.NoError(t, err)
+	ctx := context.Background()
+	prompt := toks(1, 20)
+	feed := []backend.Feed{{Slot: 0, Tokens: prompt}}
+	step := []backend.Feed{{Slot: 0, Tokens: []int32{5}}}
+	turn := func() {
+		if err := pc.Eval(ctx, feed); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			if err := pc.Eval(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pc.Clear(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn()
+	turn()
+	assert.Zero(t, testing.AllocsPerRun(50, turn))
+	assert.EqualValues(t, 52, pc.Stats().Hits, "every turn but the first reused the prompt")
+}
