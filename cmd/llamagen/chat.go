@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
 // chatCells is the default cache size of a conversation, when the model
@@ -88,7 +89,7 @@ func (s *session) chat() error {
 			continue
 		}
 		msgs = append(msgs, backend.Message{Role: "user", Content: line})
-		reply, seq, err := s.chatTurn(gen, msgs, turn)
+		reply, seq, err := s.chatTurn(gen, pc, msgs, turn)
 		if err != nil {
 			return err
 		}
@@ -105,7 +106,7 @@ func (s *session) chat() error {
 // chatTurn generates the answer to the conversation msgs and returns its
 // text, without the stop string that ended it, and the tokens its backend
 // slot held at the end (the prompt and every reply token but the last).
-func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, turn int) (string, []int32, error) {
+func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msgs []backend.Message, turn int) (string, []int32, error) {
 	req := generation.Request{Messages: msgs}
 	toks, err := s.tokenize(&req)
 	if err != nil {
@@ -120,8 +121,10 @@ func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, tu
 	r := &row{index: turn, promptIndex: turn, sequences: 1, prompt: prompt{Messages: msgs[len(msgs)-1:]}, promptTokens: len(toks)}
 	ctx, stopWatching := s.untilInterrupt()
 	p := s.newPrinter(false)
+	saved := pc.Stats().TokensSaved
 	st, err := s.stream(ctx, gen, []generation.Request{req}, []*row{r}, 1, p)
 	stopWatching()
+	st.cachedTokens = int(pc.Stats().TokensSaved - saved)
 	interrupted := ctx.Err() != nil
 	p.close()
 	note := ""
