@@ -32,7 +32,8 @@ func cachedGenerator(t testing.TB, m *llamacpp.Model, p llamacpp.ContextParams, 
 // A chat over the prefix cache gives on llama.cpp (f32 KV cache) the tokens
 // of the same chat without it, greedy and sampled, with and without a
 // unified cache, while every turn after the first evaluates only its new
-// tokens.
+// tokens; a conversation that starts over copies the system prompt from a
+// cached or running one.
 func TestLlamaPrefixCacheUnchanged(t *testing.T) {
 	m := llamaModel(t, "tiny")
 	for _, unified := range []bool{false, true} {
@@ -43,9 +44,15 @@ func TestLlamaPrefixCacheUnchanged(t *testing.T) {
 				system, err := m.Vocab().Tokenize("The model said: llama loop is a Go text", true, false)
 				require.NoError(t, err)
 				convs := [][]int32{slices.Clone(system), slices.Clone(system)}
-				held := 0
-				for turn := range 3 {
+				held, held0 := 0, 0
+				for turn := range 4 {
 					reqs := make([]generation.Request, 2)
+					if turn == 3 {
+						// Conversation 1 starts over: it copies the system prompt
+						// from a cached or running sequence (a partial copy: a
+						// whole stream without a unified cache, then a truncation).
+						convs[1] = slices.Clone(system)
+					}
 					for i := range convs {
 						user, err := m.Vocab().Tokenize(" and we want "+strconv.Itoa(turn*10+i), false, false)
 						require.NoError(t, err)
@@ -66,7 +73,19 @@ func TestLlamaPrefixCacheUnchanged(t *testing.T) {
 						require.Equal(t, want[i].Tokens, got[i].Tokens, "turn %d, conversation %d", turn, i)
 						convs[i] = append(convs[i], got[i].Tokens...)
 					}
-					if turn > 0 {
+					if turn == 3 {
+						// Conversation 0 takes its entry; conversation 1 copies
+						// what it shares with it (its own old entry shares as
+						// much: the user turns differ in their last token).
+						shared := 0
+						for shared < len(reqs[1].Prompt)-1 && reqs[1].Prompt[shared] == reqs[0].Prompt[shared] && shared < held0 {
+							shared++
+						}
+						require.GreaterOrEqual(t, shared, len(system))
+						assert.Equal(t, before.Hits+2, after.Hits)
+						assert.EqualValues(t, held0+shared, after.TokensSaved-before.TokensSaved)
+					}
+					if turn > 0 && turn < 3 {
 						// Each conversation's previous prompt and reply, all but
 						// the reply's last token (never fed), were not evaluated
 						// again.
@@ -77,6 +96,7 @@ func TestLlamaPrefixCacheUnchanged(t *testing.T) {
 					for i := range reqs {
 						held += len(reqs[i].Prompt) + len(got[i].Tokens) - 1
 					}
+					held0 = len(reqs[0].Prompt) + len(got[0].Tokens) - 1
 				}
 			})
 		}
