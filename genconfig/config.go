@@ -134,7 +134,7 @@ func Load(path string) (*Config, error) {
 func (c *Config) Update(overrides []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(overrides, &fields); err != nil {
-		return fmt.Errorf("genconfig: generation config: %w", err)
+		return fmt.Errorf("genconfig: generation config: %w", jsonError(overrides, err))
 	}
 	if fields == nil {
 		return fmt.Errorf("genconfig: generation config: want a JSON object, got %.40s", overrides)

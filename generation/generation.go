@@ -130,6 +130,15 @@ type Request struct {
 	// RenderSpecial gives special tokens (EOS, EOT, ...) their text in the
 	// request's text; by default they have none.
 	RenderSpecial bool
+	// TrimLeadingSpace drops one space from the start of the generated
+	// text, as transformers' tokenizer.decode(new_tokens) does for
+	// SentencePiece vocabularies (Llama, Mistral, Gemma: the decoder ends in
+	// Strip(left=1)). By default the text is llama.cpp's pieces as they are,
+	// so a first token "▁The" streams as " The": the space that separates
+	// it from the prompt, which the prompt plus the text then reproduces
+	// exactly. Byte-level BPE vocabularies (GPT-2, Llama 3) keep the space
+	// in transformers too, so this option is for SentencePiece models.
+	TrimLeadingSpace bool
 
 	// Logprobs asks for the log-probability of each token: the log-softmax
 	// of the final scores it was chosen from (transformers'

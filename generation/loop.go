@@ -186,6 +186,8 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 		if r.text, err = g.tok.AppendPiece(r.text, t, req.RenderSpecial); err != nil {
 			r.text = r.text[:start]
 			ev.Finish, ev.Err = FinishError, fmt.Errorf("generation: piece of token %d: %w", t, err)
+		} else if start == 0 && req.TrimLeadingSpace {
+			r.text = trimLeadingSpace(r.text)
 		}
 	}
 	switch {

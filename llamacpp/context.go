@@ -107,6 +107,7 @@ type Context struct {
 	armedGen  uint64
 
 	cleanup runtime.Cleanup
+	native  int64 // bytes accounted in NativeMemory
 
 	// outputs of the last successful Decode: batch index -> logits row
 	lastOutputs []int8
@@ -115,10 +116,11 @@ type Context struct {
 
 // ctxResources is what a forgotten Context's cleanup frees.
 type ctxResources struct {
-	c     cgo.Context
-	pools *threadpools
-	abort *int32
-	model *Model
+	c      cgo.Context
+	pools  *threadpools
+	abort  *int32
+	model  *Model
+	native int64
 }
 
 // threadpools are the ggml thread pools a context owns. Without them ggml
@@ -270,6 +272,10 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if reason := m.cannotGenerate(); reason != "" {
 		return nil, invalid("model %s: %s", m.path, reason)
 	}
+	native, err := m.kv.check(p, cp)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.attach(); err != nil {
 		return nil, err
 	}
@@ -283,12 +289,13 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		}
 		return nil, fmt.Errorf("llamacpp: cannot create context: %s", detail)
 	}
+	nativeAlloc(native)
 	warnOversubscribed(int(cp.NThreads), int(cp.NThreadsBatch))
 	pools := &threadpools{}
 	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
 	c.AttachThreadpool(pools.single, pools.batch)
 	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV,
-		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax()}
+		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax(), native: native}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
@@ -300,8 +307,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		r.c.Free()
 		r.pools.free()
 		cgo.CFree(unsafe.Pointer(r.abort))
+		nativeFree(r.native)
 		r.model.detach()
-	}, ctxResources{c: c, pools: pools, abort: ctx.abort, model: m})
+	}, ctxResources{c: c, pools: pools, abort: ctx.abort, model: m, native: native})
 	return ctx, nil
 }
 
@@ -324,6 +332,7 @@ func (ctx *Context) Close() error {
 	ctx.abort = nil
 	ctx.abortMu.Unlock()
 	ctx.cleanup.Stop()
+	nativeFree(ctx.native)
 	ctx.model.detach()
 	return nil
 }

@@ -63,7 +63,7 @@ func (l *intList) Set(v string) error {
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return fmt.Errorf("not a list of positive integers")
+			return fmt.Errorf("not a comma-separated list of positive integers")
 		}
 		out = append(out, n)
 	}
@@ -173,7 +173,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(err)
+		return nil, cli.FlagError(fs, err)
 	}
 	if o.help {
 		cli.PrintUsage(out, fs, usageHead, usageGroups)
@@ -185,19 +185,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	if len(o.models) == 0 {
 		o.models = []string{filepath.Join(o.modelsDir, defaultModel)}
 	}
-	switch {
-	case o.reps < 1:
-		return nil, cli.Usagef("-r %d: must be at least 1", o.reps)
-	case o.promptTokens < 1:
-		return nil, cli.Usagef("--prompt %d: must be at least 1", o.promptTokens)
-	case o.newTokens < 1:
-		return nil, cli.Usagef("--tg %d: must be at least 1", o.newTokens)
-	case o.samplerIters < 1:
-		return nil, cli.Usagef("--sampler-iters %d: must be at least 1", o.samplerIters)
-	case o.threads < 1:
-		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
-	case o.bandwidthMB < 0:
-		return nil, cli.Usagef("--bandwidth-mb %d: must be 0 or more", o.bandwidthMB)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if o.chartPath != "" {
 		switch strings.ToLower(filepath.Ext(o.chartPath)) {
@@ -207,4 +196,69 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// Bounds of the options that size an allocation or a run, checked before
+// anything is measured.
+const (
+	maxReps      = 10000
+	maxIters     = 1 << 24
+	maxSequences = 256 // llama.cpp's LLAMA_MAX_SEQ
+)
+
+// check bounds every numeric option, naming it: sizes are checked here so
+// that no buffer or context is allocated for a value that cannot work.
+func (o *options) check() error {
+	// The generation context holds the prompt, the new tokens and 256 spare cells.
+	maxLen := cli.MaxCells - 256
+	switch {
+	case o.reps < 1 || o.reps > maxReps:
+		return cli.Usagef("-r %d: must be from 1 to %d", o.reps, maxReps)
+	case o.promptTokens < 1 || o.promptTokens > maxLen:
+		return cli.Usagef("--prompt %d: must be from 1 to %d tokens", o.promptTokens, maxLen)
+	case o.newTokens < 1 || o.newTokens > maxLen:
+		return cli.Usagef("--tg %d: must be from 1 to %d tokens", o.newTokens, maxLen)
+	case o.promptTokens+o.newTokens > maxLen:
+		return cli.Usagef("--prompt %d and --tg %d: together at most %d tokens", o.promptTokens, o.newTokens, maxLen)
+	case o.samplerIters < 1 || o.samplerIters > maxIters:
+		return cli.Usagef("--sampler-iters %d: must be from 1 to %d", o.samplerIters, maxIters)
+	case len(o.promptLengths) == 0:
+		return cli.Usagef("--pp: give at least one prompt length")
+	case o.gpuLayers < -1:
+		return cli.Usagef("--gpu-layers %d: must be -1 (all) or from 0 up", o.gpuLayers)
+	}
+	for _, n := range o.promptLengths {
+		if n > maxLen {
+			return cli.Usagef("--pp %d: a prompt length must be from 1 to %d tokens", n, maxLen)
+		}
+	}
+	for _, n := range o.batchRows {
+		if n > maxSequences {
+			return cli.Usagef("--batch %d: llama.cpp decodes at most %d rows together", n, maxSequences)
+		}
+	}
+	for _, n := range o.beams {
+		if n < 2 || n > maxSequences {
+			return cli.Usagef("--beams %d: beam search takes from 2 to %d beams", n, maxSequences)
+		}
+	}
+	if err := cli.CheckThreads(o.threads); err != nil {
+		return err
+	}
+	return checkBandwidthMB(o.bandwidthMB, cli.AvailableMemory())
+}
+
+// checkBandwidthMB bounds --bandwidth-mb: the copy allocates two buffers of
+// that size, which must fit in half the memory available (limit bytes, 0
+// when unknown) so that the measurement does not swap or die.
+func checkBandwidthMB(mb int, limit uint64) error {
+	const most = 1 << 20 // 1 TiB: beyond any machine, and no overflow of mb<<20
+	switch {
+	case mb < 0 || mb > most:
+		return cli.Usagef("--bandwidth-mb %d: must be from 0 (no measurement) to %d", mb, most)
+	case limit > 0 && 2*uint64(mb)<<20 > limit/2:
+		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available now; use at most %d",
+			mb, mb, cli.GiB(limit), limit/4>>20)
+	}
+	return nil
 }

@@ -114,7 +114,7 @@ func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msg
 	}
 	cfg := s.cfg
 	req = generation.Request{Prompt: toks, Config: cfg, Seed: s.seed + uint64(turn), StopStrings: cfg.StopStrings,
-		Logprobs: s.o.logprobs > 0, TopLogprobs: s.o.logprobs, Processors: s.procs}
+		Logprobs: s.o.logprobs > 0, TopLogprobs: s.o.logprobs, Processors: s.procs, TrimLeadingSpace: s.o.trimLeadingSpace}
 	if s.o.mirostat != 0 {
 		req.Mirostat = s.o.mirostatConfig()
 	}

@@ -120,7 +120,7 @@ func (s *session) demo() error {
 	}
 	m := methods[3]
 	m.elapsed = time.Since(start)
-	m.row = s.beamRows(res, []*row{{prompt: p, promptTokens: len(toks)}})[0]
+	m.row = s.beamRows(res, []*row{{prompt: p, promptTokens: len(toks)}}, "")[0]
 	m.row.index, m.row.method = 3, m.name
 
 	if s.o.json {

@@ -93,7 +93,8 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 				Prompt: toks, Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
-				Processors: s.procs,
+				Processors:       s.procs,
+				TrimLeadingSpace: s.o.trimLeadingSpace,
 			}
 			if s.o.mirostat != 0 {
 				req.Mirostat = s.o.mirostatConfig()
@@ -108,12 +109,8 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 // stream runs the generator and feeds the printer. slots is how many rows
 // run at once (their prompts count as prompt evaluation).
 func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []generation.Request, rows []*row, slots int, p printer) (stats, error) {
-	genCtx := ctx
-	if t := s.cfg.MaxTime; t != nil && *t > 0 {
-		var cancel context.CancelFunc
-		genCtx, cancel = context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
-		defer cancel()
-	}
+	genCtx, cancel := s.withMaxTime(ctx)
+	defer cancel()
 	st := stats{start: time.Now(), rows: len(rows)}
 	for i := range min(slots, len(rows)) {
 		st.promptTokens += rows[i].promptTokens
@@ -121,6 +118,11 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 	var streamErr error
 	for ev, err := range gen.Stream(genCtx, reqs) {
 		if err != nil {
+			streamErr = err
+			break
+		}
+		if err := s.outputErr(); err != nil {
+			// No one sees the rest: stop generating.
 			streamErr = err
 			break
 		}
@@ -168,6 +170,14 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 		}
 	}
 	return st, nil
+}
+
+// outputErr is the error of a failed write to stdout, or nil.
+func (s *session) outputErr() error {
+	if out, ok := s.stdout.(*cli.Output); ok {
+		return out.Err()
+	}
+	return nil
 }
 
 // summary writes the speed line to stderr (unless --quiet); note ends it.

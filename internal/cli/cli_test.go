@@ -49,13 +49,19 @@ func TestFlagError(t *testing.T) {
 	fs.SetOutput(&bytes.Buffer{})
 	fs.Int("top-k", 0, "")
 	fs.Int("r", 0, "")
+	fs.Float64("temp", 0, "")
+	fs.Bool("quiet", false, "")
 	for args, want := range map[string]string{
-		"--nope":      "unknown option --nope",
-		"-q":          "unknown option -q",
-		"--top-k=abc": `--top-k "abc": parse error`,
-		"-r":          "option -r needs a value",
+		"--nope":                       "unknown option --nope",
+		"-q":                           "unknown option -q",
+		"--top-k=abc":                  `--top-k "abc": not an integer`,
+		"--top-k=99999999999999999999": `--top-k "99999999999999999999": not an integer from -9223372036854775808 to 9223372036854775807`,
+		"--temp=x":                     `--temp "x": not a number`,
+		"--temp=1e999":                 `--temp "1e999": beyond the range of a number`,
+		"--quiet=maybe":                `--quiet "maybe": not true or false`,
+		"-r":                           "option -r needs a value",
 	} {
-		err := FlagError(fs.Parse(strings.Fields(args)))
+		err := FlagError(fs, fs.Parse(strings.Fields(args)))
 		assert.Equal(t, ExitUsage, ExitCode(err), args)
 		assert.Equal(t, want, err.Error(), args)
 	}

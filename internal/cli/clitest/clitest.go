@@ -79,3 +79,16 @@ func Run(t testing.TB, bin, stdin string, args ...string) Result {
 	}
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }
+
+// RunWithMemoryLimit runs bin as Run does, under an address-space limit of
+// kb KiB (ulimit -v), so that a test can give a command less memory than
+// its request needs on any machine. AddressSanitizer reserves terabytes of
+// address space, so -asan builds skip the test.
+func RunWithMemoryLimit(t testing.TB, bin string, kb int, args ...string) Result {
+	t.Helper()
+	if len(buildFlags) > 0 {
+		t.Skip("an address-space limit does not work with AddressSanitizer")
+	}
+	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kb)
+	return Run(t, "/bin/sh", "", append([]string{"-c", script, bin}, args...)...)
+}
