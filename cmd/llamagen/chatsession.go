@@ -80,16 +80,19 @@ func (s *session) openChatSession(pc *prefixcache.Cache, lb *llamabackend.Backen
 // save writes the conversation and the KV state of seq, the tokens the
 // cache holds for it, to the session file.
 func (cs *chatSession) save(saved savedChat, seq []int32) error {
+	if len(seq) == 0 {
+		return fmt.Errorf("--session %s: not saved: the turn produced no token", cs.path)
+	}
 	f, err := statefile.Capture(cs.pc, cs.lb, seq)
 	if err != nil {
-		return fmt.Errorf("--session: %w", err)
+		return fmt.Errorf("--session %s: not saved: %w", cs.path, err)
 	}
 	f.Fingerprint = cs.fp
 	if f.App, err = json.Marshal(saved); err != nil {
 		return err
 	}
 	if err := statefile.Write(cs.path, f); err != nil {
-		return fmt.Errorf("--session: %w", err)
+		return fmt.Errorf("--session %s: not saved: %w", cs.path, err)
 	}
 	return nil
 }
