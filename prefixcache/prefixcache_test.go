@@ -287,6 +287,12 @@ func TestAdopt(t *testing.T) {
 // plain backend's tokens). The hit rate and the tokens saved are logged
 // (README, "Prefix reuse").
 func TestReplay1000(t *testing.T) {
+	for _, slots := range []int{8, 32} {
+		t.Run(fmt.Sprintf("cache slots %d", slots), func(t *testing.T) { replay(t, slots) })
+	}
+}
+
+func replay(t *testing.T, slots int) {
 	const (
 		requests  = 1000
 		convCount = 120
@@ -302,8 +308,8 @@ func TestReplay1000(t *testing.T) {
 		convs[i] = slices.Clone(systems[rng.IntN(len(systems))])
 	}
 	plain := backend.NewMemoryBackend(vocab, parallel, hashModel())
-	under := backend.NewMemoryBackend(vocab, parallel+8, hashModel())
-	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 8, MaxCells: 8 * 1024})
+	under := backend.NewMemoryBackend(vocab, parallel+slots, hashModel())
+	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: slots, MaxCells: slots * 1024})
 	require.NoError(t, err)
 	genPlain := generation.NewGenerator(plain, nil)
 	genCached := generation.NewGenerator(pc, nil)
@@ -333,9 +339,9 @@ func TestReplay1000(t *testing.T) {
 	st := pc.Stats()
 	assert.EqualValues(t, requests, st.Lookups)
 	assert.Equal(t, plain.Stats().Tokens, under.Stats().Tokens+int(st.TokensSaved))
-	assert.LessOrEqual(t, st.Cells, int64(8*1024))
-	t.Logf("%d requests, %d conversations over %d system prompts: hit rate %.1f%%, prompt tokens %d, saved %d (%.1f%%), evaluated %d instead of %d tokens, %d evictions",
-		st.Lookups, convCount, len(systems), 100*st.HitRate(), st.PromptTokens, st.TokensSaved,
+	assert.LessOrEqual(t, st.Cells, int64(slots*1024))
+	t.Logf("%d requests, %d conversations over %d system prompts, %d cache slots: hit rate %.1f%%, prompt tokens %d, saved %d (%.1f%%), evaluated %d instead of %d tokens, %d evictions",
+		st.Lookups, convCount, len(systems), slots, 100*st.HitRate(), st.PromptTokens, st.TokensSaved,
 		100*float64(st.TokensSaved)/float64(st.PromptTokens), under.Stats().Tokens, plain.Stats().Tokens, st.Evictions)
 }
 
