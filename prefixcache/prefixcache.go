@@ -36,8 +36,10 @@
 // use), to keep their tokens within Options.MaxCells and when a cleared slot
 // needs a cache slot and none is free. An entry that is a prefix of a newer
 // one is dropped, because the newer one serves every lookup it would. A
-// history longer than MaxCells, or one left undefined by a failed Eval, is
-// not kept.
+// history longer than MaxCells is not kept, nor one left undefined by a
+// failed Eval, nor one that Copy wrote and no Eval extended since (without
+// a unified cache llama.cpp copies the cells at the next decode, so its
+// state could not be saved yet).
 //
 // With a llama.cpp context whose sequences share one unified KV cache,
 // cached cells take room that the live sequences may need: choose MaxCells
@@ -114,6 +116,10 @@ type Cache struct {
 	phys  []int     // phys[s] is the underlying slot of the caller's slot s
 	hist  [][]int32 // hist[s] is the history of the caller's slot s
 	dirty []bool    // hist[s] is unknown (a failed Eval): never kept
+	// copied[s]: slot s was last written by Copy. A llama.cpp sequence
+	// copied without a unified cache gets its cells at the next decode, so
+	// its state cannot be saved before: such a history is not kept.
+	copied []bool
 	// entries, in no order; free lists the underlying slots that are
 	// neither a caller's nor an entry's (all empty).
 	entries []*entry
@@ -143,7 +149,7 @@ func New(b backend.Backend, o Options) (*Cache, error) {
 		o.MinShared = 1
 	}
 	n := b.Slots() - o.CacheSlots
-	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), dirty: make([]bool, n)}
+	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), dirty: make([]bool, n), copied: make([]bool, n)}
 	for s := range n {
 		c.phys[s] = s
 	}
@@ -224,6 +230,7 @@ func (c *Cache) Eval(ctx context.Context, feeds []backend.Feed) error {
 	if err == nil {
 		for i, f := range feeds {
 			c.hist[f.Slot] = append(c.hist[f.Slot], c.feeds[i].Tokens...)
+			c.copied[f.Slot] = false
 		}
 	}
 	clear(c.feeds) // drop the references to the caller's tokens
@@ -339,6 +346,7 @@ func (c *Cache) Copy(dst, src int) error {
 	}
 	c.hist[dst] = append(c.hist[dst][:0], c.hist[src]...)
 	c.dirty[dst] = c.dirty[src]
+	c.copied[dst] = true
 	return nil
 }
 
@@ -364,13 +372,13 @@ func (c *Cache) Clear(slot int) error {
 		return err
 	}
 	h := c.hist[slot]
-	if len(h) == 0 || c.dirty[slot] || !c.keep(slot) {
+	if len(h) == 0 || c.dirty[slot] || c.copied[slot] || !c.keep(slot) {
 		if err := c.b.Clear(c.phys[slot]); err != nil {
 			return err
 		}
 	}
 	c.hist[slot] = c.hist[slot][:0]
-	c.dirty[slot] = false
+	c.dirty[slot], c.copied[slot] = false, false
 	return nil
 }
 

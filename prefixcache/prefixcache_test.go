@@ -375,3 +375,21 @@ func TestNoAllocs(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(50, turn))
 	assert.EqualValues(t, 52, pc.Stats().Hits, "every turn but the first reused the prompt")
 }
+
+// A slot written by Copy is not kept until an Eval extends it; then it is.
+func TestCopiedNotKept(t *testing.T) {
+	ctx := context.Background()
+	under := backend.NewMemoryBackend(vocab, 3, hashModel())
+	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 1})
+	require.NoError(t, err)
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: toks(1, 6)}}))
+	require.NoError(t, pc.Copy(1, 0))
+	require.NoError(t, pc.Clear(1))
+	assert.Zero(t, pc.Stats().Entries)
+	require.NoError(t, pc.Copy(1, 0))
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 1, Tokens: []int32{3}}}))
+	require.NoError(t, pc.Clear(1))
+	_, n, held := pc.Lookup(append(toks(1, 6), 3))
+	assert.Equal(t, 7, n)
+	assert.Equal(t, 7, held)
+}
