@@ -220,6 +220,10 @@ func (c *Cache) Eval(ctx context.Context, feeds []backend.Feed) error {
 		if len(c.hist[f.Slot]) == 0 && !c.dirty[f.Slot] {
 			n, err := c.reuse(f.Slot, toks)
 			if err != nil {
+				for _, f := range feeds {
+					c.dirty[f.Slot] = true // the contract: Clear them
+				}
+				clear(c.feeds)
 				return err
 			}
 			toks = toks[n:]
