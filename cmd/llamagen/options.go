@@ -31,6 +31,7 @@ type options struct {
 	promptsFile string
 	chat        bool
 	system      string
+	session     string
 	template    string
 	demo        bool
 	echo        bool
@@ -297,7 +298,7 @@ var usageGroups = func() []cli.Group {
 		gen = append(gen, c.name)
 	}
 	return []cli.Group{
-		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "chat-template", "demo", "echo"}},
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "demo", "echo"}},
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
@@ -353,6 +354,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
 	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
 	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat, beam search and speculative decoding on the same prompt (default prompt \"The model\", 40 new tokens)")
@@ -446,6 +448,8 @@ func (o *options) check() error {
 		return cli.Usagef("--logprobs %d: must be 0 (off) or more", o.logprobs)
 	case o.system != "" && !o.chat:
 		return cli.Usagef("--system needs --chat")
+	case o.session != "" && (!o.chat || sources > 0):
+		return cli.Usagef("--session needs --chat without a prompt")
 	}
 	if err := cli.CheckThreads(o.threads); err != nil {
 		return err
