@@ -44,7 +44,9 @@
 //     reported on its last event; the stream itself yields no error, and
 //     Generate returns the requests' results with a nil error.
 //   - beam.Search returns ctx.Err() with a Result that holds the hypotheses
-//     of every prompt whose search had completed (nil for the others).
+//     of every prompt whose search had completed, and for each prompt under
+//     way (Result.Interrupted) the hypotheses found so far, its live beams
+//     marked Partial (none for prompts not yet started).
 //   - mirostat's Stream yields (Step{}, ctx.Err()) last; its Generate
 //     returns the tokens drawn so far with ctx.Err(). The steps already
 //     yielded stay committed to the sampler.

@@ -35,6 +35,11 @@ type MemoryBackend struct {
 	out   [][]float32
 	nOut  int
 	stats MemoryStats
+
+	// all[i] holds every row of feeds[i] of the last successful EvalAll
+	// (AllLogits), valid while nAll > i and the Eval outputs are.
+	all  [][]float32
+	nAll int
 }
 
 // MemoryStats counts the work a MemoryBackend did.
@@ -116,7 +121,7 @@ func (b *MemoryBackend) Room(slot int) int {
 // model error in the middle of a call leaves histories partly extended.
 func (b *MemoryBackend) Eval(ctx context.Context, feeds []Feed) error {
 	b.stats.EvalCalls++
-	b.nOut = 0
+	b.nOut, b.nAll = 0, 0
 	if err := b.check(feeds); err != nil {
 		return err
 	}

@@ -166,17 +166,31 @@ type Hypothesis struct {
 	Score float64
 
 	// Finished is true when the hypothesis ended with an eos token, false
-	// when it was cut by the length limit.
+	// when it was cut by the length limit or by an interruption.
 	Finished bool
+
+	// Partial is true for a beam that was still live when the search of
+	// its prompt was interrupted (see Result.Interrupted): its tokens are a
+	// prefix of what the search might have returned, and its Score is its
+	// length-normalised LogProb so far.
+	Partial bool
 }
 
 // Result holds the outcome of a search.
 type Result struct {
 	// Hypotheses holds, per prompt, the returned hypotheses, best first:
 	// NumReturnSequences of them under Transformers, every finished and
-	// length-cut hypothesis (at most NumBeams) under Narrowing. After a
-	// cancellation, prompts whose search had not completed have none.
+	// length-cut hypothesis (at most NumBeams) under Narrowing. A prompt
+	// whose search was interrupted (Interrupted) holds what it had found
+	// so far, ranked by score, as many at most: the hypotheses that had
+	// finished, and the live beams, marked Partial. A prompt whose search
+	// had not started, or had not generated a token, has none.
 	Hypotheses [][]Hypothesis
+
+	// Interrupted is set, per prompt, when Search returned early (a
+	// cancelled context, or ErrNoRoom) while the prompt's search was under
+	// way; nil when the search ran to its end.
+	Interrupted []bool
 
 	// Scores, with Options.OutputScores, holds per step t and row
 	// prompt*NumBeams+beam (live beams in rank order) the processed scores
@@ -240,7 +254,10 @@ var (
 	// ErrBadLogits reports a backend logits row of the wrong width.
 	ErrBadLogits = errors.New("beam: logits row of the wrong width")
 
-	// ErrNoRoom reports a slot that cannot take the next tokens.
+	// ErrNoRoom reports a slot that cannot take the next tokens, or an Eval
+	// that failed with backend.ErrContextFull (slots that share a full
+	// store, such as llama.cpp's unified KV cache). It interrupts the
+	// search: Search returns the hypotheses found so far with it.
 	ErrNoRoom = errors.New("beam: backend slot full")
 )
 
@@ -254,11 +271,16 @@ const neg float32 = -1e9
 // before evaluating the prompt and overwrites the others by Copy.
 //
 // On error no result is returned and every slot the search used is cleared,
-// so the backend stays usable. Cancellation follows the contract of package
-// backend: within one step of ctx's end Search clears its slots and returns
-// ctx.Err() with a Result whose Hypotheses hold every prompt whose search
-// had completed (nil for the others), and whose Stats and Scores cover the
-// steps run; its generate() outputs (Sequences and the rest) are nil.
+// so the backend stays usable, except for the two interruptions, after
+// which the hypotheses found so far are returned with the error.
+// Cancellation follows the contract of package backend: within one step of
+// ctx's end Search clears its slots and returns ctx.Err() with a Result
+// whose Hypotheses hold every prompt whose search had completed and, for
+// the prompts under way (Result.Interrupted), the hypotheses found so far;
+// its Stats and Scores cover the steps run; its generate() outputs
+// (Sequences and the rest) are nil. A full context (a slot without room for
+// the next tokens, or an Eval failing with backend.ErrContextFull)
+// interrupts the search the same way, with an error wrapping ErrNoRoom.
 func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opts Options) (*Result, error) {
 	s, err := newSearch(ctx, backend, prompts, opts)
 	if err != nil {
@@ -269,7 +291,7 @@ func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opt
 	if cerr := s.releaseAll(); cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}
-	if err != nil && (err != ctx.Err() || res == nil) {
+	if err != nil && res == nil {
 		return nil, err
 	}
 	return res, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -170,8 +171,15 @@ func TestWrongLogitsWidth(t *testing.T) {
 func TestBackendFull(t *testing.T) {
 	mem := backend.NewMemoryBackend(6, 4, masked(hashModel(6, 1), 0))
 	mem.SetCapacity(5)
-	_, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	res, err := beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
 	assert.ErrorIs(t, err, beam.ErrNoRoom)
+	require.NotNil(t, res, "the hypotheses found before the slot filled up")
+	assert.Equal(t, []bool{true}, res.Interrupted)
+	require.Len(t, res.Hypotheses[0], 1, "num_return_sequences")
+	// 5 cells hold the prompt and 3 generated tokens; the 4th, chosen but
+	// not yet evaluated, is part of the live beams.
+	assert.Len(t, res.Hypotheses[0][0].Tokens, 4)
+	assert.True(t, res.Hypotheses[0][0].Partial)
 	requireEmpty(t, mem)
 	mem.SetCapacity(7)
 	_, err = beam.Search(context.Background(), mem, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
@@ -180,8 +188,8 @@ func TestBackendFull(t *testing.T) {
 
 // Cancellation follows the contract of package backend: the prompts whose
 // search completed keep their hypotheses (those of an uncancelled search),
-// the others have none, the error is the context's own, and every slot is
-// cleared.
+// the prompt under way keeps the beams found so far, marked Partial, the
+// error is the context's own, and every slot is cleared.
 func TestCancel(t *testing.T) {
 	model := hashModel(6, 1)
 	prompts := [][]int32{{5, 1}, {4, 2}}
@@ -200,7 +208,14 @@ func TestCancel(t *testing.T) {
 	assert.Equal(t, context.Canceled, err)
 	require.NotNil(t, res)
 	assert.Equal(t, full.Hypotheses[0], res.Hypotheses[0])
-	assert.Nil(t, res.Hypotheses[1])
+	assert.Equal(t, []bool{false, true}, res.Interrupted)
+	require.Len(t, res.Hypotheses[1], 1, "num_return_sequences")
+	h := res.Hypotheses[1][0]
+	assert.True(t, h.Partial)
+	assert.False(t, h.Finished)
+	assert.Len(t, h.Tokens, 2, "cancelled after its second step")
+	assert.InDelta(t, teacherForced(t, model, prompts[1], h.Tokens), h.LogProb, 1e-5)
+	assert.InDelta(t, h.LogProb/2, h.Score, 1e-5, "length_penalty 1")
 	assert.Nil(t, res.Sequences)
 	alone, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 2, model), prompts[:1], beam.Options{Config: beamCfg(2)})
 	require.NoError(t, err)
@@ -232,7 +247,131 @@ func TestCancelDuringEval(t *testing.T) {
 	res, err := beam.Search(ctx, &evalCanceller{MemoryBackend: mem, n: 2, cancel: cancel}, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
 	assert.Equal(t, context.Canceled, err, "the context's error, not the backend's wrapping")
 	require.NotNil(t, res)
-	assert.Nil(t, res.Hypotheses[0])
+	// The first step ran: the hypothesis so far is the most probable first
+	// token (brute force over the prompt's log-probabilities).
+	lp, err := hashModel(6, 1)([]int32{5, 1})
+	require.NoError(t, err)
+	best := 0
+	for i, v := range lp {
+		if v > lp[best] {
+			best = i
+		}
+	}
+	require.Len(t, res.Hypotheses[0], 1)
+	h := res.Hypotheses[0][0]
+	assert.Equal(t, []int32{int32(best)}, h.Tokens)
+	assert.Equal(t, best != 0, h.Partial, "a live beam unless it is eos, which finished")
+	assert.Equal(t, best == 0, h.Finished)
+	assert.InDelta(t, logSoftmax64(lp)[best], h.LogProb, 1e-5)
+	requireEmpty(t, mem)
+}
+
+// storeFull fails the n-th Eval as a backend whose slots share a full store.
+type storeFull struct {
+	*backend.MemoryBackend
+	n int
+}
+
+func (f *storeFull) Eval(ctx context.Context, feeds []backend.Feed) error {
+	if f.n--; f.n == 0 {
+		return fmt.Errorf("decode: %w", backend.ErrContextFull)
+	}
+	return f.MemoryBackend.Eval(ctx, feeds)
+}
+
+// A shared store that fills up interrupts the search as a full slot does.
+func TestSharedStoreFull(t *testing.T) {
+	model := hashModel(6, 1)
+	mem := backend.NewMemoryBackend(6, 2, model)
+	res, err := beam.Search(context.Background(), &storeFull{MemoryBackend: mem, n: 4}, [][]int32{{5, 1}}, beam.Options{Config: beamCfg(2)})
+	require.ErrorIs(t, err, beam.ErrNoRoom)
+	require.ErrorIs(t, err, backend.ErrContextFull)
+	require.NotNil(t, res)
+	assert.Equal(t, []bool{true}, res.Interrupted)
+	require.Len(t, res.Hypotheses[0], 1)
+	h := res.Hypotheses[0][0]
+	assert.Len(t, h.Tokens, 3, "three steps ran; the fourth Eval failed")
+	assert.InDelta(t, teacherForced(t, model, []int32{5, 1}, h.Tokens), h.LogProb, 1e-5)
+	requireEmpty(t, mem)
+}
+
+// An interrupted search returns what it had found: under Narrowing the
+// hypotheses at an interruption after n tokens are exactly those of a
+// search limited to n new tokens, the live beams marked Partial; a full
+// slot and a cancellation are two ways to stop it there.
+func TestInterruptedSearchKeepsItsHypotheses(t *testing.T) {
+	// eos (0) less likely, so that beams both finish and live on
+	base := hashModel(6, 3)
+	model := func(history []int32) ([]float32, error) {
+		l, err := base(history)
+		l[0] -= 2
+		return l, err
+	}
+	prompt := [][]int32{{5, 1}}
+	cfg := func(n int) *genconfig.Config {
+		return cfgOf(func(c *genconfig.Config) {
+			c.NumBeams = 3
+			c.MaxNewTokens = intp(n)
+			c.EOSTokenID = []int32{0}
+		})
+	}
+	limited := func(n int) []beam.Hypothesis {
+		res, err := beam.Search(context.Background(), backend.NewMemoryBackend(6, 3, model), prompt,
+			beam.Options{Rule: beam.Narrowing, Config: cfg(n)})
+		require.NoError(t, err)
+		return res.Hypotheses[0]
+	}
+	partial := func(hyps []beam.Hypothesis) []beam.Hypothesis {
+		out := slices.Clone(hyps)
+		for i := range out {
+			out[i].Partial = !out[i].Finished
+		}
+		return out
+	}
+
+	// A full slot: 6 cells hold the prompt and 4 evaluated tokens; the 5th
+	// was chosen before the slot could take it.
+	mem := backend.NewMemoryBackend(6, 3, model)
+	mem.SetCapacity(6)
+	res, err := beam.Search(context.Background(), mem, prompt, beam.Options{Rule: beam.Narrowing, Config: cfg(20)})
+	require.ErrorIs(t, err, beam.ErrNoRoom)
+	require.NotNil(t, res)
+	assert.Equal(t, []bool{true}, res.Interrupted)
+	want := partial(limited(5))
+	assert.Equal(t, want, res.Hypotheses[0])
+	assert.True(t, slices.ContainsFunc(want, func(h beam.Hypothesis) bool { return h.Partial }), "live beams are returned")
+	requireEmpty(t, mem)
+
+	// A cancellation after the third step.
+	mem = backend.NewMemoryBackend(6, 3, model)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err = beam.Search(ctx, mem, prompt, beam.Options{Rule: beam.Narrowing, Config: cfg(20), Progress: func(p beam.Progress) {
+		if p.Step == 3 {
+			cancel()
+		}
+	}})
+	require.Equal(t, context.Canceled, err)
+	assert.Equal(t, partial(limited(3)), res.Hypotheses[0])
+	requireEmpty(t, mem)
+
+	// Transformers' rule with sampling off and one beam (greedy): the tokens so far.
+	mem = backend.NewMemoryBackend(6, 1, model)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	res, err = beam.Search(ctx, mem, prompt, beam.Options{Config: cfgOf(func(c *genconfig.Config) {
+		c.MaxNewTokens = intp(20)
+	}), Progress: func(p beam.Progress) {
+		if p.Step == 4 {
+			cancel()
+		}
+	}})
+	require.Equal(t, context.Canceled, err)
+	require.Len(t, res.Hypotheses[0], 1)
+	h := res.Hypotheses[0][0]
+	assert.True(t, h.Partial)
+	require.Len(t, h.Tokens, 4)
+	assert.InDelta(t, teacherForced(t, model, prompt[0], h.Tokens), h.LogProb, 1e-4)
 	requireEmpty(t, mem)
 }
 

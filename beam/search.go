@@ -1,6 +1,7 @@
 package beam
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -316,7 +317,7 @@ func (s *search) isEOS(t int32) bool {
 func (s *search) run() (*Result, error) {
 	for {
 		if err := s.ctx.Err(); err != nil {
-			return &s.res, err
+			return s.interrupt(err)
 		}
 		for _, g := range s.groups {
 			if g.prompt < 0 && s.next < len(s.prompts) {
@@ -351,7 +352,7 @@ func (s *search) run() (*Result, error) {
 		}
 		for _, f := range s.feeds {
 			if room := s.backend.Room(f.Slot); room < len(f.Tokens) {
-				return nil, fmt.Errorf("%w: slot %d has room for %d tokens, needs %d", ErrNoRoom, f.Slot, room, len(f.Tokens))
+				return s.interrupt(fmt.Errorf("%w: slot %d has room for %d tokens, needs %d", ErrNoRoom, f.Slot, room, len(f.Tokens)))
 			}
 			s.slot[f.Slot] = slotDirty
 			s.res.Stats.Tokens += len(f.Tokens)
@@ -359,7 +360,11 @@ func (s *search) run() (*Result, error) {
 		s.res.Stats.Evals++
 		if err := s.backend.Eval(s.ctx, s.feeds); err != nil {
 			if cerr := s.ctx.Err(); cerr != nil {
-				return &s.res, cerr
+				return s.interrupt(cerr)
+			}
+			if errors.Is(err, backend.ErrContextFull) {
+				// The slots' shared store is full: as a slot without room.
+				return s.interrupt(fmt.Errorf("%w: eval: %w", ErrNoRoom, err))
 			}
 			return nil, fmt.Errorf("beam: eval: %w", err)
 		}
@@ -561,4 +566,69 @@ func (s *search) report(g *group, n int32, score float64, finished bool) {
 		Score:    score,
 		Finished: finished,
 	})
+}
+
+// interrupt ends the search early with err (a cancellation, or ErrNoRoom):
+// every prompt under way gets the hypotheses it has found so far, its
+// finished ones and its live beams (Partial), best first, as many as a
+// completed search returns at most.
+func (s *search) interrupt(err error) (*Result, error) {
+	for _, g := range s.groups {
+		if g.prompt < 0 {
+			continue
+		}
+		if s.res.Interrupted == nil {
+			s.res.Interrupted = make([]bool, len(s.prompts))
+		}
+		s.res.Interrupted[g.prompt] = true
+		if g.step == 0 {
+			continue // nothing generated yet
+		}
+		s.res.Hypotheses[g.prompt] = s.soFar(g)
+	}
+	return &s.res, err
+}
+
+// soFar ranks g's hypotheses at an interruption: those that left the beam
+// (finished, or cut by the length limit) and its live beams, each of
+// g.step tokens, scored as the rule scores a returned hypothesis.
+func (s *search) soFar(g *group) []Hypothesis {
+	var hyps []Hypothesis
+	most := s.k
+	switch {
+	case s.opts.Rule == Narrowing:
+		for _, h := range g.done {
+			hyps = append(hyps, Hypothesis{Tokens: s.path(make([]int32, 0, h.length), h.node), LogProb: h.logprob,
+				Score: s.narrowScore(h.logprob, h.length), Finished: h.finished})
+		}
+		for _, b := range g.beams {
+			hyps = append(hyps, Hypothesis{Tokens: s.path(make([]int32, 0, g.step), b.node), LogProb: b.logprob,
+				Score: s.narrowScore(b.logprob, g.step), Partial: true})
+		}
+	case s.k == 1:
+		most = 1
+		for _, b := range g.beams {
+			hyps = append(hyps, Hypothesis{Tokens: s.path(make([]int32, 0, g.step), b.node), LogProb: b.logprob,
+				Score: b.logprob, Partial: true})
+		}
+	default:
+		most = s.cfg.NumReturnSequences
+		for _, e := range g.fin {
+			if !e.done {
+				continue
+			}
+			toks := s.path(nil, e.node)
+			hyps = append(hyps, Hypothesis{Tokens: toks, LogProb: float64(e.sum), Score: float64(e.score),
+				Finished: len(toks) > 0 && s.isEOS(toks[len(toks)-1])})
+		}
+		// As sequences_scores: the running score over length^length_penalty, in float32.
+		denom := float32(math.Pow(float64(g.step), s.lp))
+		for _, b := range g.beams {
+			hyps = append(hyps, Hypothesis{Tokens: s.path(make([]int32, 0, g.step), b.node), LogProb: float64(b.score),
+				Score: float64(b.score / denom), Partial: true})
+		}
+	}
+	// Best first; among equal scores, hypotheses that left the beam first.
+	slices.SortStableFunc(hyps, func(a, b Hypothesis) int { return cmp.Compare(b.Score, a.Score) })
+	return hyps[:min(len(hyps), most)]
 }

@@ -12,9 +12,16 @@ import (
 // Batch is a struct llama_batch allocated by llama_batch_init.
 type Batch struct{ c C.struct_llama_batch }
 
-// BatchInit is llama_batch_init for tokens (not embeddings).
+// BatchInit is llama_batch_init for tokens (not embeddings), with every
+// allocation checked: it returns nil when one fails (llama_batch_init would
+// write through the NULL it got).
 func BatchInit(nTokens, nSeqMax int) *Batch {
-	return &Batch{C.llama_batch_init(C.int32_t(nTokens), 0, C.int32_t(nSeqMax))}
+	var ok C.bool
+	b := C.llamaloop_batch_init(C.int32_t(nTokens), C.int32_t(nSeqMax), &ok)
+	if !ok {
+		return nil
+	}
+	return &Batch{b}
 }
 
 // Free is llama_batch_free.

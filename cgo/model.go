@@ -33,8 +33,10 @@ func DefaultModelParams() ModelParams {
 }
 
 // ModelLoadFromFile is llama_model_load_from_file; a non-zero progress
-// handle routes progress to the handler set by SetProgressHandler.
-func ModelLoadFromFile(path string, mp ModelParams, progress uintptr) Model {
+// handle routes progress to the handler set by SetProgressHandler, and a
+// non-zero capture handle the warnings and errors logged during the load to
+// the handler set by SetCaptureHandler.
+func ModelLoadFromFile(path string, mp ModelParams, progress, capture uintptr) Model {
 	p := C.llama_model_default_params()
 	p.n_gpu_layers = C.int32_t(mp.NGPULayers)
 	p.use_mmap = C.bool(mp.UseMmap)
@@ -43,7 +45,7 @@ func ModelLoadFromFile(path string, mp ModelParams, progress uintptr) Model {
 	p.check_tensors = C.bool(mp.CheckTensors)
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
-	return Model{C.llamaloop_model_load(cs, p, C.uintptr_t(progress))}
+	return Model{C.llamaloop_model_load(cs, p, C.uintptr_t(progress), C.uintptr_t(capture))}
 }
 
 // Free is llama_model_free.

@@ -27,6 +27,7 @@ const NullToken = int32(C.LLAMA_TOKEN_NULL)
 var (
 	logHandler      atomic.Pointer[func(level int, text string)]
 	progressHandler atomic.Pointer[func(handle uintptr, progress float32) bool]
+	captureHandler  atomic.Pointer[func(handle uintptr, text string)]
 )
 
 // SetLogHandler sets the Go function that receives llama.cpp's and ggml's log
@@ -41,6 +42,18 @@ func SetLogMinLevel(level int) { C.llamaloop_log_set_min(C.int(level)) }
 // SetProgressHandler sets the Go function that receives model loading
 // progress for loads started with a non-zero handle.
 func SetProgressHandler(h func(handle uintptr, progress float32) bool) { progressHandler.Store(&h) }
+
+// SetCaptureHandler sets the Go function that receives the warnings and
+// errors logged during loads started with a non-zero capture handle (the
+// text as logged: a line may arrive in pieces).
+func SetCaptureHandler(h func(handle uintptr, text string)) { captureHandler.Store(&h) }
+
+//export llamaloopGoCapture
+func llamaloopGoCapture(handle C.uintptr_t, text *C.char) {
+	if h := captureHandler.Load(); h != nil {
+		(*h)(uintptr(handle), C.GoString(text))
+	}
+}
 
 //export llamaloopGoLog
 func llamaloopGoLog(level C.int, text *C.char) {
@@ -86,3 +99,7 @@ func CMalloc(n int) unsafe.Pointer { return C.malloc(C.size_t(n)) }
 
 // CFree is free.
 func CFree(p unsafe.Pointer) { C.free(p) }
+
+// MallocTrim is glibc's malloc_trim(0): it hands the C heap's free memory
+// back to the system. Elsewhere it does nothing and returns false.
+func MallocTrim() bool { return C.llamaloop_malloc_trim() != 0 }

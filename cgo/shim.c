@@ -1,8 +1,13 @@
 #include "shim.h"
 #include "_cgo_export.h"
+#include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 static volatile int llamaloop_log_min = GGML_LOG_LEVEL_NONE + 100; // nothing until Go asks
 static __thread int llamaloop_log_last = GGML_LOG_LEVEL_INFO;
+static __thread uintptr_t llamaloop_log_capture = 0; // set during a model load
 
 static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
 	(void) user_data;
@@ -11,6 +16,9 @@ static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void 
 		lvl = llamaloop_log_last;
 	} else {
 		llamaloop_log_last = lvl;
+	}
+	if (llamaloop_log_capture != 0 && lvl >= GGML_LOG_LEVEL_WARN && text != NULL) {
+		llamaloopGoCapture(llamaloop_log_capture, (char *) text);
 	}
 	if (lvl < llamaloop_log_min || text == NULL) {
 		return;
@@ -26,7 +34,7 @@ static bool llamaloop_progress_cb(float progress, void * user_data) {
 	return llamaloopGoProgress(progress, (uintptr_t) user_data);
 }
 
-struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle) {
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle, uintptr_t capture) {
 	if (handle != 0) {
 		params.progress_callback = llamaloop_progress_cb;
 		params.progress_callback_user_data = (void *) handle;
@@ -34,7 +42,10 @@ struct llama_model * llamaloop_model_load(const char * path, struct llama_model_
 		// llama.cpp's default callback prints dots to the log; stay quiet.
 		params.progress_callback = NULL;
 	}
-	return llama_model_load_from_file(path, params);
+	llamaloop_log_capture = capture;
+	struct llama_model * model = llama_model_load_from_file(path, params);
+	llamaloop_log_capture = 0;
+	return model;
 }
 
 // ---- deferred backend frees (see shim.h)
@@ -120,4 +131,48 @@ llama_token llamaloop_sampler_sample_row(struct llama_sampler * smpl, const floa
 	llama_token tok = cur.data[cur.selected].id;
 	llama_sampler_accept(smpl, tok);
 	return tok;
+}
+
+struct llama_batch llamaloop_batch_init(int32_t n_tokens, int32_t n_seq_max, bool * ok) {
+	struct llama_batch b;
+	memset(&b, 0, sizeof(b));
+	*ok = false;
+	if (n_tokens < 1 || n_seq_max < 1) {
+		return b;
+	}
+	size_t n = (size_t) n_tokens;
+	b.token = malloc(sizeof(llama_token) * n);
+	b.pos = malloc(sizeof(llama_pos) * n);
+	b.n_seq_id = malloc(sizeof(int32_t) * n);
+	b.seq_id = calloc(n + 1, sizeof(llama_seq_id *)); // NULL-terminated, as llama_batch_free expects
+	b.logits = malloc(sizeof(int8_t) * n);
+	bool good = b.token && b.pos && b.n_seq_id && b.seq_id && b.logits;
+	for (size_t i = 0; good && i < n; i++) {
+		b.seq_id[i] = malloc(sizeof(llama_seq_id) * (size_t) n_seq_max);
+		good = b.seq_id[i] != NULL;
+	}
+	if (!good) {
+		if (b.seq_id != NULL) {
+			for (size_t i = 0; i < n && b.seq_id[i] != NULL; i++) {
+				free(b.seq_id[i]);
+			}
+		}
+		free(b.token);
+		free(b.pos);
+		free(b.n_seq_id);
+		free(b.seq_id);
+		free(b.logits);
+		memset(&b, 0, sizeof(b));
+		return b;
+	}
+	*ok = true;
+	return b;
+}
+
+int llamaloop_malloc_trim(void) {
+#if defined(__GLIBC__)
+	return malloc_trim(0);
+#else
+	return 0;
+#endif
 }

@@ -15,7 +15,10 @@ void llamaloop_log_install(void);
 void llamaloop_log_set_min(int level);
 
 // Model loading with an optional progress callback into Go (handle != 0).
-struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle);
+// With capture != 0, every warning and error that llama.cpp and ggml log on
+// the loading thread during the load goes to Go's capture handler as well,
+// whatever the minimum log level.
+struct llama_model * llamaloop_model_load(const char * path, struct llama_model_params params, uintptr_t handle, uintptr_t capture);
 
 // Context lifetime. The pinned ggml's ggml_backend_sched_free calls every
 // backend's reset hook, but ~llama_context destroys its backends before its
@@ -30,6 +33,16 @@ void llamaloop_free(struct llama_context * ctx);
 // The number of backend frees that the last llamaloop_free or
 // llamaloop_init_from_model on this thread deferred (tests check the wrap).
 int llamaloop_deferred_backend_frees(void);
+
+// llama_batch_init without its unchecked mallocs: every array is checked,
+// and on a failed allocation what was allocated is freed and *ok is false.
+// The batch is freed by llama_batch_free like one of llama_batch_init.
+struct llama_batch llamaloop_batch_init(int32_t n_tokens, int32_t n_seq_max, bool * ok);
+
+// malloc_trim(0) where the C library has it (glibc): returns freed heap
+// memory to the system. Returns 1 when it released memory, 0 otherwise or
+// where unavailable.
+int llamaloop_malloc_trim(void);
 
 // The abort callback reads *flag atomically; Go sets it.
 void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag);

@@ -75,6 +75,14 @@ type Config struct {
 	DiversityPenalty float64  // diversity_penalty, default 0
 	PenaltyAlpha     *float64 // penalty_alpha (contrastive search)
 
+	// Assisted generation and prompt lookup (package speculative): a draft model's schedule and
+	// confidence stop, or the n-gram lookup in the text so far.
+	NumAssistantTokens           int     // num_assistant_tokens, default 20
+	NumAssistantTokensSchedule   string  // num_assistant_tokens_schedule: "constant" (default), "heuristic", "heuristic_transient"
+	AssistantConfidenceThreshold float64 // assistant_confidence_threshold, default 0.4
+	PromptLookupNumTokens        *int    // prompt_lookup_num_tokens
+	MaxMatchingNGramSize         *int    // max_matching_ngram_size (prompt lookup uses 2 when unset)
+
 	// Extra keeps every other JSON field (transformers_version, watermarking_config, dola_layers, ...)
 	// as it was read. Decoding ignores them, except the few that select a mode we do not run, which
 	// Validate reports.
@@ -101,6 +109,10 @@ func Default() *Config {
 		LengthPenalty:            1,
 		UseCache:                 true,
 		NumBeamGroups:            1,
+
+		NumAssistantTokens:           20,
+		NumAssistantTokensSchedule:   ScheduleConstant,
+		AssistantConfidenceThreshold: 0.4,
 	}
 }
 
@@ -134,7 +146,7 @@ func Load(path string) (*Config, error) {
 func (c *Config) Update(overrides []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(overrides, &fields); err != nil {
-		return fmt.Errorf("genconfig: generation config: %w", err)
+		return fmt.Errorf("genconfig: generation config: %w", jsonError(overrides, err))
 	}
 	if fields == nil {
 		return fmt.Errorf("genconfig: generation config: want a JSON object, got %.40s", overrides)
@@ -185,6 +197,8 @@ func (c *Config) Clone() *Config {
 	d.BOSTokenID = clonePtr(c.BOSTokenID)
 	d.DecoderStartTokenID = clonePtr(c.DecoderStartTokenID)
 	d.PenaltyAlpha = clonePtr(c.PenaltyAlpha)
+	d.PromptLookupNumTokens = clonePtr(c.PromptLookupNumTokens)
+	d.MaxMatchingNGramSize = clonePtr(c.MaxMatchingNGramSize)
 	if c.Extra != nil {
 		d.Extra = make(map[string]json.RawMessage, len(c.Extra))
 		for k, v := range c.Extra {

@@ -328,3 +328,24 @@ func TestFieldNames(t *testing.T) {
 		assert.True(t, sf.IsExported(), name)
 	}
 }
+
+// Parse errors say what is wrong in the terms of the JSON document: the range of an integer that is
+// too large, a number beyond float64, the JSON type given instead of an object, and where a syntax
+// error is, never the Go types encoding/json decodes into.
+func TestParseErrorsSayWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"max_length": 99999999999}`, "max_length (=99999999999) must be an integer in [-2147483648, 2147483647]"},
+		{`{"num_beams": -3000000000}`, "num_beams (=-3000000000) must be an integer in [-2147483648, 2147483647]"},
+		{`{"max_new_tokens": 1.5}`, "max_new_tokens (=1.5) must be an integer"},
+		{`{"temperature": 1e999}`, "temperature (=1e999) must be a number within ±1.7976931348623157e+308"},
+		{`{"max_time": -1e400}`, "max_time (=-1e400) must be a number within ±"},
+		{`[1, 2]`, "generation config: want a JSON object, got a JSON array"},
+		{`"x"`, "generation config: want a JSON object, got a JSON string"},
+		{"{\n  \"a\": nope}", "generation config: invalid JSON at line 2, column 9"},
+	} {
+		_, err := Parse([]byte(tc.json))
+		require.Error(t, err, tc.json)
+		assert.Contains(t, err.Error(), tc.want, tc.json)
+		assert.NotContains(t, err.Error(), "Go value", tc.json)
+	}
+}

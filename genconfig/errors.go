@@ -2,6 +2,7 @@ package genconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -95,4 +96,27 @@ func goName(name string) string {
 		return f.goName
 	}
 	return "Extra"
+}
+
+// jsonError says in a user's terms why data is not a generation config object: which JSON type it
+// holds instead of an object, or where its syntax breaks (line and column), rather than naming the
+// Go types that encoding/json decodes into.
+func jsonError(data []byte, err error) error {
+	var typ *json.UnmarshalTypeError
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &typ):
+		return fmt.Errorf("want a JSON object, got a JSON %s", typ.Value)
+	case errors.As(err, &syn):
+		line, col := 1, 1
+		for _, c := range data[:min(int(syn.Offset), len(data))] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, max(col-1, 1), syn)
+	}
+	return err
 }

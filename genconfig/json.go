@@ -139,6 +139,10 @@ func (v jsonValue) errorf(want string) error {
 func (v jsonValue) integer() (int, error) {
 	s := string(bytes.TrimSpace(v.raw))
 	n, err := strconv.ParseInt(s, 10, 32)
+	if errors.Is(err, strconv.ErrRange) {
+		// An integer, but not one that a config field (an int32) can hold.
+		return 0, v.errorf(fmt.Sprintf("an integer in [%d, %d]", math.MinInt32, math.MaxInt32))
+	}
 	if err != nil {
 		return 0, v.errorf("an integer")
 	}
@@ -152,6 +156,9 @@ func (v jsonValue) float() (f float64, isInt bool, err error) {
 		return 0, false, v.errorf("a number")
 	}
 	f, err = strconv.ParseFloat(s, 64)
+	if errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0) {
+		return 0, false, v.errorf(fmt.Sprintf("a number within ±%g", math.MaxFloat64))
+	}
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false, v.errorf("a number")
 	}

@@ -112,6 +112,7 @@ func (c *Config) Validate(vocabSize int) (warnings []string, err error) {
 
 	// Processor constructors (raised inside generate()).
 	errs = append(errs, c.processorErrors(vocabSize, warn)...)
+	errs = append(errs, c.assistedErrors()...)
 	return warnings, errors.Join(errs...)
 }
 

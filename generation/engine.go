@@ -31,8 +31,11 @@ type EngineOptions struct {
 // Engine is the decoding loop of a Generator kept running: requests join
 // the running batch as they are submitted and leave it when they finish,
 // each with its own settings, event stream and cancellation (continuous
-// batching). A request's tokens are those it gets alone through
-// Generator.Stream: they depend only on its prompt, config and seed.
+// batching). A request depends on the others of the batch, and on how its
+// prompt is chunked, only as far as its logits do (see Batch invariance):
+// on backend.MemoryBackend, and on llama.cpp with
+// llamacpp.ContextParams.BatchInvariant in the tests, its tokens are those
+// it gets alone through Generator.Stream.
 //
 // An Engine owns its backend until Close: nothing else may use the backend
 // meanwhile. Its methods are safe for concurrent use; Submit tokenizes on

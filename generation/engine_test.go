@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/require"
 )
 
@@ -302,4 +303,34 @@ func TestEngineSteadyStateAllocations(t *testing.T) {
 		}
 	}
 	require.Equal(t, 6000, n)
+}
+
+// Over a prefix cache, a prompt's first chunk takes what the cache holds
+// without counting it against the chunk: the second turn of a chat costs
+// its new tokens only, however small the chunk, and gives what it gives
+// alone.
+func TestEngineOverPrefixCache(t *testing.T) {
+	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	pc, err := prefixcache.New(mem, prefixcache.Options{CacheSlots: 1})
+	require.NoError(t, err)
+	e, err := NewEngine(pc, nil, EngineOptions{PromptChunk: 4})
+	require.NoError(t, err)
+	defer e.Close()
+
+	first := Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 1, 2, 3, 4, 5}, Config: greedyConfig(5)}
+	a, err := e.Submit(context.Background(), first)
+	require.NoError(t, err)
+	resA := a.Result()
+	require.Len(t, resA.Tokens, 5)
+
+	second := Request{Prompt: append(append(slices.Clone(first.Prompt), resA.Tokens...), 7, 8, 9), Config: greedyConfig(5)}
+	mem.ResetStats()
+	b, err := e.Submit(context.Background(), second)
+	require.NoError(t, err)
+	resB := b.Result()
+	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{second})[0], resB)
+	// The cache held the first prompt and 4 of its tokens (the 5th was
+	// chosen, not fed): 4 prompt tokens and 4 of the 5 new ones remain.
+	require.Equal(t, 4+4, mem.Stats().Tokens)
+	require.Equal(t, int64(1), pc.Stats().Hits)
 }

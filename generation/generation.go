@@ -29,8 +29,8 @@
 // events come from its own [Task], with its own context for cancellation.
 // Prompts are evaluated in chunks (EngineOptions.PromptChunk tokens per
 // step over all requests), so a long prompt that arrives does not stall the
-// requests already generating. Stream and the Engine run the same loop: a
-// request's tokens through an Engine are those it gets alone through Stream.
+// requests already generating. Stream and the Engine run the same loop, and
+// what Batch invariance says of a batch holds for an Engine's too.
 //
 // # Lengths
 //
@@ -57,10 +57,28 @@
 // the same way, so a request and a seed give the same tokens through
 // Generator.Stream and through beam.Search with one beam, and
 // mirostat.Sampler.Stream given a logits.Source draws what the loop's
-// Mirostat requests draw. A request's tokens depend only on its prompt,
-// config and seed, never on the other requests of the batch or on the
-// backend's batch size. They do not match torch's random stream, only its
-// distribution.
+// Mirostat requests draw. The loop gives each request's processors and
+// draws nothing but that request's logits, prompt, config and seed, so a
+// request's tokens depend on the other requests of the batch and on the
+// backend's batch size only as far as its logits do. They do not match
+// torch's random stream, only its distribution.
+//
+// # Batch invariance
+//
+// On backend.MemoryBackend a request's logits, and so its tokens, never
+// depend on the other requests: batched and alone give the same tokens
+// exactly. On llama.cpp (package llamacpp/llamabackend, CPU backend) they
+// do through rounding: its kernels depend on how many tokens and
+// sequences a decode holds. With llama.cpp's default context (f16 KV cache, flash attention
+// auto) a request's logits alone and beside others differ by up to about
+// 4e-3 (logits of standard deviation 3), and a seeded sampled token, a
+// Mirostat token or a near tie under greedy decoding may then differ, after
+// which the rest of the request does. A context made with
+// llamacpp.ContextParams.BatchInvariant (f32 KV cache, flash attention off)
+// narrows that to float32 rounding (within 2e-5): tokens then differ only
+// when a draw or a greedy choice falls that close to a boundary, which the
+// tests never saw in hundreds of sampled tokens. A GPU backend gives no
+// such bound.
 //
 // # Stops
 //
@@ -140,6 +158,15 @@ type Request struct {
 	// RenderSpecial gives special tokens (EOS, EOT, ...) their text in the
 	// request's text; by default they have none.
 	RenderSpecial bool
+	// TrimLeadingSpace drops one space from the start of the generated
+	// text, as transformers' tokenizer.decode(new_tokens) does for
+	// SentencePiece vocabularies (Llama, Mistral, Gemma: the decoder ends in
+	// Strip(left=1)). By default the text is llama.cpp's pieces as they are,
+	// so a first token "▁The" streams as " The": the space that separates
+	// it from the prompt, which the prompt plus the text then reproduces
+	// exactly. Byte-level BPE vocabularies (GPT-2, Llama 3) keep the space
+	// in transformers too, so this option is for SentencePiece models.
+	TrimLeadingSpace bool
 
 	// Logprobs asks for the log-probability of each token: the log-softmax
 	// of the final scores it was chosen from (transformers'
@@ -295,12 +322,17 @@ func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event,
 			yield(Event{}, err)
 			return
 		}
-		defer g.release(seqs)
-		q := sliceQueue(seqs)
-		err = g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) })
-		if err != nil {
-			yield(Event{}, err)
-		}
+		g.stream(ctx, seqs, yield)
+	}
+}
+
+// stream runs seqs, made by prepare, to their ends, yields their events and
+// a failure, and releases them.
+func (g *Generator) stream(ctx context.Context, seqs []*seq, yield func(Event, error) bool) {
+	defer g.release(seqs)
+	q := sliceQueue(seqs)
+	if err := g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) }); err != nil {
+		yield(Event{}, err)
 	}
 }
 

@@ -743,3 +743,38 @@ func TestMirostatLibraryDrawsTheSameTokens(t *testing.T) {
 	}
 	require.Greater(t, len(distinct), 25, "seeds draw different sequences")
 }
+
+// TrimLeadingSpace gives the text transformers' tokenizer.decode gives for
+// the new tokens of a SentencePiece vocabulary: its decoder (Replace "▁"
+// by " ", ByteFallback, Fuse, Strip(content=" ", left=1)) drops one space at
+// the start of the decoded string, so LlamaTokenizer decodes ["▁wo", "rld",
+// "!"] as "world!"; llama.cpp's pieces, streamed by default, keep it.
+func TestTrimLeadingSpace(t *testing.T) {
+	tok := testTokenizer{}
+	next := map[int32]int32{tokenID("llo"): tokenID(" wo"), tokenID(" wo"): tokenID("rld"), tokenID("rld"): tokenID("!")}
+	run := func(trim bool) (Result, string) {
+		b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+		req := Request{Prompt: []int32{tokenID("llo")}, Config: greedyConfig(10), TrimLeadingSpace: trim}
+		var streamed strings.Builder
+		var res Result
+		for ev, err := range NewGenerator(b, tok).Stream(context.Background(), []Request{req}) {
+			require.NoError(t, err)
+			streamed.Write(ev.Text)
+			if ev.Token >= 0 {
+				res.Tokens = append(res.Tokens, ev.Token)
+			}
+		}
+		res.Text = streamed.String()
+		return res, streamed.String()
+	}
+	kept, _ := run(false)
+	assert.Equal(t, " world!", kept.Text, "llama.cpp's pieces")
+	trimmed, streamed := run(true)
+	assert.Equal(t, "world!", trimmed.Text, "transformers' decode")
+	assert.Equal(t, "world!", streamed, "the stream carries the trimmed text")
+	assert.Equal(t, kept.Tokens, trimmed.Tokens, "only the text changes")
+
+	assert.Equal(t, " x", string(TrimLeadingSpace([]byte("  x"))), "one space, as Strip(left=1)")
+	assert.Equal(t, "x", string(TrimLeadingSpace([]byte("x"))))
+	assert.Empty(t, TrimLeadingSpace(nil))
+}

@@ -117,8 +117,9 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 					if budget == 0 {
 						continue // its prompt goes on at the next step
 					}
-					toks = toks[:min(len(toks), budget)]
-					budget -= len(toks)
+					held := g.held(r)
+					toks = toks[:min(len(toks), held+budget)]
+					budget -= len(toks) - held
 				}
 			} else {
 				toks = r.tokens[len(r.tokens)-1:]
@@ -177,6 +178,26 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 			return err
 		}
 	}
+}
+
+// prefixHolder is implemented by a backend that reuses evaluated prompt
+// prefixes (prefixcache.Cache): Lookup tells how many tokens of a prompt
+// an entry already holds.
+type prefixHolder interface {
+	Lookup(tokens []int32) (slot, shared, held int)
+}
+
+// held is how many tokens at the start of r's prompt, still to be fed to
+// an empty slot, the backend holds already: they come with the first chunk
+// without counting against the chunk's budget, since the backend does not
+// evaluate them (and reuses a prefix only from a slot's first feed).
+func (g *Generator) held(r *seq) int {
+	h, ok := g.backend.(prefixHolder)
+	if !ok || r.nfed > 0 {
+		return 0
+	}
+	_, shared, _ := h.Lookup(r.prompt)
+	return max(0, min(shared, len(r.prompt)-1))
 }
 
 // retire clears the slots of finished requests and drops them from the batch.
@@ -256,6 +277,8 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 		if r.text, err = g.tok.AppendPiece(r.text, t, req.RenderSpecial); err != nil {
 			r.text = r.text[:start]
 			ev.Finish, ev.Err = FinishError, fmt.Errorf("generation: piece of token %d: %w", t, err)
+		} else if start == 0 && req.TrimLeadingSpace {
+			r.text = TrimLeadingSpace(r.text)
 		}
 	}
 	switch {

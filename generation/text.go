@@ -41,3 +41,16 @@ func (r *seq) matchStop(start int, ev *Event) bool {
 	}
 	return false
 }
+
+// TrimLeadingSpace drops one leading space of a generated text, as the
+// Strip(content=" ", left=1) step of a SentencePiece tokenizer's decoder in
+// transformers does (see Request.TrimLeadingSpace). It reuses text's
+// storage. The decoding loop calls it while the text is still empty before
+// the new piece, so a first token without text (a control token) leaves the
+// space of the next one to trim.
+func TrimLeadingSpace(text []byte) []byte {
+	if len(text) > 0 && text[0] == ' ' {
+		return text[:copy(text, text[1:])]
+	}
+	return text
+}

@@ -24,6 +24,11 @@ type dfa struct {
 	stateOf map[string]int32
 	trans   []int32 // trans[s<<8|b]: the state after byte b, -1 when not yet computed
 	accept  []bool  // the state holds the empty stack
+	// tokenTops lists, per state, the stacks whose top is a token reference (nil for most
+	// states: grammars without token references have none).
+	tokenTops [][]int32
+	byToken   map[[2]int32]int32 // (state, token) -> the state after that token's reference
+	unions    map[[2]int32]int32 // (state, state) -> the state of their stacks together
 
 	// scratch of step
 	seen  map[int32]struct{}
@@ -38,7 +43,8 @@ type stackNode struct {
 }
 
 func newDFA(g *Grammar) *dfa {
-	d := &dfa{g: g, nodes: []stackNode{{pos: -1}}, nodeOf: map[[2]int32]int32{}, stateOf: map[string]int32{}, seen: map[int32]struct{}{}}
+	d := &dfa{g: g, nodes: []stackNode{{pos: -1}}, nodeOf: map[[2]int32]int32{}, stateOf: map[string]int32{}, seen: map[int32]struct{}{},
+		byToken: map[[2]int32]int32{}, unions: map[[2]int32]int32{}}
 	d.intern(nil) // state 0: dead
 	d.buf = d.buf[:0]
 	clear(d.seen)
@@ -84,8 +90,8 @@ func (d *dfa) expand(n int32) {
 	}
 	nd := d.nodes[n]
 	e := d.g.elems[nd.pos]
-	if e.kind == kByte {
-		d.buf = append(d.buf, n)
+	if e.kind != kRule {
+		d.buf = append(d.buf, n) // a byte or a token on top
 		return
 	}
 	// A rule reference: continue after it (dropping a frame that would only end an alternative,
@@ -125,7 +131,24 @@ func (d *dfa) intern(set []int32) int32 {
 		}
 	}
 	d.accept = append(d.accept, len(own) > 0 && own[0] == 0)
+	var tops []int32
+	for _, n := range own {
+		if n != 0 && d.g.elems[d.nodes[n].pos].kind != kByte {
+			tops = append(tops, n)
+		}
+	}
+	d.tokenTops = append(d.tokenTops, tops)
 	return id
+}
+
+// footprint estimates the bytes the automaton holds: transitions, stack sets and their index,
+// stack frames and theirs.
+func (d *dfa) footprint() int {
+	n := 4*len(d.trans) + len(d.accept) + 8*len(d.nodes) + 24*len(d.nodeOf)
+	for _, s := range d.sets {
+		n += 24 + 2*4*len(s) + 16 // the set, its key in stateOf, the map entry
+	}
+	return n
 }
 
 // next returns the state after byte b from state s.
@@ -144,11 +167,59 @@ func (d *dfa) step(s int32, b byte) int32 {
 			continue
 		}
 		nd := d.nodes[n]
-		if e := d.g.elems[nd.pos]; d.g.sets[e.arg].has(b) {
+		if e := d.g.elems[nd.pos]; e.kind == kByte && d.g.sets[e.arg].has(b) {
 			d.expandAt(nd.pos+1, nd.parent)
 		}
 	}
 	t := d.intern(d.collect())
 	d.trans[int(s)<<8|int(b)] = t
 	return t
+}
+
+// matchesToken reports whether the token reference at the top of stack n takes token t.
+func (d *dfa) matchesToken(n, t int32) bool {
+	e := d.g.elems[d.nodes[n].pos]
+	return e.kind == kToken && e.arg == t || e.kind == kTokenNot && e.arg != t
+}
+
+// stepToken returns the state after token t from s through the stacks whose top is a token
+// reference (the other stacks take a token by its bytes, in step).
+func (d *dfa) stepToken(s, t int32) int32 {
+	if len(d.tokenTops[s]) == 0 {
+		return 0
+	}
+	k := [2]int32{s, t}
+	if r, ok := d.byToken[k]; ok {
+		return r
+	}
+	d.buf = d.buf[:0]
+	for _, n := range d.tokenTops[s] {
+		if d.matchesToken(n, t) {
+			nd := d.nodes[n]
+			d.expandAt(nd.pos+1, nd.parent)
+		}
+	}
+	r := d.intern(d.collect())
+	d.byToken[k] = r
+	return r
+}
+
+// union returns the state holding the stacks of a and of b.
+func (d *dfa) union(a, b int32) int32 {
+	switch {
+	case a == 0 || a == b:
+		return b
+	case b == 0:
+		return a
+	}
+	k := [2]int32{min(a, b), max(a, b)}
+	if r, ok := d.unions[k]; ok {
+		return r
+	}
+	set := append(append(d.buf[:0], d.sets[a]...), d.sets[b]...)
+	slices.Sort(set)
+	d.buf = slices.Compact(set)
+	r := d.intern(d.buf)
+	d.unions[k] = r
+	return r
 }

@@ -5,7 +5,9 @@
 //
 // [Parse] compiles GBNF text into a [Grammar] whose rules work on bytes: a character class
 // becomes the alternatives of its UTF-8 encodings, so a token may end in the middle of a
-// multi-byte character and a token may span several grammar elements. A [Vocabulary] holds every
+// multi-byte character and a token may span several grammar elements. Token references,
+// <[id]> and !<[id]>, are elements that take one whole token by its id (as llama.cpp's; a token
+// that reaches one partway through its bytes is refused). A [Vocabulary] holds every
 // token's bytes and a prefix trie of them; build it once per model ([VocabularyFrom] reads a
 // backend.Tokenizer or a llamacpp *Vocab, [NewVocabulary] takes plain byte strings). A [Matcher]
 // pairs the two, and [Processor] is the stateful logits processor that masks a sequence's row.

@@ -11,7 +11,7 @@ import (
 // position lies in the text, never panics, and a grammar it returns can be matched.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{JSONGrammarText, `root ::= "a" [b-d]* "e"`, `root ::= ("ab" | "c"){2,3} "!"?`, "root ::= [^\\x00-\\x1F]+ # c\n",
-		`root ::= x{0,3}` + "\nx ::= \"\\u00e9\" | .", `root ::= "(" root ")" | ""`, `root ::= a` + "\na ::= a"} {
+		`root ::= x{0,3}` + "\nx ::= \"\\u00e9\" | .", `root ::= "(" root ")" | ""`, `root ::= a` + "\na ::= a", `root ::= "a" <[98]> (!<[99]> | "c")* <[256]>`} {
 		f.Add(s)
 	}
 	v := byteVocab(f)
@@ -39,7 +39,9 @@ func FuzzParse(f *testing.F) {
 // that parses, or refused with an error; it never panics.
 func FuzzSchema(f *testing.F) {
 	for _, s := range []string{personSchema, `{"anyOf":[{"type":"string","pattern":"^a(b|c)+$"},{"type":"null"}]}`, `{"$ref":"#"}`,
-		`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `true`, `{"enum":[1,"x",null]}`} {
+		`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `true`, `{"enum":[1,"x",null]}`,
+		`{"type":"integer","minimum":-12,"exclusiveMaximum":3400}`, `{"prefixItems":[{"type":"string"}],"items":{"type":"integer","maximum":0},"maxItems":4}`,
+		`{"allOf":[{"properties":{"a":{}}},{"properties":{"b":{}},"required":["b"]}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, schema string) {

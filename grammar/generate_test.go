@@ -178,6 +178,19 @@ func genCases(t testing.TB) []genCase {
 				}
 				return nil
 			}, true},
+		{"range-tuple-schema", mustSchema(t, `{"type":"object","properties":{"pos":{"prefixItems":[{"type":"integer","minimum":-50,"maximum":50},{"type":"integer","exclusiveMinimum":0,"maximum":1000}],"items":false}},"required":["pos"]}`),
+			func(s string) error {
+				var v struct {
+					Pos []int64 `json:"pos"`
+				}
+				if err := json.Unmarshal([]byte(s), &v); err != nil {
+					return err
+				}
+				if len(v.Pos) != 2 || v.Pos[0] < -50 || v.Pos[0] > 50 || v.Pos[1] <= 0 || v.Pos[1] > 1000 {
+					return fmt.Errorf("pos %v", v.Pos)
+				}
+				return nil
+			}, true},
 		{"gbnf-list", mustParse(t, `root ::= item ("," " "? item){0,4} "."
 item ::= [a-z]{1,5} | "\"" [^"\n]{0,3} "\"" | [0-9]+ ("." [0-9]{1,2})?`), reCheck(`^(?:[a-z]{1,5}|"[^"\n]{0,3}"|[0-9]+(?:\.[0-9]{1,2})?)(?:, ?(?:[a-z]{1,5}|"[^"\n]{0,3}"|[0-9]+(?:\.[0-9]{1,2})?)){0,4}\.$`), false},
 		{"gbnf-emoji", mustParse(t, `root ::= ("😀" | [é-ê] | "yes" | "no"){1,6}`), reCheck(`^(?:😀|[é-ê]|yes|no){1,6}$`), true},
@@ -361,4 +374,22 @@ func TestMatcherConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestFootprintGrowsWithNesting checks that the footprint counts the automaton: any JSON nested
+// ever deeper reaches a new state per level, and the footprint follows.
+func TestFootprintGrowsWithNesting(t *testing.T) {
+	m := NewMatcher(JSON(), byteVocab(t))
+	s := m.Start()
+	start := m.Footprint()
+	for range 200 {
+		s = m.AcceptBytes(s, []byte("["))
+	}
+	require.False(t, m.Dead(s))
+	grown := m.Footprint()
+	assert.Greater(t, grown-start, 200*1024, "200 new states of 256 transitions each")
+	s = m.AcceptBytes(m.Start(), []byte(strings.Repeat("[", 200)))
+	assert.Equal(t, grown, m.Footprint(), "states met before cost nothing")
+	m.Apply(s, make([]float32, m.Vocabulary().Size()))
+	assert.Greater(t, m.Footprint(), grown, "a computed mask is counted")
 }

@@ -56,6 +56,18 @@ func NewMatcher(g *Grammar, v *Vocabulary) *Matcher {
 	return m
 }
 
+// Footprint returns the bytes that the matcher's automaton and kept masks hold. The masks stay
+// within a fixed budget (256 MiB; past it they are forgotten and computed again), but the
+// automaton keeps every state that a sequence reached, about 1 KiB each, and deeply nested
+// output reaches new states: a long-running process that keeps one Matcher for many requests
+// should replace it (NewMatcher over the same Grammar and Vocabulary, which are shared) once
+// its footprint passes what it can spare.
+func (m *Matcher) Footprint() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.maskBytes + m.d.footprint()
+}
+
 // Grammar returns the matcher's grammar.
 func (m *Matcher) Grammar() *Grammar { return m.g }
 
@@ -92,9 +104,10 @@ func (m *Matcher) Accept(s State, t int32) State {
 	}
 	b := m.v.Token(t)
 	if len(b) == 0 {
-		return 0
+		return 0 // as llama.cpp, which rejects every token without text but end of generation
 	}
-	return State(m.advance(int32(s), b))
+	next := m.advance(int32(s), b)
+	return State(m.d.union(next, m.d.stepToken(int32(s), t)))
 }
 
 // AcceptBytes returns the state after the bytes b from s.
@@ -191,6 +204,42 @@ func (m *Matcher) maskOf(s State) *mask {
 	return mk
 }
 
+// tokenRefsAllow appends the tokens that the token references on top of s's stacks take: a
+// token with text (llama.cpp rejects the others) that is not an end-of-generation token, which
+// only a complete sentence allows.
+func (m *Matcher) tokenRefsAllow(allowed []int32, s int32) []int32 {
+	v := m.v
+	takes := func(t int32) bool {
+		if len(v.Token(t)) == 0 || v.IsEOG(t) {
+			return false
+		}
+		for _, n := range m.d.tokenTops[s] {
+			if m.d.matchesToken(n, t) {
+				return true
+			}
+		}
+		return false
+	}
+	var not []int32
+	for _, n := range m.d.tokenTops[s] {
+		e := m.g.elems[m.d.nodes[n].pos]
+		switch {
+		case e.kind == kTokenNot:
+			not = append(not, e.arg)
+		case int(e.arg) < v.Size() && takes(e.arg):
+			allowed = append(allowed, e.arg)
+		}
+	}
+	if len(not) > 0 {
+		for t := range int32(v.Size()) {
+			if takes(t) {
+				allowed = append(allowed, t)
+			}
+		}
+	}
+	return allowed
+}
+
 // compute walks the vocabulary trie from state s: a node whose byte leads to the dead state
 // prunes its whole subtree; the tokens of every node reached are allowed. End-of-generation
 // tokens are allowed when s is complete, and the dead state allows them alone so that a
@@ -217,10 +266,14 @@ func (m *Matcher) compute(s int32) *mask {
 			i++
 		}
 	}
+	if s != 0 && len(d.tokenTops[s]) > 0 {
+		allowed = m.tokenRefsAllow(allowed, s)
+	}
 	if s == 0 || d.accept[s] {
 		allowed = append(allowed, v.eog...)
 	}
 	slices.Sort(allowed)
+	allowed = slices.Compact(allowed) // a token may be allowed by its bytes and by its id
 	mk := &mask{allowed: len(allowed)}
 	// Wiping the gaps between allowed tokens costs a call per gap; setting the disallowed ones
 	// costs a store each. Past one token in 16 allowed, the stores win.

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,9 +28,11 @@ const maxElements = 1 << 20
 type elemKind uint8
 
 const (
-	kEnd  elemKind = iota // end of an alternative
-	kByte                 // one byte out of a set (arg indexes Grammar.sets)
-	kRule                 // a reference to a rule (arg is the rule id)
+	kEnd      elemKind = iota // end of an alternative
+	kByte                     // one byte out of a set (arg indexes Grammar.sets)
+	kRule                     // a reference to a rule (arg is the rule id)
+	kToken                    // one whole token: <[id]> (arg is the id)
+	kTokenNot                 // one whole token other than <[id]>: !<[id]>
 )
 
 // elem is one compiled grammar element. The grammar works on bytes: a character class becomes
@@ -68,8 +71,10 @@ func (g *Grammar) String() string { return g.src }
 // `+` `?` `{m}` `{m,}` `{m,n}`, literals "..." and character classes [...] / [^...] with ranges
 // and the escapes \xHH \uHHHH \UHHHHHHHH \t \n \r \\ \" \[ \] \-, `.` for any character, and
 // comments from # to the end of the line. Newlines end a rule except inside parentheses and
-// right after `::=` or `|`. Left recursion, undefined rules, rules defined twice and token
-// references (<[id]>) are errors.
+// right after `::=` or `|`, and token references <[id]> (that one token, matched by its id
+// whatever its text) and !<[id]> (any one token but that one), which a token reaching them
+// partway through its bytes cannot match. Left recursion, undefined rules, rules defined twice
+// and references by a token's text (<think>) are errors.
 func Parse(src string) (*Grammar, error) {
 	p := &parser{src: src, g: &Grammar{src: src}, ids: map[string]int32{}, defined: map[int32]bool{}}
 	if err := p.parse(); err != nil {
@@ -329,9 +334,13 @@ func (p *parser) sequence(nested bool) []elem {
 			p.pos++
 			lastStart = len(seq)
 			seq = append(seq, elem{kind: kRule, arg: sub})
-		case c == '<':
-			p.fail(p.pos, "token references (<[id]>) are not supported")
-			return nil
+		case c == '<' || c == '!':
+			e, ok := p.tokenRef()
+			if !ok {
+				return nil
+			}
+			lastStart = len(seq)
+			seq = append(seq, e)
 		case c == '*' || c == '+' || c == '?' || c == '{':
 			if lastStart < 0 {
 				p.fail(p.pos, "repetition %q without a preceding symbol", c)
@@ -632,6 +641,39 @@ func (p *parser) check() {
 	}
 }
 
+// tokenRef parses a token reference, <[id]> or !<[id]>, as llama.cpp does. A reference by the
+// token's text (<think>) needs the vocabulary, which a Grammar does not have: it is refused.
+func (p *parser) tokenRef() (elem, bool) {
+	start := p.pos
+	e := elem{kind: kToken}
+	if p.src[p.pos] == '!' {
+		e.kind = kTokenNot
+		p.pos++
+	}
+	rest := p.src[p.pos:]
+	if !strings.HasPrefix(rest, "<") {
+		p.fail(start, "expected <[id]> after !, found %s", p.found())
+		return e, false
+	}
+	if !strings.HasPrefix(rest, "<[") {
+		p.fail(start, "token references by text (<...>) are not supported: write the token's id, <[id]>")
+		return e, false
+	}
+	end := strings.Index(rest, "]>")
+	digits := ""
+	if end > 2 {
+		digits = rest[2:end]
+	}
+	id, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil || id < 0 || strings.TrimLeft(digits, "0123456789") != "" {
+		p.fail(start, "token reference %q: expected <[id]> with a token id of 0 to %d", strings.SplitN(rest, ">", 2)[0]+">", math.MaxInt32)
+		return e, false
+	}
+	e.arg = int32(id)
+	p.pos += end + 2
+	return e, true
+}
+
 // nullableFrom reports whether the elements from position a to the end of its alternative can
 // match the empty string.
 func (g *Grammar) nullableFrom(a int32, nullable []bool) bool {
@@ -639,7 +681,7 @@ func (g *Grammar) nullableFrom(a int32, nullable []bool) bool {
 		switch e := g.elems[i]; e.kind {
 		case kEnd:
 			return true
-		case kByte:
+		case kByte, kToken, kTokenNot:
 			return false
 		case kRule:
 			if !nullable[e.arg] {

@@ -36,16 +36,21 @@ func (e *SchemaError) Error() string {
 //     the order of properties, as llama.cpp emits them), additionalProperties (false or absent:
 //     no other keys; true or a schema: other keys, never one of the declared names); an object
 //     without properties nor additionalProperties is any object;
-//   - arrays: items (one schema), minItems, maxItems;
+//   - allOf of one schema (an annotated $ref), or of object schemas, whose properties and
+//     required lists merge into one object without other keys;
+//   - arrays: items (one schema), minItems, maxItems; tuples (prefixItems, or items as a list
+//     with additionalItems): exactly the listed items, then more of items/additionalItems when
+//     given, as llama.cpp emits them;
 //   - strings: minLength, maxLength, pattern (a regular expression anchored with ^ and $, of
 //     literals, classes, groups, alternation and repetition), format date, time, date-time and
 //     uuid; other formats are annotations and ignored, as JSON Schema allows;
-//   - integers and numbers of at most 16 digits per part; null, boolean.
+//   - integers and numbers of at most 16 digits per part; integers bounded by minimum, maximum,
+//     exclusiveMinimum and exclusiveMaximum (not numbers: a decimal range has no finite
+//     grammar worth emitting); null, boolean.
 //
 // Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored.
 // Keywords that constrain values in a way the grammar does not express are refused with a
-// [SchemaError]: allOf, not, if/then/else, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, multipleOf, patternProperties, propertyNames, prefixItems, contains,
+// [SchemaError]: not, if/then/else, multipleOf, patternProperties, propertyNames, contains,
 // uniqueItems, min/maxProperties, dependentRequired, dependentSchemas, unevaluated*, remote $ref.
 func SchemaToGBNF(schema []byte) (string, error) {
 	src, _, err := convertSchema(schema)
@@ -246,12 +251,12 @@ func (c *converter) rule(hint, expr string) string {
 var (
 	annotations = []string{"title", "description", "default", "examples", "$schema", "$id", "$comment",
 		"deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType", "$anchor"}
-	unsupported = []string{"allOf", "not", "if", "then", "else", "minimum", "maximum", "exclusiveMinimum",
-		"exclusiveMaximum", "multipleOf", "patternProperties", "propertyNames", "prefixItems", "contains",
+	unsupported = []string{"not", "if", "then", "else", "multipleOf", "patternProperties", "propertyNames", "contains",
 		"minContains", "maxContains", "uniqueItems", "minProperties", "maxProperties", "dependentRequired",
-		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "additionalItems", "$dynamicRef"}
-	known = []string{"type", "enum", "const", "anyOf", "oneOf", "$ref", "properties", "required",
-		"additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format"}
+		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef"}
+	known = []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
+		"additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength",
+		"maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 )
 
 func fail(path, format string, args ...any) error {
@@ -301,6 +306,9 @@ func (c *converter) visit(s *node, path string) (string, error) {
 			return "", fail(path, "unknown keyword %q", k)
 		}
 	}
+	if s.get("allOf") != nil {
+		return c.allOf(s, path)
+	}
 	if ref := s.get("$ref"); ref != nil {
 		return c.ref(ref, path)
 	}
@@ -339,8 +347,10 @@ func (c *converter) visit(s *node, path string) (string, error) {
 		switch {
 		case s.get("properties") != nil || s.get("additionalProperties") != nil:
 			return c.object(s, path)
-		case s.get("items") != nil:
+		case s.get("items") != nil || s.get("prefixItems") != nil:
 			return c.array(s, path)
+		case hasNumericBounds(s):
+			return "", fail(path, "minimum and maximum are supported with type integer only")
 		case s.get("pattern") != nil || s.get("format") != nil || s.get("minLength") != nil || s.get("maxLength") != nil:
 			return c.str(s, path)
 		}
@@ -378,7 +388,14 @@ func (c *converter) typed(name string, s *node, path string) (string, error) {
 		return c.array(s, path)
 	case "string":
 		return c.str(s, path)
-	case "number", "integer", "boolean", "null":
+	case "integer":
+		return c.integer(s, path)
+	case "number":
+		if hasNumericBounds(s) {
+			return "", fail(path, "minimum and maximum are supported with type integer only, not number")
+		}
+		return name, nil
+	case "boolean", "null":
 		return name, nil
 	}
 	return "", fail(path+"/type", "unknown type %q", name)
@@ -392,15 +409,7 @@ func (c *converter) ref(ref *node, path string) (string, error) {
 	if name, ok := c.refs[r]; ok {
 		return name, nil
 	}
-	var target *node
-	for _, defs := range []string{"$defs", "definitions"} {
-		if key, ok := strings.CutPrefix(r, "#/"+defs+"/"); ok {
-			target = c.root.get(defs).get(key)
-		}
-	}
-	if r == "#" {
-		target = c.root
-	}
+	target := c.resolve(r)
 	if target == nil {
 		return "", fail(path+"/$ref", "$ref %q: only local references to #, #/$defs/NAME and #/definitions/NAME are supported, and the target must exist", r)
 	}
@@ -416,6 +425,19 @@ func (c *converter) ref(ref *node, path string) (string, error) {
 	}
 	c.rules[name] = e
 	return name, nil
+}
+
+// resolve returns the schema that a local $ref names, or nil.
+func (c *converter) resolve(r string) *node {
+	if r == "#" {
+		return c.root
+	}
+	for _, defs := range []string{"$defs", "definitions"} {
+		if key, ok := strings.CutPrefix(r, "#/"+defs+"/"); ok {
+			return c.root.get(defs).get(key)
+		}
+	}
+	return nil
 }
 
 func (c *converter) object(s *node, path string) (string, error) {
@@ -556,34 +578,26 @@ func classChar(r rune) string {
 }
 
 func (c *converter) array(s *node, path string) (string, error) {
+	if p := s.get("prefixItems"); p != nil {
+		return c.tuple(s, p, s.get("items"), path, "prefixItems")
+	}
+	if it := s.get("items"); it != nil && it.kind == 'a' {
+		return c.tuple(s, it, s.get("additionalItems"), path, "items")
+	}
+	if s.get("additionalItems") != nil {
+		return "", fail(path+"/additionalItems", "additionalItems needs items as an array")
+	}
 	item := "value"
 	if it := s.get("items"); it != nil {
-		if it.kind == 'a' {
-			return "", fail(path+"/items", "items as an array (tuples) is not supported")
-		}
 		e, err := c.visit(it, path+"/items")
 		if err != nil {
 			return "", err
 		}
 		item = e
 	}
-	lo, hi := 0, -1
-	if v := s.get("minItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/minItems", "minItems must be a non-negative integer")
-		}
-		lo = n
-	}
-	if v := s.get("maxItems"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/maxItems", "maxItems must be a non-negative integer")
-		}
-		hi = n
-	}
-	if hi >= 0 && hi < lo {
-		return "", fail(path, "maxItems %d below minItems %d", hi, lo)
+	lo, hi, err := sizeBounds(s, path, "minItems", "maxItems")
+	if err != nil {
+		return "", err
 	}
 	var body string
 	switch {
@@ -595,6 +609,31 @@ func (c *converter) array(s *node, path string) (string, error) {
 		body = item + ` ("," space ` + item + ")" + repeatSuffix(lo-1, hi-1)
 	}
 	return c.rule("array", `"[" space `+body+` "]" space`), nil
+}
+
+// sizeBounds reads a pair of count keywords (minItems and maxItems, minLength and maxLength):
+// lo defaults to 0 and hi to -1, unbounded.
+func sizeBounds(s *node, path, minKey, maxKey string) (lo, hi int, err error) {
+	lo, hi = 0, -1
+	for _, k := range []string{minKey, maxKey} {
+		v := s.get(k)
+		if v == nil {
+			continue
+		}
+		n, ok := v.integer()
+		if !ok {
+			return 0, 0, fail(path+"/"+k, "%s must be a non-negative integer", k)
+		}
+		if k == minKey {
+			lo = n
+		} else {
+			hi = n
+		}
+	}
+	if hi >= 0 && hi < lo {
+		return 0, 0, fail(path, "%s %d below %s %d", maxKey, hi, minKey, lo)
+	}
+	return lo, hi, nil
 }
 
 // repeatSuffix returns the GBNF repetition of lo to hi (hi < 0: unbounded) times.
@@ -638,26 +677,12 @@ func (c *converter) str(s *node, path string) (string, error) {
 			return c.rule(f, `"\"" `+rule+` "\"" space`), nil
 		}
 	}
-	lo, hi := 0, -1
-	if v := s.get("minLength"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/minLength", "minLength must be a non-negative integer")
-		}
-		lo = n
-	}
-	if v := s.get("maxLength"); v != nil {
-		n, ok := v.integer()
-		if !ok {
-			return "", fail(path+"/maxLength", "maxLength must be a non-negative integer")
-		}
-		hi = n
+	lo, hi, err := sizeBounds(s, path, "minLength", "maxLength")
+	if err != nil {
+		return "", err
 	}
 	if lo == 0 && hi < 0 {
 		return "string", nil
-	}
-	if hi >= 0 && hi < lo {
-		return "", fail(path, "maxLength %d below minLength %d", hi, lo)
 	}
 	return c.rule("string", `"\"" char`+repeatSuffix(lo, hi)+` "\"" space`), nil
 }

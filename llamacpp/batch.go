@@ -24,20 +24,41 @@ type Batch struct {
 	outputs []int8
 }
 
-// NewBatch allocates a batch of up to capacity tokens, each belonging to at
-// most seqsPerToken sequences (1 unless prompts are shared through a unified
-// KV cache).
+// MaxBatch is the largest batch: NewBatch's capacity and a context's
+// BatchSize.
+const MaxBatch = 1 << 20
+
+// NewBatch allocates a batch of up to capacity tokens (at most MaxBatch),
+// each belonging to at most seqsPerToken sequences (1 unless prompts are
+// shared through a unified KV cache). A batch that does not fit in the
+// memory available gives an error wrapping ErrNoMemory.
 func NewBatch(capacity, seqsPerToken int) (*Batch, error) {
-	if capacity < 1 || capacity > 1<<24 {
-		return nil, invalid("batch capacity %d", capacity)
+	if capacity < 1 || capacity > MaxBatch {
+		return nil, invalid("batch capacity %d outside [1, %d]", capacity, MaxBatch)
 	}
 	if seqsPerToken < 1 || seqsPerToken > MaxSequences() {
 		return nil, invalid("sequences per token %d outside [1, %d]", seqsPerToken, MaxSequences())
 	}
-	b := &Batch{c: cgo.BatchInit(capacity, seqsPerToken), capacity: capacity, seqsPer: seqsPerToken}
+	if err := checkMemory(batchBytes(capacity, seqsPerToken),
+		fmt.Sprintf("NewBatch capacity %d with %d sequences per token", capacity, seqsPerToken), ""); err != nil {
+		return nil, err
+	}
+	c := cgo.BatchInit(capacity, seqsPerToken)
+	if c == nil {
+		return nil, fmt.Errorf("%w: allocating a batch of capacity %d with %d sequences per token failed",
+			ErrNoMemory, capacity, seqsPerToken)
+	}
+	b := &Batch{c: c, capacity: capacity, seqsPer: seqsPerToken}
 	b.tokens, b.pos, b.nSeqID, b.seqIDs, b.outputs = b.c.Views(capacity)
 	runtime.SetFinalizer(b, func(b *Batch) { b.Close() })
 	return b, nil
+}
+
+// batchBytes is the C memory of a batch: token, position, sequence count,
+// output flag and sequence-list pointer per token, and each token's
+// sequence list in its own allocation (16 bytes of malloc overhead).
+func batchBytes(capacity, seqsPerToken int) uint64 {
+	return uint64(capacity) * uint64(4+4+4+1+8+16+4*seqsPerToken)
 }
 
 // Close frees the batch; it is idempotent.
@@ -113,13 +134,18 @@ func (b *Batch) AddShared(token, pos int32, seqs []int32, output bool) (int, err
 }
 
 // SetOutput changes the output flag of batch index i.
-func (b *Batch) SetOutput(i int, output bool) {
-	if i >= 0 && i < b.n {
-		b.outputs[i] = 0
-		if output {
-			b.outputs[i] = 1
-		}
+func (b *Batch) SetOutput(i int, output bool) error {
+	if err := b.check(); err != nil {
+		return err
 	}
+	if i < 0 || i >= b.n {
+		return invalid("batch index %d outside [0, %d)", i, b.n)
+	}
+	b.outputs[i] = 0
+	if output {
+		b.outputs[i] = 1
+	}
+	return nil
 }
 
 func (b *Batch) seqsOf(i int) []int32 {

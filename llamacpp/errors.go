@@ -25,6 +25,11 @@ var (
 	// ErrDecodeFailed: allocation or graph computation failed (return code
 	// -2, -3 or another negative code).
 	ErrDecodeFailed = errors.New("llamacpp: decode failed")
+	// ErrNoMemory: an allocation that a parameter asks for (a context's KV
+	// cache, a batch) does not fit in the memory the process can get: free
+	// memory, its cgroup's limit, its address-space limit. The error names
+	// the parameter; nothing was allocated.
+	ErrNoMemory = errors.New("llamacpp: not enough memory")
 	// ErrLoad: the model file could not be loaded.
 	ErrLoad = errors.New("llamacpp: cannot load model")
 )

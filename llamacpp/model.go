@@ -7,7 +7,9 @@ import (
 	"os"
 	"runtime"
 	rcgo "runtime/cgo"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -54,10 +56,32 @@ type Model struct {
 	// llama.cpp (e.g. an encoder), empty when they are fine
 	unsupported string
 	ropeType    int
-	freed       atomic.Bool
-	cleanup     runtime.Cleanup
-	vocab       *Vocab
-	info        ModelInfo
+	// live guards the C model against its free: Vocab calls hold it for
+	// reading, free holds it for writing, so a Close waits for the
+	// vocabulary calls in flight and later ones see freed
+	live    sync.RWMutex
+	freed   atomic.Bool
+	cleanup runtime.Cleanup
+	vocab   *Vocab
+	info    ModelInfo
+	// kv sizes a context's KV cache; kv.known is false where llamaloop
+	// cannot bound it from below (recurrent state, sliding windows,
+	// compressed attention) or where it may live on a GPU
+	kv kvShape
+	// native is the C memory the model accounts in NativeMemory
+	native int64
+	// warnings llama.cpp logged while loading the model
+	warnings []string
+}
+
+// kvShape is what a context's KV cache costs per cell: per layer, the
+// widths of a cached key and value.
+type kvShape struct {
+	known        bool
+	layers       int
+	kWidth       int // key_length × n_head_kv
+	vWidth       int // value_length × n_head_kv
+	heads, vocab int
 }
 
 // ModelInfo describes a loaded model. A vocabulary-only model has only Path,
@@ -87,6 +111,38 @@ func init() {
 		}()
 		return rcgo.Handle(h).Value().(func(float32) bool)(p)
 	})
+	cgo.SetCaptureHandler(func(h uintptr, text string) {
+		defer func() { _ = recover() }() // never unwind through C frames
+		rcgo.Handle(h).Value().(*loadLog).add(text)
+	})
+}
+
+// loadLog collects what llama.cpp logs at warning level or above while it
+// loads a model.
+type loadLog struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (l *loadLog) add(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.text.Len() < 1<<16 { // a corrupt vocabulary could warn per token
+		l.text.WriteString(text)
+	}
+}
+
+// lines splits the log into its non-empty lines.
+func (l *loadLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.text.String()) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // LoadModel loads a GGUF model file. A missing, unreadable, non-GGUF or
@@ -113,8 +169,11 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		defer h.Delete()
 		handle = uintptr(h)
 	}
+	var logged loadLog
+	capture := rcgo.NewHandle(&logged)
+	defer capture.Delete()
 	takeLastError()
-	c := cgo.ModelLoadFromFile(path, mp, handle)
+	c := cgo.ModelLoadFromFile(path, mp, handle, uintptr(capture))
 	if c.Nil() {
 		detail := takeLastError()
 		if detail == "" {
@@ -122,7 +181,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		}
 		return nil, fmt.Errorf("%w %s: %s", ErrLoad, path, detail)
 	}
-	m := &Model{c: c, path: path, vocabOnly: p.VocabOnly}
+	m := &Model{c: c, path: path, vocabOnly: p.VocabOnly, warnings: logged.lines()}
 	m.vocab = newVocab(m, c.Vocab())
 	m.info = ModelInfo{Path: path, VocabSize: m.vocab.n}
 	m.info.Architecture, _ = c.MetaValStr("general.architecture")
@@ -132,6 +191,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		m.info.CtxTrain, m.info.Embd, m.info.Layers = c.NCtxTrain(), c.NEmbd(), c.NLayer()
 		m.info.Heads, m.info.HeadsKV = c.NHead(), c.NHeadKV()
 		m.ropeType = c.RopeType()
+		m.kv = readKVShape(c, m.info, p.GPULayers)
 		causal, _ := c.MetaValStr(m.info.Architecture + ".attention.causal")
 		switch {
 		case c.HasEncoder():
@@ -142,8 +202,19 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	}
 	// A cleanup, not a finalizer: the model and its vocabulary point at each
 	// other, and finalizers never run on cycles.
-	m.cleanup = runtime.AddCleanup(m, func(c cgo.Model) { c.Free() }, c)
+	m.native = int64(m.info.Size)
+	nativeAlloc(m.native)
+	m.cleanup = runtime.AddCleanup(m, func(r modelResources) {
+		r.c.Free()
+		nativeFree(r.native)
+	}, modelResources{c, m.native})
 	return m, nil
+}
+
+// modelResources is what a forgotten Model's cleanup frees.
+type modelResources struct {
+	c      cgo.Model
+	native int64
 }
 
 // checkGGUF gives clear errors for the common mistakes (a folder, a file of
@@ -161,6 +232,12 @@ func checkGGUF(f *os.File, st os.FileInfo, path string) error {
 	}
 	return nil
 }
+
+// Warnings are the warnings (and errors) that llama.cpp logged while it
+// loaded the model, one line each, in order, e.g. "load: missing or
+// unrecognized pre-tokenizer type, using: 'default'" for a model accepted
+// with AllowUnknownPreTokenizer. They are kept whatever SetLogger says.
+func (m *Model) Warnings() []string { return slices.Clone(m.warnings) }
 
 // Info describes the model.
 func (m *Model) Info() ModelInfo { return m.info }
@@ -189,7 +266,8 @@ func (m *Model) Metadata() (map[string]string, error) {
 
 // MetadataValue returns one GGUF value as a string.
 func (m *Model) MetadataValue(key string) (string, bool) {
-	if m.acquire() != nil {
+	// A key with a NUL would reach llama.cpp cut short, as another key.
+	if strings.IndexByte(key, 0) >= 0 || m.acquire() != nil {
 		return "", false
 	}
 	defer m.release()
@@ -209,7 +287,7 @@ func (m *Model) MetadataInt(key string) (int64, bool) {
 // ChatTemplate returns the model's chat template (tokenizer.chat_template),
 // or the named variant; ok is false when the model has none.
 func (m *Model) ChatTemplate(name string) (string, bool) {
-	if m.acquire() != nil {
+	if strings.IndexByte(name, 0) >= 0 || m.acquire() != nil {
 		return "", false
 	}
 	defer m.release()
@@ -240,10 +318,13 @@ func (m *Model) free() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.c.Nil() {
+		m.live.Lock()
 		m.freed.Store(true)
+		m.live.Unlock()
 		m.c.Free()
 		m.c = cgo.Model{}
 		m.cleanup.Stop()
+		nativeFree(m.native)
 	}
 }
 
@@ -299,6 +380,9 @@ func Quantize(in, out string, ft FileType, threads int) error {
 	initialize()
 	if err := validateModel(in, ModelParams{}, false); err != nil {
 		return err
+	}
+	if strings.IndexByte(out, 0) >= 0 {
+		return invalid("quantize output path %q contains a NUL byte", out)
 	}
 	if si, err := os.Stat(in); err == nil {
 		if so, err := os.Stat(out); err == nil && os.SameFile(si, so) {

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"github.com/llamaloop/llamaloop/backend"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/cgo"
 )
 
-// Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use
-// and lives as long as its model.
+// Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use,
+// also with its model's Close, and lives as long as its model: after Close
+// its methods return ErrClosed (its constants, such as EOS, stay valid).
 type Vocab struct {
 	model *Model
 	c     cgo.Vocab
@@ -54,32 +56,48 @@ const (
 	AttrSingleWord  TokenAttr = 1 << 9
 )
 
-// alive reports a freed model. Closing a model while another goroutine
-// still uses its vocabulary is a programming error, as for any Close.
-func (v *Vocab) alive() error {
+// enter keeps the model from being freed until leave, or reports that it
+// was: a Vocab is safe for concurrent use, also with its model's Close,
+// which waits for the calls in flight. Each successful enter needs a leave.
+func (v *Vocab) enter() error {
+	v.model.live.RLock()
 	if v.model.freed.Load() {
+		v.model.live.RUnlock()
 		return fmt.Errorf("vocabulary: model %w", ErrClosed)
 	}
 	return nil
 }
 
-// tokenizer reports a model without a tokenizer (GGUF tokenizer "none").
-func (v *Vocab) tokenizer() error {
-	if err := v.alive(); err != nil {
+func (v *Vocab) leave() { v.model.live.RUnlock() }
+
+// enterTokenizer is enter for a model with a tokenizer (GGUF tokenizer
+// "none" has none).
+func (v *Vocab) enterTokenizer() error {
+	if err := v.enter(); err != nil {
 		return err
 	}
 	if v.noTokenizer {
+		v.leave()
 		return invalid("the model has no tokenizer")
 	}
 	return nil
 }
 
-func (v *Vocab) checkToken(t int32) error {
-	if err := v.alive(); err != nil {
-		return err
-	}
+// enterToken is enter for a call about token t.
+func (v *Vocab) enterToken(t int32) error {
 	if t < 0 || int(t) >= v.n {
+		if err := v.alive(); err != nil {
+			return err
+		}
 		return invalid("token %d outside the vocabulary [0, %d)", t, v.n)
+	}
+	return v.enter()
+}
+
+// alive reports a freed model without holding it.
+func (v *Vocab) alive() error {
+	if v.model.freed.Load() {
+		return fmt.Errorf("vocabulary: model %w", ErrClosed)
 	}
 	return nil
 }
@@ -123,26 +141,29 @@ func (v *Vocab) EOGTokens() []int32 { return v.eog }
 
 // Attr returns the attributes of token t.
 func (v *Vocab) Attr(t int32) (TokenAttr, error) {
-	if err := v.checkToken(t); err != nil {
+	if err := v.enterToken(t); err != nil {
 		return 0, err
 	}
+	defer v.leave()
 	return TokenAttr(v.c.Attr(t)), nil
 }
 
 // Text returns the raw piece of t as stored in the model (SPM pieces hold
 // U+2581 for a space).
 func (v *Vocab) Text(t int32) (string, error) {
-	if err := v.checkToken(t); err != nil {
+	if err := v.enterToken(t); err != nil {
 		return "", err
 	}
+	defer v.leave()
 	return v.c.Text(t), nil
 }
 
 // Score returns the tokenizer score of t.
 func (v *Vocab) Score(t int32) (float32, error) {
-	if err := v.checkToken(t); err != nil {
+	if err := v.enterToken(t); err != nil {
 		return 0, err
 	}
+	defer v.leave()
 	return v.c.Score(t), nil
 }
 
@@ -150,9 +171,10 @@ func (v *Vocab) Score(t int32) (float32, error) {
 // asks for them; parseSpecial turns special-token text (e.g. "<|im_end|>")
 // into control tokens instead of plain text.
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
-	if err := v.tokenizer(); err != nil {
+	if err := v.enterTokenizer(); err != nil {
 		return nil, err
 	}
+	defer v.leave()
 	if len(text) > maxText-2 {
 		return nil, invalid("text of %d bytes is too long to tokenize", len(text))
 	}
@@ -175,11 +197,12 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, e
 // single byte, so a piece may be part of a UTF-8 sequence. special renders
 // control tokens as their text; otherwise they render as nothing.
 func (v *Vocab) AppendPiece(dst []byte, t int32, special bool) ([]byte, error) {
-	if err := v.checkToken(t); err != nil {
+	if err := v.enterToken(t); err != nil {
 		return dst, err
 	}
-	if err := v.tokenizer(); err != nil {
-		return dst, err
+	defer v.leave()
+	if v.noTokenizer {
+		return dst, invalid("the model has no tokenizer")
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, 32)
@@ -204,15 +227,16 @@ func (v *Vocab) Piece(t int32, special bool) (string, error) {
 // BOS and trailing EOS that the model adds; unparseSpecial renders control
 // tokens as text.
 func (v *Vocab) Detokenize(tokens []int32, removeSpecial, unparseSpecial bool) (string, error) {
-	if err := v.tokenizer(); err != nil {
+	if err := v.enterTokenizer(); err != nil {
 		return "", err
 	}
+	defer v.leave()
 	if len(tokens) > maxText/16 {
 		return "", invalid("%d tokens are too many to detokenize at once", len(tokens))
 	}
 	for _, t := range tokens {
-		if err := v.checkToken(t); err != nil {
-			return "", err
+		if t < 0 || int(t) >= v.n {
+			return "", invalid("token %d outside the vocabulary [0, %d)", t, v.n)
 		}
 	}
 	buf := make([]byte, 8*len(tokens)+16)
@@ -247,12 +271,20 @@ func (v *Vocab) ApplyChatTemplate(template string, messages []backend.Message, a
 		}
 		template = t
 	}
+	if strings.IndexByte(template, 0) >= 0 {
+		return "", invalid("chat template contains a NUL byte")
+	}
 	roles := make([]string, len(messages))
 	contents := make([]string, len(messages))
 	size := 64
 	for i, m := range messages {
 		if !utf8.ValidString(m.Role) || !utf8.ValidString(m.Content) {
 			return "", invalid("message %d is not valid UTF-8", i)
+		}
+		// llama.cpp reads the messages as C strings: a NUL would silently
+		// end the message there.
+		if strings.IndexByte(m.Role, 0) >= 0 || strings.IndexByte(m.Content, 0) >= 0 {
+			return "", invalid("message %d contains a NUL byte, which llama.cpp's chat templates cannot carry", i)
 		}
 		roles[i], contents[i] = m.Role, m.Content
 		size += 2*len(m.Content) + len(m.Role) + 32

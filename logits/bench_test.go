@@ -7,27 +7,8 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/benchrows"
 )
-
-var benchVocabs = []int{32000, 128256, 262144}
-
-// benchRows returns n rows of v logits shaped like a language model's: normal noise with a few
-// strong candidates.
-func benchRows(n, v int) [][]float32 {
-	rng := rand.New(rand.NewPCG(1, uint64(v)))
-	rows := make([][]float32, n)
-	for r := range rows {
-		row := make([]float32, v)
-		for i := range row {
-			row[i] = float32(rng.NormFloat64() * 2)
-		}
-		for range 20 {
-			row[rng.IntN(v)] += float32(8 + rng.Float64()*6)
-		}
-		rows[r] = row
-	}
-	return rows
-}
 
 // benchHistory returns a prompt of n tokens drawn from the vocabulary.
 func benchHistory(n, v int) []int32 {
@@ -41,7 +22,7 @@ func benchHistory(n, v int) []int32 {
 
 // runBench processes fresh copies of the rows with p, and draws a token when draw is set.
 func runBench(b *testing.B, p *Pipeline, v int, draw bool) {
-	rows := benchRows(4, v)
+	rows := benchrows.Rows(4, v)
 	row := p.NewHistory(benchHistory(256, v))
 	work := make([]float32, v)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -76,7 +57,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 // BenchmarkDefaultChain is the sampling chain of a typical chat model: repetition penalty 1.1 over
 // 256 tokens of history, temperature 0.7, top_k 50, top_p 0.9, then the draw.
 func BenchmarkDefaultChain(b *testing.B) {
-	for _, v := range benchVocabs {
+	for _, v := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
 			cfg := genconfig.Default()
 			cfg.DoSample = true
@@ -95,9 +76,9 @@ func BenchmarkDefaultChain(b *testing.B) {
 
 // BenchmarkGreedy is the greedy choice alone: Argmax of a fresh row.
 func BenchmarkGreedy(b *testing.B) {
-	for _, v := range benchVocabs {
+	for _, v := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			rows := benchRows(4, v)
+			rows := benchrows.Rows(4, v)
 			work := make([]float32, v)
 			b.ReportAllocs()
 			n := 0
@@ -114,9 +95,9 @@ func BenchmarkGreedy(b *testing.B) {
 
 // BenchmarkCopy is the cost of the fresh copy that every other benchmark includes.
 func BenchmarkCopy(b *testing.B) {
-	for _, v := range benchVocabs {
+	for _, v := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			rows := benchRows(4, v)
+			rows := benchrows.Rows(4, v)
 			work := make([]float32, v)
 			n := 0
 			start := cpuTime()
@@ -166,7 +147,7 @@ func BenchmarkProcessor(b *testing.B) {
 		{"BlockTokens", func(v int) (Processor, error) { return NewBlockTokens([]int32{1, 2, 3, 100}, v) }},
 	}
 	for _, pc := range procs {
-		for _, v := range benchVocabs {
+		for _, v := range benchrows.Vocabularies {
 			b.Run(fmt.Sprintf("%s/V=%d", pc.name, v), func(b *testing.B) {
 				proc, err := pc.make(v)
 				if err != nil {

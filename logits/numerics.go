@@ -66,18 +66,28 @@ func widen(x float32) float64 {
 	return float64(x) // zero, subnormal, infinite or NaN
 }
 
-// LogSoftmax writes log_softmax(src) into dst, as torch.log_softmax does in float32:
-// dst_i = (src_i - max) - log(Σ_j exp(src_j - max)), the sum accumulated in float64 and its log
-// rounded to float32 before the subtraction. -inf entries stay -inf. As in torch, a row that holds a
-// NaN or +inf, or is all -inf, comes out all NaN. dst and src may be the same slice; dst must be at
-// least as long as src.
-func LogSoftmax(dst, src []float32) {
+// maxOrNaN returns the maximum of src when it is finite. Otherwise (a NaN, +inf, or every entry
+// -inf) it fills dst with NaN, as torch's softmax and log_softmax do, and reports false.
+func maxOrNaN(dst, src []float32) (float32, bool) {
 	m := rowMax(src)
 	if m != m || math.IsInf(float64(m), 0) {
 		nan := float32(math.NaN())
 		for i := range src {
 			dst[i] = nan
 		}
+		return 0, false
+	}
+	return m, true
+}
+
+// LogSoftmax writes log_softmax(src) into dst, as torch.log_softmax does in float32:
+// dst_i = (src_i - max) - log(Σ_j exp(src_j - max)), the sum accumulated in float64 and its log
+// rounded to float32 before the subtraction. -inf entries stay -inf. As in torch, a row that holds a
+// NaN or +inf, or is all -inf, comes out all NaN. dst and src may be the same slice; dst must be at
+// least as long as src.
+func LogSoftmax(dst, src []float32) {
+	m, ok := maxOrNaN(dst, src)
+	if !ok {
 		return
 	}
 	logSum := float32(math.Log(numeric.ExpSumParallel(src, float64(m))))
@@ -91,12 +101,8 @@ func LogSoftmax(dst, src []float32) {
 // the sum accumulated in float64. -inf entries become 0. As in torch, a row that holds a NaN or +inf,
 // or is all -inf, comes out all NaN. dst and src may be the same slice.
 func Softmax(dst, src []float32) {
-	m := rowMax(src)
-	if m != m || math.IsInf(float64(m), 0) {
-		nan := float32(math.NaN())
-		for i := range src {
-			dst[i] = nan
-		}
+	m, ok := maxOrNaN(dst, src)
+	if !ok {
 		return
 	}
 	inv := 1 / numeric.ExpSumParallel(src, float64(m))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/genconfig"
-
+	"github.com/llamaloop/llamaloop/internal/benchrows"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -139,7 +139,7 @@ func TestPipelineErrors(t *testing.T) {
 func TestProcessDoesNotAllocate(t *testing.T) {
 	const v = 1000
 	p := mustPipeline(t, everything, Options{VocabSize: v})
-	rows := benchRows(3, v)
+	rows := benchrows.Rows(3, v)
 	row := p.NewHistory(benchHistory(40, v))
 	work := make([]float32, v)
 	step := 0
@@ -259,7 +259,7 @@ func nextUp(x float32) float32 { return nextAfter(x, inf) }
 func TestPipelineConcurrentRows(t *testing.T) {
 	const v = 500
 	p := mustPipeline(t, everything, Options{VocabSize: v})
-	rows := benchRows(4, v)
+	rows := benchrows.Rows(4, v)
 	want := make([][]float32, 4)
 	for g := range want {
 		row := p.NewHistory([]int32{1, 2, 3})

@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-)
 
-var benchVocabs = []int{32000, 128256, 262144}
+	"github.com/llamaloop/llamaloop/internal/benchrows"
+)
 
 // benchRow is a Zipf-shaped row (p ∝ rank^-1.1, as the paper finds for
 // language models) with the ranks shuffled over the ids.
@@ -24,7 +24,7 @@ func benchRow(n int) []float32 {
 // llama.cpp comparison's settings) on a fixed row, mu moving with the draws.
 func BenchmarkSampleLogits(b *testing.B) {
 	for _, v := range []Version{V1, V2} {
-		for _, n := range benchVocabs {
+		for _, n := range benchrows.Vocabularies {
 			b.Run(fmt.Sprintf("%v/n=%d", v, n), func(b *testing.B) {
 				row := benchRow(n)
 				s, err := New(Config{Version: v, Tau: 5, Eta: 0.1})
@@ -48,7 +48,7 @@ func BenchmarkSampleLogits(b *testing.B) {
 }
 
 func BenchmarkStats(b *testing.B) {
-	for _, n := range benchVocabs {
+	for _, n := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			row := benchRow(n)
 			cpuLoop(b, func() {
@@ -84,34 +84,15 @@ func BenchmarkSamplePrepared(b *testing.B) {
 	}
 }
 
-// sideRows are the rows of the llamacpp package's side-by-side benchmark
-// against llama.cpp's samplers: normal logits of standard deviation 2 with
-// 20 peaks raised by 8 to 14. Their peaks have low surprise, so mu climbs
-// and the candidates grow from a few to the whole vocabulary within about
-// 100 steps.
-func sideRows(v int) [][]float32 {
-	rng := rand.New(rand.NewPCG(1, uint64(v)))
-	rows := make([][]float32, 4)
-	for r := range rows {
-		row := make([]float32, v)
-		for i := range row {
-			row[i] = float32(rng.NormFloat64() * 2)
-		}
-		for range 20 {
-			row[rng.IntN(v)] += float32(8 + rng.Float64()*6)
-		}
-		rows[r] = row
-	}
-	return rows
-}
-
 // BenchmarkSideRows replays the side-by-side benchmark's steps (tau 5, eta
 // 0.1, m 100) from a fresh sampler; run it with -benchtime 100x to match.
+// The rows' peaks have low surprise, so mu climbs and the candidates grow
+// from a few to the whole vocabulary within about 100 steps.
 func BenchmarkSideRows(b *testing.B) {
 	for _, v := range []Version{V1, V2} {
-		for _, n := range benchVocabs {
+		for _, n := range benchrows.Vocabularies {
 			b.Run(fmt.Sprintf("%v/n=%d", v, n), func(b *testing.B) {
-				rows := sideRows(n)
+				rows := benchrows.Rows(4, n)
 				s, err := New(Config{Version: v, Tau: 5, Eta: 0.1, M: 100})
 				if err != nil {
 					b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/benchrows"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -128,7 +129,7 @@ func TestDrawMatchesRanking(t *testing.T) {
 // vocabulary, the draw and the reference take the same steps.
 func TestDrawMatchesRankingOverARun(t *testing.T) {
 	for _, v := range []Version{V1, V2} {
-		rows := sideRows(32000)
+		rows := benchrows.Rows(4, 32000)
 		cfg := Config{Version: v, Tau: 5, Eta: 0.1, M: 100}
 		fast, ranked := mustNew(t, cfg), mustNew(t, cfg)
 		pm := &ParkMiller{}
@@ -167,7 +168,7 @@ func TestLowestWhere(t *testing.T) {
 // every token a candidate (mu 80), allocate nothing once the scratch has
 // grown.
 func TestHistogramStepsDoNotAllocate(t *testing.T) {
-	row := sideRows(50000)[0]
+	row := benchrows.Rows(4, 50000)[0]
 	for _, v := range []Version{V1, V2} {
 		for _, mu := range []float64{25, 80} {
 			s := mustNew(t, Config{Version: v, Tau: 5, Eta: 0})

@@ -23,6 +23,8 @@ type app struct {
 }
 
 func (a *app) main(args []string) int {
+	out := cli.NewOutput(a.stdout)
+	a.stdout = out
 	o, err := parseArgs(args, a.stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return cli.ExitOK
@@ -32,6 +34,7 @@ func (a *app) main(args []string) int {
 		return cli.ExitOK
 	}
 	if err == nil {
+		cli.LogWarnings(a.stderr, "llamabench", o.quiet)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {
@@ -43,8 +46,11 @@ func (a *app) main(args []string) int {
 		err = a.run(ctx, o)
 		cancel()
 	}
+	if err == nil {
+		err = out.Err() // lost output is a failure
+	}
 	switch code := cli.ExitCode(err); code {
-	case cli.ExitOK:
+	case cli.ExitOK, cli.ExitBrokenPipe:
 		return code
 	case cli.ExitInterrupted:
 		fmt.Fprintln(a.stderr, "llamabench: interrupted")
@@ -84,14 +90,11 @@ func (a *app) run(ctx context.Context, o *options) error {
 		return a.runReplay(ctx, o)
 	}
 	for _, path := range o.models {
-		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				if len(o.models) == 1 && filepath.Base(path) == defaultModel {
-					return fmt.Errorf("model file %s does not exist: run make bench-models, or give a model with -m", path)
-				}
-				return fmt.Errorf("model file %s does not exist", path)
-			}
-			return fmt.Errorf("model file: %w", err)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && len(o.models) == 1 && filepath.Base(path) == defaultModel {
+			return fmt.Errorf("model file %s does not exist: run make bench-models, or give a model with -m", path)
+		}
+		if err := cli.CheckModelFile("-m", path); err != nil {
+			return err
 		}
 	}
 	out := a.stdout
@@ -193,6 +196,9 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 		st.clear()
 		tab.result(r)
 		mr.Results = append(mr.Results, r)
+	}
+	if o.speculativeOnly() {
+		return mr, b.speculative(ctx)
 	}
 	for _, step := range []func(context.Context) error{b.promptProcessing, b.generation, b.batched, b.beams} {
 		if err := step(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"
@@ -84,6 +85,9 @@ type result struct {
 	LlamaCpp *stat `json:"llama_cpp_tokens_per_s,omitempty"`
 	// Ratio is TokensPerS.Median / LlamaCpp.Median.
 	Ratio *float64 `json:"ratio_to_llama_cpp,omitempty"`
+	// Speculation describes a speculative decoding row (--draft,
+	// --prompt-lookup).
+	Speculation *speculation `json:"speculation,omitempty"`
 }
 
 // llamaBenchTest is llama-bench's name of the test that r measures too, or
@@ -133,16 +137,17 @@ func (b *bench) randomPrompt(n int) []int32 {
 	return p
 }
 
-// newContext creates a context with the benchmark's threads.
-func (b *bench) newContext(cells, seqs int, unified bool) (*llamacpp.Context, error) {
-	return b.model.NewContext(llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,
+// newContext creates a context with the benchmark's threads. what names
+// the options that set its size, for the error when it cannot fit.
+func (b *bench) newContext(what string, cells, seqs int, unified bool) (*llamacpp.Context, error) {
+	return cli.NewContext(b.model, what, llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,
 		Threads: b.o.threads})
 }
 
 // newSingleContext makes a one-sequence context of cells cells and a batch
 // of its batch size, for the measurements that drive llama.cpp directly.
-func (b *bench) newSingleContext(cells int) (*llamacpp.Context, *llamacpp.Batch, error) {
-	lc, err := b.newContext(cells, 1, false)
+func (b *bench) newSingleContext(what string, cells int) (*llamacpp.Context, *llamacpp.Batch, error) {
+	lc, err := b.newContext(what, cells, 1, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +180,7 @@ func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float6
 // through package generation.
 func (b *bench) promptProcessing(ctx context.Context) error {
 	longest := slices.Max(b.o.promptLengths)
-	lc, batch, err := b.newSingleContext(longest + 256)
+	lc, batch, err := b.newSingleContext(fmt.Sprintf("--pp %d", longest), longest+256)
 	if err != nil {
 		return err
 	}
@@ -287,7 +292,7 @@ func mirostatConfig() *mirostat.Config {
 // the sampling chain and Mirostat v2 through package generation.
 func (b *bench) generation(ctx context.Context) error {
 	p, g := b.o.promptTokens, b.o.newTokens
-	lc, batch, err := b.newSingleContext(p + g + 256)
+	lc, batch, err := b.newSingleContext(fmt.Sprintf("--prompt %d, --tg %d", p, g), p+g+256)
 	if err != nil {
 		return err
 	}
@@ -404,7 +409,7 @@ func (b *bench) batched(ctx context.Context) error {
 	}
 	p, g := b.o.promptTokens, b.o.newTokens
 	rows := min(slices.Max(b.o.batchRows), llamacpp.MaxSequences())
-	lc, err := b.newContext(rows*roundUp(p+g+1, 256), rows, false)
+	lc, err := b.newContext(fmt.Sprintf("--batch %d, --prompt %d, --tg %d", rows, p, g), rows*roundUp(p+g+1, 256), rows, false)
 	if err != nil {
 		return err
 	}
@@ -450,7 +455,7 @@ func (b *bench) beams(ctx context.Context) error {
 	}
 	p, g := b.o.promptTokens, b.o.newTokens
 	most := min(slices.Max(b.o.beams), llamacpp.MaxSequences())
-	lc, err := b.newContext(p+most*(g+1)+256, most, true)
+	lc, err := b.newContext(fmt.Sprintf("--beams %d, --prompt %d, --tg %d", most, p, g), p+most*(g+1)+256, most, true)
 	if err != nil {
 		return err
 	}

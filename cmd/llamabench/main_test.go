@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -424,10 +423,33 @@ func TestErrors(t *testing.T) {
 		{"missing model", []string{"-m", filepath.Join(empty, "x.gguf")}, 1, "does not exist"},
 		{"no benchmark model", []string{"--models", empty}, 1, "make bench-models"},
 		{"unknown option", []string{"--fast"}, 2, "unknown option --fast"},
-		{"bad list", []string{"--batch", "1,x"}, 2, "--batch \"1,x\": not a list of positive integers"},
+		{"bad list", []string{"--batch", "1,x"}, 2, "--batch \"1,x\": not a comma-separated list of positive integers"},
 		{"bad repetitions", []string{"-r", "0"}, 2, "-r 0"},
 		{"bad chart", []string{"--chart", "out.txt"}, 2, ".svg or .png"},
 		{"stray argument", []string{"model.gguf"}, 2, "unexpected argument"},
+		// every numeric option out of its range, refused before anything is allocated
+		{"no prompt length", []string{"-m", tinyModel, "--pp", ""}, 2, "--pp: give at least one prompt length"},
+		{"zero prompt length", []string{"-m", tinyModel, "--pp", "0"}, 2, `--pp "0": not a comma-separated list of positive integers`},
+		{"huge prompt length", []string{"-m", tinyModel, "--pp", "99999999"}, 2, "--pp 99999999: a prompt length must be from 1 to 16776960 tokens"},
+		{"huge copy", []string{"-m", tinyModel, "--bandwidth-mb", "2000000"}, 2, "--bandwidth-mb 2000000: must be from 0 (no measurement) to 1048576"},
+		{"negative copy", []string{"-m", tinyModel, "--bandwidth-mb", "-1"}, 2, "--bandwidth-mb -1: must be from 0"},
+		{"copy overflowing an int", []string{"-m", tinyModel, "--bandwidth-mb", "99999999999999"}, 2, "--bandwidth-mb 99999999999999: must be from 0"},
+		{"too many repetitions", []string{"-m", tinyModel, "-r", "100000"}, 2, "-r 100000: must be from 1 to 10000"},
+		{"float repetitions", []string{"-m", tinyModel, "-r", "1e9"}, 2, `-r "1e9": not an integer`},
+		{"no new tokens", []string{"-m", tinyModel, "--tg", "0"}, 2, "--tg 0: must be from 1 to 16776960 tokens"},
+		{"huge prompt", []string{"-m", tinyModel, "--prompt", "16777216"}, 2, "--prompt 16777216: must be from 1 to 16776960 tokens"},
+		{"prompt and tg too long", []string{"-m", tinyModel, "--prompt", "10000000", "--tg", "10000000"}, 2, "--prompt 10000000 and --tg 10000000: together at most 16776960 tokens"},
+		{"one beam", []string{"-m", tinyModel, "--beams", "1,2"}, 2, "--beams 1: beam search takes from 2 to 256 beams"},
+		{"too many beams", []string{"-m", tinyModel, "--beams", "1000"}, 2, "--beams 1000: beam search takes from 2 to 256 beams"},
+		{"too many rows", []string{"-m", tinyModel, "--batch", "300"}, 2, "--batch 300: llama.cpp decodes at most 256 rows together"},
+		{"too many threads", []string{"-m", tinyModel, "--threads", "513"}, 2, "--threads 513: must be from 1 to 512"},
+		{"no threads", []string{"-m", tinyModel, "--threads", "0"}, 2, "--threads 0: must be from 1 to 512"},
+		{"no sampler iterations", []string{"-m", tinyModel, "--sampler-iters", "0"}, 2, "--sampler-iters 0: must be from 1 to 16777216"},
+		{"bad gpu layers", []string{"-m", tinyModel, "--gpu-layers", "-5"}, 2, "--gpu-layers -5: must be -1 (all) or from 0 up"},
+		{"text threads", []string{"-m", tinyModel, "--threads", "all"}, 2, `--threads "all": not an integer`},
+		{"bad quiet", []string{"-m", tinyModel, "--quiet=sometimes"}, 2, `--quiet "sometimes": not true or false`},
+		{"directory model", []string{"-m", empty}, 2, "-m " + empty + ": a directory, not a GGUF file"},
+		{"device model", []string{"-m", "/dev/zero"}, 2, "-m /dev/zero: not a regular file (a character device)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := run(t, c.args...)
@@ -439,6 +461,32 @@ func TestErrors(t *testing.T) {
 			assert.Contains(t, lines[0], c.msg)
 		})
 	}
+}
+
+// Sizes that cannot fit in the memory left are refused before they are
+// allocated, naming the option: the bandwidth copy (--bandwidth-mb 100000
+// died of out-of-memory) and the contexts of --pp (llama.cpp committed the
+// cache before failing).
+func TestSizesBoundedByMemory(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--bandwidth-mb", "100000"}, "--bandwidth-mb 100000: the copy needs two buffers of 100000 MB, more than half of the "},
+		{[]string{"--bandwidth-mb", "0", "--pp", "16000000"}, "--pp 16000000: the context needs "},
+	} {
+		res := clitest.RunWithMemoryLimit(t, bin, 3<<20, append([]string{"--threads", "1", "-m", tinyModel, "-r", "1"}, c.args...)...)
+		assert.Equal(t, 2, res.Code, res.Stderr)
+		assert.Contains(t, res.Stderr, c.msg)
+		assert.Contains(t, res.Stderr, "of memory available now")
+	}
+}
+
+// Output that cannot be written is a failure, not a success (/dev/full).
+func TestLostOutputFails(t *testing.T) {
+	res := clitest.RunToDevFull(t, bin, append([]string{"-m", tinyModel}, small...)...)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "llamabench: writing the output: write /dev/stdout: no space left on device")
 }
 
 func TestHelpDocumentsEveryOptionWithItsDefault(t *testing.T) {
@@ -492,7 +540,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 
 func TestInterrupt(t *testing.T) {
 	cmd := exec.Command(bin, "--threads", "1", "-m", tinyModel, "-r", "50", "--pp", "8", "--tg", "500", "--bandwidth-mb", "0")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr clitest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -509,25 +557,6 @@ func TestInterrupt(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode())
 	assert.Equal(t, "llamabench: interrupted\n", stderr.String())
-}
-
-// lockedBuffer is a bytes.Buffer that a running command writes while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // --replay measures every ratio on replay backends that wait as the profile
@@ -578,4 +607,14 @@ func TestReplay(t *testing.T) {
 	res = run(t, "--replay", filepath.Join(dir, "missing.json"))
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "missing.json")
+}
+
+// Ctrl-C ends llamabench while it waits for a FIFO's writer (--replay
+// <(...) is one), with the usual status.
+func TestCtrlCWhileReadingAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "profile.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	code, stderr := clitest.InterruptWhileReading(t, fifo, bin, "--threads", "1", "--replay", fifo)
+	assert.Equal(t, 130, code)
+	assert.Equal(t, "llamabench: interrupted\n", stderr)
 }

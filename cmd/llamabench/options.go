@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
 // defaultModel is the generated benchmark model llamabench runs when no
@@ -35,6 +36,11 @@ type options struct {
 
 	replay     string
 	llamaBench string
+
+	draft          string
+	draftTokens    int
+	draftThreshold float64
+	promptLookup   int
 
 	jsonPath  string
 	chartPath string
@@ -63,7 +69,7 @@ func (l *intList) Set(v string) error {
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return fmt.Errorf("not a list of positive integers")
+			return fmt.Errorf("not a comma-separated list of positive integers")
 		}
 		out = append(out, n)
 	}
@@ -85,6 +91,7 @@ var usageGroups = []cli.Group{
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
 	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
 	{Title: "Comparison", Flags: []string{"llama-bench"}},
+	{Title: "Speculative decoding", Flags: []string{"draft", "draft-tokens", "draft-threshold", "prompt-lookup"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
 
@@ -130,6 +137,12 @@ With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
 model (the same prompt lengths, --tg, threads and repetitions) and adds its
 tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows. Build it
 from the llama.cpp commit that llamabench --version names for a fair ratio.
+
+With --draft FILE or --prompt-lookup N it measures speculative decoding only
+(package speculative): --tg tokens from a --prompt token prompt, greedy and with
+the sampling chain, plainly and speculatively, interleaved on the same prompts,
+with the speed-up, the acceptance rate (accepted / drafted candidates) and the
+mean number of accepted candidates per evaluation of the model.
 `
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -144,20 +157,24 @@ func newFlagSet(o *options) *flag.FlagSet {
 	}
 	fs.StringVar(&o.modelsDir, "models", "build/models", "without -m, measure `DIR`/"+defaultModel+" (written by make bench-models)")
 	for _, n := range []string{"r", "repetitions"} {
-		fs.IntVar(&o.reps, n, 5, "repeat each measurement `N` times")
+		fs.IntVar(&o.reps, n, 5, "repeat each measurement `N` times (1 to 10000)")
 	}
 	fs.Var((*intList)(&o.promptLengths), "pp", "prompt processing `LENGTHS`, comma-separated")
 	fs.IntVar(&o.promptTokens, "prompt", 32, "prompt length `N` of the generation, batch and beam measurements")
 	fs.IntVar(&o.newTokens, "tg", 32, "tokens `N` to generate after the first")
-	fs.Var((*intList)(&o.batchRows), "batch", "batched generation `ROWS`, comma-separated")
-	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated")
+	fs.Var((*intList)(&o.batchRows), "batch", "batched generation `ROWS`, comma-separated, 1 to 256 each")
+	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated, 2 to 256 each")
 	fs.IntVar(&o.samplerIters, "sampler-iters", 200, "tokens `N` chosen per sampler measurement")
-	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it); its two buffers must fit in half the memory available")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
+	fs.StringVar(&o.draft, "draft", "", "measure only speculative decoding beside plain decoding, with the draft model `FILE`")
+	fs.IntVar(&o.draftTokens, "draft-tokens", 5, "candidates `N` the draft model proposes per step (num_assistant_tokens)")
+	fs.Float64Var(&o.draftThreshold, "draft-threshold", 0.4, "the draft stops after a token it gives a probability below `P` (assistant_confidence_threshold)")
+	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "measure only speculative decoding beside plain decoding, with prompt lookup of `N` tokens")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
@@ -173,7 +190,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(err)
+		return nil, cli.FlagError(fs, err)
 	}
 	if o.help {
 		cli.PrintUsage(out, fs, usageHead, usageGroups)
@@ -185,19 +202,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	if len(o.models) == 0 {
 		o.models = []string{filepath.Join(o.modelsDir, defaultModel)}
 	}
-	switch {
-	case o.reps < 1:
-		return nil, cli.Usagef("-r %d: must be at least 1", o.reps)
-	case o.promptTokens < 1:
-		return nil, cli.Usagef("--prompt %d: must be at least 1", o.promptTokens)
-	case o.newTokens < 1:
-		return nil, cli.Usagef("--tg %d: must be at least 1", o.newTokens)
-	case o.samplerIters < 1:
-		return nil, cli.Usagef("--sampler-iters %d: must be at least 1", o.samplerIters)
-	case o.threads < 1:
-		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
-	case o.bandwidthMB < 0:
-		return nil, cli.Usagef("--bandwidth-mb %d: must be 0 or more", o.bandwidthMB)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if o.chartPath != "" {
 		switch strings.ToLower(filepath.Ext(o.chartPath)) {
@@ -207,4 +213,76 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// Bounds of the options that size an allocation or a run, checked before
+// anything is measured.
+const (
+	maxReps      = 10000
+	maxIters     = 1 << 24
+	maxSequences = 256 // llama.cpp's LLAMA_MAX_SEQ
+)
+
+// check bounds every numeric option, naming it: sizes are checked here so
+// that no buffer or context is allocated for a value that cannot work.
+func (o *options) check() error {
+	// The generation context holds the prompt, the new tokens and 256 spare cells.
+	maxLen := cli.MaxCells - 256
+	switch {
+	case o.reps < 1 || o.reps > maxReps:
+		return cli.Usagef("-r %d: must be from 1 to %d", o.reps, maxReps)
+	case o.promptTokens < 1 || o.promptTokens > maxLen:
+		return cli.Usagef("--prompt %d: must be from 1 to %d tokens", o.promptTokens, maxLen)
+	case o.newTokens < 1 || o.newTokens > maxLen:
+		return cli.Usagef("--tg %d: must be from 1 to %d tokens", o.newTokens, maxLen)
+	case o.promptTokens+o.newTokens > maxLen:
+		return cli.Usagef("--prompt %d and --tg %d: together at most %d tokens", o.promptTokens, o.newTokens, maxLen)
+	case o.samplerIters < 1 || o.samplerIters > maxIters:
+		return cli.Usagef("--sampler-iters %d: must be from 1 to %d", o.samplerIters, maxIters)
+	case len(o.promptLengths) == 0:
+		return cli.Usagef("--pp: give at least one prompt length")
+	case o.gpuLayers < -1:
+		return cli.Usagef("--gpu-layers %d: must be -1 (all) or from 0 up", o.gpuLayers)
+	case o.draftTokens < 1 || o.draftTokens > maxLen:
+		return cli.Usagef("--draft-tokens %d: must be from 1 to %d", o.draftTokens, maxLen)
+	case o.draftThreshold < 0 || o.draftThreshold > 1 || o.draftThreshold != o.draftThreshold:
+		return cli.Usagef("--draft-threshold %g: must be in [0, 1]", o.draftThreshold)
+	case o.promptLookup < 0 || o.promptLookup > maxLen:
+		return cli.Usagef("--prompt-lookup %d: must be 0 (off) or up to %d", o.promptLookup, maxLen)
+	}
+	for _, n := range o.promptLengths {
+		if n > maxLen {
+			return cli.Usagef("--pp %d: a prompt length must be from 1 to %d tokens", n, maxLen)
+		}
+	}
+	for _, n := range o.batchRows {
+		if n > maxSequences {
+			return cli.Usagef("--batch %d: llama.cpp decodes at most %d rows together", n, maxSequences)
+		}
+	}
+	for _, n := range o.beams {
+		if n < 2 || n > maxSequences {
+			return cli.Usagef("--beams %d: beam search takes from 2 to %d beams", n, maxSequences)
+		}
+	}
+	if err := cli.CheckThreads(o.threads); err != nil {
+		return err
+	}
+	avail, _ := llamacpp.AvailableMemory()
+	return checkBandwidthMB(o.bandwidthMB, avail)
+}
+
+// checkBandwidthMB bounds --bandwidth-mb: the copy allocates two buffers of
+// that size, which must fit in half the memory available (limit bytes, 0
+// when unknown) so that the measurement does not swap or die.
+func checkBandwidthMB(mb int, limit uint64) error {
+	const most = 1 << 20 // 1 TiB: beyond any machine, and no overflow of mb<<20
+	switch {
+	case mb < 0 || mb > most:
+		return cli.Usagef("--bandwidth-mb %d: must be from 0 (no measurement) to %d", mb, most)
+	case limit > 0 && 2*uint64(mb)<<20 > limit/2:
+		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available now; use at most %d",
+			mb, mb, llamacpp.FormatBytes(limit), limit/4>>20)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/internal/replay"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -49,9 +50,13 @@ type replayModel struct {
 // machine's changing load hits numerator and denominator alike; a ratio's
 // samples are those of the repetitions.
 func (a *app) runReplay(ctx context.Context, o *options) error {
-	prof, err := replay.LoadProfile(o.replay)
+	data, err := cli.ReadFile(ctx, o.replay)
 	if err != nil {
-		return err
+		return fmt.Errorf("--replay: %w", err)
+	}
+	prof, err := replay.ParseProfile(data, o.replay)
+	if err != nil {
+		return fmt.Errorf("--replay: %w", err)
 	}
 	out := a.stdout
 	if o.jsonPath == "-" {

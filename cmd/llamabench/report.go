@@ -138,6 +138,8 @@ func (t *table) result(r result) {
 		note = fmt.Sprintf("%.1f t/s per row", r.PerRowTokensPerS.Median)
 	case r.DecodedTokensPerS != nil:
 		note = fmt.Sprintf("%.1f t/s decoded", r.DecodedTokensPerS.Median)
+	case r.Speculation != nil:
+		note = r.Speculation.note()
 	}
 	fmt.Fprintf(t.w, "%-26s %12.1f %12.1f %9s", r.Name, r.TokensPerS.Median, r.TokensPerS.Min, bound)
 	if t.compared {

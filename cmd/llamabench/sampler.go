@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/llamaloop/llamaloop/internal/nativesampler"
@@ -17,7 +18,7 @@ import (
 // builds its candidate array from it.
 func (b *bench) samplers(ctx context.Context) ([]samplerResult, error) {
 	p := b.o.promptTokens
-	lc, batch, err := b.newSingleContext(p + 256)
+	lc, batch, err := b.newSingleContext(fmt.Sprintf("--prompt %d", p), p+256)
 	if err != nil {
 		return nil, err
 	}

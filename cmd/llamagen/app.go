@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -32,20 +35,28 @@ type app struct {
 
 // main runs the command and returns its exit status.
 func (a *app) main(args []string) int {
+	out := cli.NewOutput(a.stdout)
+	a.stdout = out
 	o, err := parseArgs(args, a.stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return cli.ExitOK
-	}
-	if err == nil && o.version {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		err = nil
+	case err == nil && o.version:
 		fmt.Fprintln(a.stdout, cli.BuildVersion())
-		return cli.ExitOK
+	case err == nil:
+		cli.LogWarnings(a.stderr, "llamagen", o.quiet)
+		o.readFile = a.readFile
+		err = a.run(o)
 	}
 	if err == nil {
-		err = a.run(o)
+		// Lost output is a failure, not a success with nothing to show.
+		err = out.Err()
 	}
 	if err != nil {
 		code := cli.ExitCode(err)
 		switch code {
+		case cli.ExitBrokenPipe:
+			// The reader went away: end quietly, as other tools do.
 		case cli.ExitInterrupted:
 			fmt.Fprintln(a.stderr, "llamagen: interrupted")
 		case cli.ExitUsage:
@@ -75,6 +86,21 @@ func (a *app) untilInterrupt() (context.Context, func()) {
 	}()
 	var once sync.Once
 	return ctx, func() { once.Do(func() { close(stop) }) }
+}
+
+// readFile reads a file that an option names; Ctrl-C ends a read that
+// blocks (a FIFO that no one writes).
+func (a *app) readFile(path string) ([]byte, error) {
+	ctx, stop := a.untilInterrupt()
+	defer stop()
+	return cli.ReadFile(ctx, path)
+}
+
+// readStdin reads stdin to its end (-f -); Ctrl-C ends the wait.
+func (a *app) readStdin() ([]byte, error) {
+	ctx, stop := a.untilInterrupt()
+	defer stop()
+	return cli.ReadAll(ctx, a.stdin)
 }
 
 // session is a loaded model with the decoding settings of the command line.
@@ -133,6 +159,9 @@ func (a *app) run(o *options) error {
 	}
 	ctx, stopWatching := a.untilInterrupt()
 	defer stopWatching()
+	if o.assistantModel != "" || cfg.PromptLookup() {
+		return s.speculative(ctx, prompts)
+	}
 	if cfg.NumBeams > 1 {
 		return s.beamSearch(ctx, prompts)
 	}
@@ -143,19 +172,25 @@ func (a *app) run(o *options) error {
 func (s *session) prompts() ([]prompt, error) {
 	switch {
 	case s.o.promptsFile != "":
-		f, err := os.Open(s.o.promptsFile)
+		data, err := s.readFile(s.o.promptsFile)
 		if err != nil {
 			return nil, fmt.Errorf("--prompts: %w", err)
 		}
-		defer f.Close()
-		ps, err := readPrompts(f)
+		ps, err := readPrompts(bytes.NewReader(data))
 		if err != nil {
 			return nil, fmt.Errorf("--prompts %s: %w", s.o.promptsFile, err)
 		}
 		return ps, nil
 	case s.o.promptFile != "":
-		text, err := readPromptFile(s.o.promptFile, s.stdin)
-		return []prompt{{Text: text}}, err
+		read := s.readStdin
+		if s.o.promptFile != "-" {
+			read = func() ([]byte, error) { return s.readFile(s.o.promptFile) }
+		}
+		data, err := read()
+		if err != nil {
+			return nil, fmt.Errorf("prompt file: %w", err)
+		}
+		return []prompt{{Text: strings.TrimRight(string(data), "\r\n")}}, nil
 	}
 	return []prompt{{Text: s.o.prompt}}, nil
 }
@@ -184,7 +219,7 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	if !unified {
 		size = slots * roundUp(cells, 256)
 	}
-	ctx, err := s.model.NewContext(llamacpp.ContextParams{
+	ctx, err := cli.NewContext(s.model, s.sizeOptions(slots), llamacpp.ContextParams{
 		ContextSize: size, Sequences: slots, UnifiedKV: unified, Threads: s.o.threads,
 	})
 	if err != nil {
@@ -196,6 +231,42 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 		return nil, err
 	}
 	return b, nil
+}
+
+// sizeOptions names, for an error, the options that set the size of the
+// KV cache: --ctx, or the length it is computed from, and the sequences.
+func (s *session) sizeOptions(slots int) string {
+	var what string
+	const auto = " (the cache holds the prompt and the new tokens; --ctx sets its size)"
+	// the option, or the field of --generation-config, that set the length
+	source := func(option, key string, n int) string {
+		if _, ok := s.o.overrides[key]; ok || s.o.genConfig == "" {
+			return fmt.Sprintf("%s %d", option, n)
+		}
+		return fmt.Sprintf("%s %d of --generation-config %s", key, n, s.o.genConfig)
+	}
+	switch {
+	case s.o.ctx > 0:
+		what = fmt.Sprintf("--ctx %d", s.o.ctx)
+	case s.cfg.MaxNewTokens != nil:
+		what = source("--max-new-tokens", "max_new_tokens", *s.cfg.MaxNewTokens) + auto
+	default:
+		what = source("--max-length", "max_length", s.cfg.MaxLength) + auto
+	}
+	if slots > 1 {
+		what += fmt.Sprintf(", for %d sequences (--parallel, --num-beams)", slots)
+	}
+	return what
+}
+
+// withMaxTime bounds ctx by the config's max_time. A limit beyond what a
+// time.Duration holds (about 292 years) is no limit, rather than one that
+// overflows into the past and ends generation at once.
+func (s *session) withMaxTime(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t := s.cfg.MaxTime; t != nil && *t < maxSeconds {
+		return context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
+	}
+	return context.WithCancel(ctx)
 }
 
 func closeBackend(b *llamabackend.Backend) {

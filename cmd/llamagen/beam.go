@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -37,22 +38,47 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 		toks = append(toks, t)
 		rows = append(rows, &row{promptIndex: i, prompt: p, promptTokens: len(t)})
 	}
-	res, st, err := s.runBeams(ctx, cfg, toks, s.o.ctx, s.o.parallel)
-	if err != nil {
+	searchCtx, cancel := s.withMaxTime(ctx)
+	defer cancel()
+	res, st, err := s.runBeams(searchCtx, cfg, toks, s.o.ctx, s.o.parallel)
+	if res == nil {
 		return err
 	}
-	out := s.beamRows(res, rows)
+	// An interrupted search still found hypotheses: print them, with why
+	// their search ended early.
+	cut := ""
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		cut = generation.FinishCancelled.String()
+	case errors.Is(err, context.DeadlineExceeded):
+		cut = "max_time"
+	case errors.Is(err, beam.ErrNoRoom):
+		cut = generation.FinishContextFull.String()
+	default:
+		return err
+	}
+	out := s.beamRows(res, rows, cut)
 	p := s.newPrinter(len(out) > 1)
 	for _, r := range out {
 		p.finish(r)
 	}
 	p.close()
 	note := fmt.Sprintf("beam search, %d beams", cfg.NumBeams)
-	if len(out) == 1 {
+	if len(out) == 1 && out[0].score != nil {
 		note += fmt.Sprintf(", score %.4f", *out[0].score)
 	}
+	if cut != "" {
+		note += "; stopped early (" + cut + "): the hypotheses found so far"
+		if cut == generation.FinishContextFull.String() {
+			note += "; raise --ctx"
+		}
+	}
 	s.summary(st, note)
-	return nil
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return s.outputErr()
 }
 
 // beamConfig gives cfg the model's end-of-generation tokens when it names
@@ -111,10 +137,7 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 	res, err := beam.Search(ctx, lb, prompts, opts)
 	st.end = time.Now()
 	bar.Done()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, st, ctx.Err()
-		}
+	if res == nil {
 		return nil, st, err
 	}
 	for _, hyps := range res.Hypotheses {
@@ -123,13 +146,24 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		}
 	}
 	st.firstTokens = min(atOnce, st.generated)
-	return res, st, nil
+	// An interruption (cancelled, max_time, a full context) comes with the
+	// hypotheses found so far.
+	return res, st, err
 }
 
-// beamRows turns the hypotheses of every prompt into output rows.
-func (s *session) beamRows(res *beam.Result, prompts []*row) []*row {
+// beamRows turns the hypotheses of every prompt into output rows. cut is
+// the finish reason of the hypotheses that an interrupted search left
+// unfinished (Partial), and of the prompts it never reached ("" when the
+// search ran to its end).
+func (s *session) beamRows(res *beam.Result, prompts []*row, cut string) []*row {
 	var out []*row
 	for i, hyps := range res.Hypotheses {
+		if len(hyps) == 0 && cut != "" {
+			r := *prompts[i]
+			r.index, r.sequences, r.finish = len(out), 1, cut
+			out = append(out, &r)
+			continue
+		}
 		for j, h := range hyps {
 			r := *prompts[i]
 			r.index, r.sequence, r.sequences = len(out), j, len(hyps)
@@ -137,9 +171,13 @@ func (s *session) beamRows(res *beam.Result, prompts []*row) []*row {
 			r.text = s.detokenize(h.Tokens)
 			score := h.Score
 			r.score = &score
-			r.finish = generation.FinishLength.String()
-			if h.Finished {
+			switch {
+			case h.Partial:
+				r.finish = cut
+			case h.Finished:
 				r.finish = generation.FinishEOS.String()
+			default:
+				r.finish = generation.FinishLength.String()
 			}
 			out = append(out, &r)
 		}
@@ -148,11 +186,15 @@ func (s *session) beamRows(res *beam.Result, prompts []*row) []*row {
 }
 
 // detokenize is the text of tokens as generation renders it: each token's
-// bytes, control tokens without text.
+// bytes, control tokens without text, and with --trim-leading-space
+// without the first space.
 func (s *session) detokenize(tokens []int32) []byte {
 	var b []byte
 	for _, t := range tokens {
 		b, _ = s.model.Vocab().AppendPiece(b, t, false)
+	}
+	if s.o.trimLeadingSpace {
+		b = generation.TrimLeadingSpace(b)
 	}
 	return b
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/llamaloop/llamaloop/grammar"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -15,7 +14,7 @@ func (o *options) constraint(v *llamacpp.Vocab) ([]logits.Processor, error) {
 	var g *grammar.Grammar
 	switch {
 	case o.grammarFile != "":
-		src, err := os.ReadFile(o.grammarFile)
+		src, err := o.read(o.grammarFile)
 		if err != nil {
 			return nil, fmt.Errorf("--grammar: %w", err)
 		}
@@ -23,7 +22,7 @@ func (o *options) constraint(v *llamacpp.Vocab) ([]logits.Processor, error) {
 			return nil, fmt.Errorf("--grammar %s: %w", o.grammarFile, err)
 		}
 	case o.schemaFile != "":
-		src, err := os.ReadFile(o.schemaFile)
+		src, err := o.read(o.schemaFile)
 		if err != nil {
 			return nil, fmt.Errorf("--json-schema: %w", err)
 		}

@@ -28,8 +28,8 @@ type demoMethod struct {
 	elapsed        time.Duration
 }
 
-// demo runs greedy decoding, sampling, Mirostat and beam search on the
-// same prompt and prints them one under the other, the method and its
+// demo runs greedy decoding, sampling, Mirostat, beam search and greedy
+// speculative decoding on the same prompt and prints them one under the other, the method and its
 // settings beside each text.
 func (s *session) demo() error {
 	text := s.o.prompt
@@ -120,8 +120,14 @@ func (s *session) demo() error {
 	}
 	m := methods[3]
 	m.elapsed = time.Since(start)
-	m.row = s.beamRows(res, []*row{{prompt: p, promptTokens: len(toks)}})[0]
+	m.row = s.beamRows(res, []*row{{prompt: p, promptTokens: len(toks)}}, "")[0]
 	m.row.index, m.row.method = 3, m.name
+
+	spec, err := s.demoSpeculative(ctx, greedy, toks, p)
+	if err != nil {
+		return err
+	}
+	methods = append(methods, spec)
 
 	if s.o.json {
 		jp := newJSONPrinter(s.stdout, s.model.Vocab(), false)

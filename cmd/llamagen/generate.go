@@ -31,6 +31,7 @@ type row struct {
 type stats struct {
 	start, first, end time.Time
 	promptTokens      int // tokens of the prompts evaluated before the first token
+	cachedTokens      int // of those, tokens a prefix cache held (not evaluated)
 	firstTokens       int // tokens produced by that evaluation
 	generated         int
 	rows              int
@@ -92,7 +93,8 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 				Prompt: toks, Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
-				Processors: s.procs,
+				Processors:       s.procs,
+				TrimLeadingSpace: s.o.trimLeadingSpace,
 			}
 			if s.o.mirostat != 0 {
 				req.Mirostat = s.o.mirostatConfig()
@@ -107,12 +109,8 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 // stream runs the generator and feeds the printer. slots is how many rows
 // run at once (their prompts count as prompt evaluation).
 func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []generation.Request, rows []*row, slots int, p printer) (stats, error) {
-	genCtx := ctx
-	if t := s.cfg.MaxTime; t != nil && *t > 0 {
-		var cancel context.CancelFunc
-		genCtx, cancel = context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
-		defer cancel()
-	}
+	genCtx, cancel := s.withMaxTime(ctx)
+	defer cancel()
 	st := stats{start: time.Now(), rows: len(rows)}
 	for i := range min(slots, len(rows)) {
 		st.promptTokens += rows[i].promptTokens
@@ -120,6 +118,11 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 	var streamErr error
 	for ev, err := range gen.Stream(genCtx, reqs) {
 		if err != nil {
+			streamErr = err
+			break
+		}
+		if err := s.outputErr(); err != nil {
+			// No one sees the rest: stop generating.
 			streamErr = err
 			break
 		}
@@ -169,6 +172,14 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 	return st, nil
 }
 
+// outputErr is the error of a failed write to stdout, or nil.
+func (s *session) outputErr() error {
+	if out, ok := s.stdout.(*cli.Output); ok {
+		return out.Err()
+	}
+	return nil
+}
+
 // summary writes the speed line to stderr (unless --quiet); note ends it.
 func (s *session) summary(st stats, note string) {
 	if s.o.quiet || st.start.IsZero() {
@@ -177,7 +188,12 @@ func (s *session) summary(st stats, note string) {
 	line := ""
 	if !st.first.IsZero() {
 		pd := st.first.Sub(st.start)
-		line = fmt.Sprintf("prompt: %d tokens in %s (%s tokens/s)", st.promptTokens, seconds(pd), rate(st.promptTokens, pd))
+		if st.cachedTokens > 0 {
+			line = fmt.Sprintf("prompt: %d tokens, %d of them cached, in %s (%s tokens/s evaluated)",
+				st.promptTokens, st.cachedTokens, seconds(pd), rate(st.promptTokens-st.cachedTokens, pd))
+		} else {
+			line = fmt.Sprintf("prompt: %d tokens in %s (%s tokens/s)", st.promptTokens, seconds(pd), rate(st.promptTokens, pd))
+		}
 		gd := st.end.Sub(st.first)
 		n := st.generated - st.firstTokens
 		line += fmt.Sprintf("; generation: %d tokens in %s (%s tokens/s)", st.generated, seconds(gd), rate(n, gd))

@@ -336,14 +336,7 @@ func TestBeamSearch(t *testing.T) {
 			assert.LessOrEqual(t, r["score"].(float64), results[i-1]["score"].(float64), "best first")
 		}
 		// the score is the length-normalised sum of the model's log-probabilities
-		toks := ints(r["tokens"])
-		prompt := demo.Spec.Vocab.Tokenize("The model", true)
-		prev, sum := prompt[len(prompt)-1], 0.0
-		for _, tok := range toks {
-			sum += demo.NextLogProbs(prev)[tok]
-			prev = tok
-		}
-		assert.InDelta(t, sum/float64(len(toks)), r["score"].(float64), 1e-3)
+		assert.InDelta(t, demoScore("The model", ints(r["tokens"])), r["score"].(float64), 1e-3)
 	}
 	assert.Contains(t, res.Stderr, "beam search, 4 beams")
 }
@@ -361,25 +354,26 @@ func TestChatReadsTurnsFromStdin(t *testing.T) {
 	assert.Len(t, strings.Split(strings.TrimSpace(res.Stderr), "\n"), 2, "one summary per turn")
 }
 
-func TestDemoShowsFourMethods(t *testing.T) {
+func TestDemoShowsFiveMethods(t *testing.T) {
 	res := run(t, "", "-m", demoModel, "--demo")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	_, want := greedy(t, "The model", 4)
-	for _, s := range []string{"greedy", "sampling", "Mirostat v2", "beam search", "| The model" + want} {
+	for _, s := range []string{"greedy", "sampling", "Mirostat v2", "beam search", "speculative greedy", "| The model" + want} {
 		assert.Contains(t, res.Stdout, s)
 	}
 	js := run(t, "", "-m", demoModel, "--demo", "--json", "--max-new-tokens", "9")
 	require.Equal(t, 0, js.Code, js.Stderr)
 	results := ofType(jsonLines(t, js.Stdout), "result")
-	require.Len(t, results, 4)
+	require.Len(t, results, 5)
 	var methods []string
 	for _, r := range results {
 		methods = append(methods, r["method"].(string))
 		assert.LessOrEqual(t, len(r["tokens"].([]any)), 9)
 	}
-	assert.Equal(t, []string{"greedy", "sampling", "Mirostat v2", "beam search"}, methods)
+	assert.Equal(t, []string{"greedy", "sampling", "Mirostat v2", "beam search", "speculative greedy"}, methods)
 	greedyTokens, _ := greedy(t, "The model", 9)
 	assert.Equal(t, greedyTokens, ints(results[0]["tokens"]))
+	assert.Equal(t, greedyTokens, ints(results[4]["tokens"]))
 }
 
 func TestErrorsAreOneLine(t *testing.T) {
@@ -401,8 +395,8 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"missing value", []string{"-m", demoModel, "-p", "x", "--top-k"}, 2, "--top-k needs a value"},
 		{"invalid config", []string{"-m", demoModel, "-p", "x", "--do-sample", "--temperature", "0"}, 2, "--temperature 0: temperature (=0)"},
 		{"invalid penalty", []string{"-m", demoModel, "-p", "x", "--repetition-penalty", "0"}, 2, "--repetition-penalty 0: repetition_penalty"},
-		{"two invalid settings", []string{"-m", demoModel, "-p", "x", "--do-sample", "--top-k", "-3", "--typical-p", "0"}, 2,
-			"--top-k -3: top_k (=-3) has to be a non-negative integer; --typical-p 0: typical_p (=0)"},
+		{"two invalid settings", []string{"-m", demoModel, "-p", "x", "--do-sample", "--top-p", "-0.5", "--typical-p", "0"}, 2,
+			"--top-p -0.5: top_p (=-0.5) has to be a float in [0, 1]; --typical-p 0: typical_p (=0)"},
 		{"mirostat version", []string{"-m", demoModel, "-p", "x", "--mirostat", "3"}, 2, "--mirostat 3"},
 		{"two prompts", []string{"-m", demoModel, "-p", "x", "-f", notGGUF}, 2, "only one of"},
 		{"missing prompts file", []string{"-m", demoModel, "--prompts", filepath.Join(dir, "none.txt")}, 1, "--prompts"},

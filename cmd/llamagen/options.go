@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/cli"
@@ -28,9 +31,12 @@ type options struct {
 	promptsFile string
 	chat        bool
 	system      string
+	session     string
 	template    string
 	demo        bool
 	echo        bool
+
+	assistantModel string // --assistant-model: speculative decoding's draft model
 
 	genConfig string
 	// overrides holds the generation-config fields set on the command line,
@@ -51,6 +57,13 @@ type options struct {
 	schemaFile  string
 	anyJSON     bool
 
+	trimLeadingSpace bool
+
+	// readFile reads the files the options name (--generation-config,
+	// --grammar, ...); nil means os.ReadFile. The command reads them so
+	// that Ctrl-C stops a read that blocks (a FIFO without a writer).
+	readFile func(path string) ([]byte, error)
+
 	logprobs int
 	json     bool
 	quiet    bool
@@ -70,6 +83,7 @@ const (
 	kindEarly             // true, false or never
 	kindStrings           // repeatable: each use adds a string
 	kindPair              // "a,b" as a two-number array
+	kindString            // a string
 )
 
 // configOption is a command-line option for one field of transformers'
@@ -81,17 +95,46 @@ type configOption struct {
 	usage     string
 }
 
+// intRanges bound the integer options that size something (a cache, a
+// batch, a table of n-grams), so that a huge value is refused on the command
+// line, naming the option, before anything is allocated. Other integers
+// (token ids, top-k) are checked against the model by genconfig.Validate.
+var intRanges = map[string][2]int64{
+	"max-new-tokens":               {1, cli.MaxCells},
+	"max-length":                   {1, cli.MaxCells},
+	"min-new-tokens":               {0, cli.MaxCells},
+	"min-length":                   {0, cli.MaxCells},
+	"num-beams":                    {1, maxSequences},
+	"num-return-sequences":         {1, maxReturnSequences},
+	"top-k":                        {0, math.MaxInt32},
+	"no-repeat-ngram-size":         {0, cli.MaxCells},
+	"encoder-no-repeat-ngram-size": {0, cli.MaxCells},
+}
+
+const (
+	// maxSequences is llama.cpp's LLAMA_MAX_SEQ, the most sequences (beams,
+	// rows decoded together) a context holds; llamacpp.MaxSequences reports
+	// it at run time, and the commands check against that too.
+	maxSequences = 256
+	// maxReturnSequences bounds --num-return-sequences: every sequence is a
+	// request of its own (sampling) with its own output row.
+	maxReturnSequences = 1 << 16
+	// maxSeconds bounds --max-time: a time.Duration holds about 292 years
+	// (9.2e9 s), and a longer limit is no limit.
+	maxSeconds = float64(math.MaxInt64) / float64(time.Second)
+)
+
 // configOptions lists every genconfig.Config field that package logits
 // and the decoding loop act on, with transformers' defaults.
 var configOptions = []configOption{
-	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
+	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence, 1 to 16777216 (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
 	{"max-length", "max_length", kindInt, "20", "the most tokens of prompt plus generation (`N`); --max-new-tokens wins over it"},
 	{"min-new-tokens", "min_new_tokens", kindInt, "none", "end-of-sequence tokens are banned until `N` tokens are generated"},
 	{"min-length", "min_length", kindInt, "0", "end-of-sequence tokens are banned until prompt plus generation reach `N` tokens"},
-	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS`"},
+	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search then prints the hypotheses found so far)"},
 	{"stop-strings", "stop_strings", kindStrings, "none", "stop a sequence once its generated text contains `STRING` (repeatable)"},
 	{"do-sample", "do_sample", kindBool, "false", "sample the next token from the processed distribution instead of taking the most probable one"},
-	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1"},
+	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1 (at most 256)"},
 	{"num-return-sequences", "num_return_sequences", kindInt, "1", "sequences to return per prompt (`N`): the best N beams, or N samples with seeds seed, seed+1, ..."},
 	{"early-stopping", "early_stopping", kindEarly, "false", "beam search stopping rule `WHEN`: true, false or never"},
 	{"length-penalty", "length_penalty", kindFloat, "1.0", "beam search: scores are divided by length^`X`"},
@@ -118,6 +161,11 @@ var configOptions = []configOption{
 	{"eos-token-id", "eos_token_id", kindIDs, "the model's end-of-generation tokens", "token `IDS` that end a sequence"},
 	{"pad-token-id", "pad_token_id", kindInt, "none", "padding token `ID`"},
 	{"bos-token-id", "bos_token_id", kindInt, "none", "beginning-of-sequence token `ID`"},
+	{"prompt-lookup", "prompt_lookup_num_tokens", kindInt, "none", "speculative decoding: propose `N` tokens per step copied from the text so far (prompt lookup)"},
+	{"max-matching-ngram-size", "max_matching_ngram_size", kindInt, "2", "prompt lookup: match the last `N` tokens at most"},
+	{"num-assistant-tokens", "num_assistant_tokens", kindInt, "20", "--assistant-model: the draft model proposes `N` tokens per step"},
+	{"num-assistant-tokens-schedule", "num_assistant_tokens_schedule", kindString, "constant", "--assistant-model: `SCHEDULE` constant, heuristic or heuristic_transient"},
+	{"assistant-confidence-threshold", "assistant_confidence_threshold", kindFloat, "0.4", "--assistant-model: stop drafting after a token of draft probability below `P`"},
 }
 
 // configValue is the flag.Value of one generation-config option: Set
@@ -147,19 +195,32 @@ func (v configValue) Set(s string) error {
 
 // toJSON converts a command-line argument into the JSON of its field;
 // prev is the value so far (repeatable options add to it).
-func (c *configOption) toJSON(s string, prev json.RawMessage) (json.RawMessage, error) {
-	s = strings.TrimSpace(s)
+func (c *configOption) toJSON(arg string, prev json.RawMessage) (json.RawMessage, error) {
+	s := strings.TrimSpace(arg) // a stop string keeps its spaces
+
 	switch c.kind {
 	case kindInt:
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
+		n, err := strconv.ParseInt(s, 10, 64)
+		r, bounded := intRanges[c.name]
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange):
 			return nil, fmt.Errorf("not an integer")
+		case bounded && (err != nil || n < r[0] || n > r[1]):
+			return nil, fmt.Errorf("must be from %d to %d", r[0], r[1])
+		case err != nil || n < math.MinInt32 || n > math.MaxInt32:
+			return nil, fmt.Errorf("must be from %d to %d", math.MinInt32, math.MaxInt32)
 		}
 		return json.Marshal(n)
 	case kindFloat:
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f != f {
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange):
 			return nil, fmt.Errorf("not a number")
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			// JSON has no NaN or infinity, and no field takes one.
+			return nil, fmt.Errorf("not a finite number")
+		case c.key == "max_time" && !(f > 0):
+			return nil, fmt.Errorf("must be more than 0 seconds")
 		}
 		return json.Marshal(f)
 	case kindBool:
@@ -193,6 +254,8 @@ func (c *configOption) toJSON(s string, prev json.RawMessage) (json.RawMessage, 
 			ids = append(ids, int32(n))
 		}
 		return json.Marshal(ids)
+	case kindString:
+		return json.Marshal(s)
 	case kindPair:
 		parts := strings.Split(s, ",")
 		if len(parts) != 2 {
@@ -204,17 +267,23 @@ func (c *configOption) toJSON(s string, prev json.RawMessage) (json.RawMessage, 
 			if err != nil {
 				return nil, fmt.Errorf("not START,FACTOR")
 			}
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("START and FACTOR must be finite numbers")
+			}
 			pair[i] = f
 		}
 		return json.Marshal(pair)
 	case kindStrings:
+		if arg == "" {
+			return nil, fmt.Errorf("a stop string cannot be empty")
+		}
 		var list []string
 		if prev != nil {
 			if err := json.Unmarshal(prev, &list); err != nil {
 				return nil, err
 			}
 		}
-		return json.Marshal(append(list, s))
+		return json.Marshal(append(list, arg))
 	}
 	if !json.Valid([]byte(s)) {
 		return nil, fmt.Errorf("not valid JSON")
@@ -229,13 +298,14 @@ var usageGroups = func() []cli.Group {
 		gen = append(gen, c.name)
 	}
 	return []cli.Group{
-		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "chat-template", "demo", "echo"}},
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "demo", "echo"}},
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
 		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
+		{Title: "Speculative decoding (with --prompt-lookup, --num-assistant-tokens and the other fields above)", Flags: []string{"assistant-model"}},
 		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
-		{Title: "Output", Flags: []string{"logprobs", "json", "quiet", "version", "h,help"}},
+		{Title: "Output", Flags: []string{"logprobs", "trim-leading-space", "json", "quiet", "version", "h,help"}},
 	}
 }()
 
@@ -250,8 +320,12 @@ Usage:
 
 Text goes to stdout; the loading progress bar (on a terminal), warnings, the
 summary line and errors go to stderr. Ctrl-C stops generation and keeps what
-was printed (exit status 130). Decoding follows transformers' generate():
-without --do-sample, --num-beams or --mirostat it is greedy.
+was printed (exit status 130); a beam search cut short by Ctrl-C, --max-time or
+a full context prints the hypotheses found so far. Exit status 2 is a bad
+option (the message names it and its range), 1 an error, including output
+that could not be written; a closed pipe ends llamagen quietly. Decoding
+follows transformers' generate(): without --do-sample, --num-beams or
+--mirostat it is greedy.
 
 --json writes one JSON object per line to stdout:
   {"type":"token","row":R,"token":ID,"text":"...","logprob":L,"top":[{"token":ID,"text":"...","logprob":L}]}
@@ -280,8 +354,10 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
-	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat and beam search on the same prompt (default prompt \"The model\", 40 new tokens)")
+	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
+	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat, beam search and speculative decoding on the same prompt (default prompt \"The model\", 40 new tokens)")
 	fs.BoolVar(&o.echo, "echo", false, "print the prompt before its continuation")
 	fs.StringVar(&o.genConfig, "generation-config", "", "read decoding settings from a transformers generation_config.json `FILE`")
 	for i := range configOptions {
@@ -292,15 +368,16 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&o.mirostatTau, "mirostat-tau", 5.0, "Mirostat target surprise `BITS`")
 	fs.Float64Var(&o.mirostatEta, "mirostat-eta", 0.1, "Mirostat learning `RATE`")
 	fs.Int64Var(&o.seed, "seed", -1, "random `SEED` for sampling and Mirostat (-1: a random one, printed in the summary)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning (ggml's threads then wait for each other and every step slows down sharply)")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
-	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat)")
-	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`) with --prompts or --num-return-sequences")
+	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available")
+	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`, 1 to 256) with --prompts or --num-return-sequences")
 	fs.StringVar(&o.grammarFile, "grammar", "", "constrain the output to the GBNF grammar in `FILE` (llama.cpp's format)")
 	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`")
 	fs.BoolVar(&o.anyJSON, "any-json", false, "constrain the output to one JSON value (--json is the output format)")
 	fs.IntVar(&o.logprobs, "logprobs", 0, "print each token's log-probability and the `N` most probable tokens (0: off)")
+	fs.BoolVar(&o.trimLeadingSpace, "trim-leading-space", false, "drop one space from the start of the generated text, as transformers' tokenizer.decode of the new tokens does for SentencePiece vocabularies (Llama 2, Mistral, Gemma); by default the text is llama.cpp's pieces, whose first space separates the continuation from the prompt")
 	fs.BoolVar(&o.json, "json", false, "write JSON lines to stdout (see above)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no summary line and no warnings on stderr")
 	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
@@ -316,7 +393,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o, out)
 	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(err)
+		return nil, cli.FlagError(fs, err)
 	}
 	if o.help {
 		cli.PrintUsage(out, fs, usageHead, usageGroups)
@@ -359,18 +436,31 @@ func (o *options) check() error {
 		return cli.Usagef("no prompt: give -p TEXT, -f FILE, --prompts FILE, --chat or --demo")
 	case o.mirostat < 0 || o.mirostat > 2:
 		return cli.Usagef("--mirostat %d: must be 0 (off), 1 or 2", o.mirostat)
-	case o.threads < 1:
-		return cli.Usagef("--threads %d: must be at least 1", o.threads)
-	case o.ctx < 0:
-		return cli.Usagef("--ctx %d: must be positive (or 0 for automatic)", o.ctx)
-	case o.parallel < 1:
-		return cli.Usagef("--parallel %d: must be at least 1", o.parallel)
+	case o.seed < -1:
+		return cli.Usagef("--seed %d: must be -1 (a random seed) or from 0 up", o.seed)
+	case o.gpuLayers < -1:
+		return cli.Usagef("--gpu-layers %d: must be -1 (all) or from 0 up", o.gpuLayers)
+	case o.ctx < 0 || o.ctx > cli.MaxCells:
+		return cli.Usagef("--ctx %d: must be from 1 to %d cells (or 0 for automatic)", o.ctx, cli.MaxCells)
+	case o.parallel < 1 || o.parallel > maxSequences:
+		return cli.Usagef("--parallel %d: must be from 1 to %d (llama.cpp's most sequences)", o.parallel, maxSequences)
 	case o.logprobs < 0:
-		return cli.Usagef("--logprobs %d: must be 0 (off) or positive", o.logprobs)
+		return cli.Usagef("--logprobs %d: must be 0 (off) or more", o.logprobs)
 	case o.system != "" && !o.chat:
 		return cli.Usagef("--system needs --chat")
+	case o.session != "" && (!o.chat || sources > 0):
+		return cli.Usagef("--session needs --chat without a prompt")
+	}
+	if err := cli.CheckThreads(o.threads); err != nil {
+		return err
 	}
 	if o.mirostat != 0 {
+		switch {
+		case !(o.mirostatTau > 0) || math.IsInf(o.mirostatTau, 0):
+			return cli.Usagef("--mirostat-tau %g: must be a finite number of bits above 0", o.mirostatTau)
+		case !(o.mirostatEta >= 0) || math.IsInf(o.mirostatEta, 0):
+			return cli.Usagef("--mirostat-eta %g: must be a finite rate of 0 or more", o.mirostatEta)
+		}
 		if err := o.mirostatConfig().Validate(); err != nil {
 			return cli.Usagef("--mirostat-tau %g, --mirostat-eta %g: %v", o.mirostatTau, o.mirostatEta, err)
 		}
@@ -391,7 +481,7 @@ func (o *options) generationConfig(vocabSize int) (*genconfig.Config, []string, 
 	cfg := genconfig.Default()
 	fileKeys := map[string]json.RawMessage{}
 	if o.genConfig != "" {
-		data, err := os.ReadFile(o.genConfig)
+		data, err := o.read(o.genConfig)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--generation-config: %w", err)
 		}
@@ -421,10 +511,40 @@ func (o *options) generationConfig(vocabSize int) (*genconfig.Config, []string, 
 		check.NumReturnSequences = 1
 	}
 	warnings, err := check.Validate(vocabSize)
+	if err == nil {
+		err = commandLimits(cfg)
+	}
 	if err != nil {
 		return nil, nil, cli.Usagef("invalid generation settings: %w", o.settingsError(err))
 	}
 	return cfg, warnings, nil
+}
+
+// commandLimits rejects what transformers accepts but llamagen cannot do
+// as asked, whether the options or --generation-config set it: a max_time
+// of 0 or less (transformers then stops after the first token; a user who
+// wrote it meant something else), and an empty stop string (which would
+// end every sequence before its first token).
+func commandLimits(cfg *genconfig.Config) error {
+	var errs []error
+	if t := cfg.MaxTime; t != nil && !(*t > 0) {
+		errs = append(errs, &genconfig.FieldError{Field: "MaxTime", JSON: "max_time", Value: *t, Reason: "must be more than 0 seconds"})
+	}
+	for _, s := range cfg.StopStrings {
+		if s == "" {
+			errs = append(errs, &genconfig.FieldError{Field: "StopStrings", JSON: "stop_strings", Value: `""`, Reason: "must not be empty"})
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// read reads a file named by an option.
+func (o *options) read(path string) ([]byte, error) {
+	if o.readFile != nil {
+		return o.readFile(path)
+	}
+	return os.ReadFile(path)
 }
 
 // settingsError is an error of the generation config told in the terms of the command line: each

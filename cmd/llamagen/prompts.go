@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -46,22 +45,6 @@ func (p prompt) request(chat bool, system string) generation.Request {
 		return generation.Request{Messages: append(msgs, backend.Message{Role: "user", Content: p.Text})}
 	}
 	return generation.Request{Text: p.Text}
-}
-
-// readPromptFile reads a whole file (stdin for "-") as one prompt, without
-// its final line break.
-func readPromptFile(path string, stdin io.Reader) (string, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("prompt file: %w", err)
-	}
-	return strings.TrimRight(string(data), "\r\n"), nil
 }
 
 // readPrompts reads a --prompts file: one prompt per non-empty line, each

@@ -33,6 +33,7 @@ import (
 	"github.com/llamaloop/llamaloop/internal/serve"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
+	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
 // options is the parsed command line.
@@ -49,6 +50,8 @@ type options struct {
 	threads       int
 	gpuLayers     int
 	cacheType     string
+	cacheSlots    int
+	cacheCells    int
 	maxBody       int64
 	maxConcurrent int
 	version       bool
@@ -73,6 +76,7 @@ var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
+	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
 
@@ -98,6 +102,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32: each reply is, bit for bit, what it is alone, whatever batch it runs in)")
+	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
+	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
 	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
 	fs.BoolVar(&o.help, "h", false, "show this help")
 	fs.BoolVar(&o.help, "help", false, "show this help")
@@ -108,7 +114,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(err)
+		return nil, cli.FlagError(fs, err)
 	}
 	if o.help {
 		cli.PrintUsage(out, fs, usageHead, usageGroups)
@@ -123,20 +129,25 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("no model: give one with -m FILE.gguf")
 	case o.parallel < 1:
 		return nil, cli.Usagef("--parallel %d: must be at least 1", o.parallel)
-	case o.ctx < 1:
-		return nil, cli.Usagef("--ctx %d: must be at least 1", o.ctx)
+	case o.ctx < 1 || o.ctx > cli.MaxCells:
+		return nil, cli.Usagef("--ctx %d: must be from 1 to %d cells", o.ctx, cli.MaxCells)
+	case o.cacheSlots < 0:
+		return nil, cli.Usagef("--cache-slots %d: must be 0 (no prefix cache) or more", o.cacheSlots)
+	case o.cacheCells < 0:
+		return nil, cli.Usagef("--cache-cells %d: must be 0 (no bound) or more", o.cacheCells)
 	case o.batch < 1:
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
 	case o.promptChunk == 0 || o.promptChunk < -1:
 		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
-	case o.threads < 1:
-		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
 	case o.maxBody < 1:
 		return nil, cli.Usagef("--max-body %d: must be at least 1", o.maxBody)
 	case o.cacheType != "f16" && o.cacheType != "f32":
 		return nil, cli.Usagef("--cache-type %s: must be f16 or f32", o.cacheType)
 	case o.maxConcurrent < 1:
 		return nil, cli.Usagef("--max-concurrent %d: must be at least 1", o.maxConcurrent)
+	}
+	if err := cli.CheckThreads(o.threads); err != nil && !o.version {
+		return nil, err
 	}
 	return o, nil
 }
@@ -173,6 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // serveModel loads the model, serves it until SIGINT or SIGTERM, and frees
 // everything.
 func serveModel(o *options, stderr io.Writer) error {
+	cli.LogWarnings(stderr, "llamaserve", false)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stop)
@@ -211,14 +223,14 @@ func serveModel(o *options, stderr io.Writer) error {
 	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}
 
 	seqSize := (o.ctx + 255) / 256 * 256
+	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
-		ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads,
+		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
+		// Flash attention and an f16 cache round differently for another
+		// batch shape; f32 without it does not.
+		BatchInvariant: o.cacheType == "f32",
 	}
-	if o.cacheType == "f32" {
-		// Flash attention sums in another order for another batch shape.
-		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
-	}
-	lctx, err := m.NewContext(p)
+	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {
 		return err
 	}
@@ -228,12 +240,17 @@ func serveModel(o *options, stderr io.Writer) error {
 		return err
 	}
 	defer lb.Close()
-	// The engine's backend. The prefix cache (issue 15, part 1) wraps lb
-	// here, and its counters go to serve.Config.Cache.
+	// The engine's backend: the llama.cpp sequences, under the prefix cache
+	// when there is one (its first --parallel slots serve requests, the
+	// others keep finished ones).
 	var b backend.Backend = lb
 	var cache serve.CacheStats
-	if c, ok := b.(serve.CacheStats); ok {
-		cache = c
+	if o.cacheSlots > 0 {
+		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})
+		if err != nil {
+			return err
+		}
+		b, cache = pc, pc
 	}
 	engine, err := generation.NewEngine(b, tok, generation.EngineOptions{PromptChunk: o.promptChunk})
 	if err != nil {
@@ -247,7 +264,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
 	handler := serve.New(serve.Config{
-		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: lb.Room(0),
+		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, Cache: cache, Log: logger,
 	})
 	ln, err := net.Listen("tcp", o.addr)
@@ -256,7 +273,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
 	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
-		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, lb.Room(0), ln.Addr())
+		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, b.Room(0), ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

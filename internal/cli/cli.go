@@ -6,9 +6,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"os"
+	"math"
 	"strings"
+	"syscall"
 
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
@@ -19,6 +21,10 @@ const (
 	ExitError       = 1   // a runtime error, reported as one line on stderr
 	ExitUsage       = 2   // an invalid option or argument
 	ExitInterrupted = 130 // SIGINT, as a shell reports 128+2
+	// ExitBrokenPipe ends a command whose stdout reader went away, quietly,
+	// with the status a shell reports for a death by SIGPIPE (128+13), as
+	// other Unix tools end.
+	ExitBrokenPipe = 141
 )
 
 // UsageError marks an error in the command line; commands exit with
@@ -36,25 +42,61 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{fmt.Errorf(format, args...)}
 }
 
-// FlagError rewrites an error of flag.FlagSet.Parse in the --long
-// spelling the help uses, as a UsageError.
-func FlagError(err error) error {
+// FlagError rewrites an error of fs.Parse in the --long spelling the help
+// uses, as a UsageError. The flag package's "parse error" becomes what the
+// option wants ("not an integer", "not a number").
+func FlagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return Usagef("unknown option %s", dashes(name))
 	}
-	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
 		// invalid value "abc" for flag -top-k: reason
-		if i := strings.Index(rest, " for flag -"); i >= 0 {
-			val, tail := rest[:i], rest[i+len(" for flag -"):]
-			name, reason, _ := strings.Cut(tail, ": ")
-			return Usagef("%s %s: %s", dashes(name), val, reason)
+		// invalid boolean value "x" for -quiet: reason
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		for _, sep := range []string{" for flag -", " for -"} {
+			if i := strings.Index(rest, sep); i >= 0 {
+				val, tail := rest[:i], rest[i+len(sep):]
+				name, reason, _ := strings.Cut(tail, ": ")
+				return Usagef("%s %s: %s", dashes(name), val, flagReason(fs.Lookup(name), reason))
+			}
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return Usagef("option %s needs a value", dashes(name))
 	}
 	return &UsageError{err}
+}
+
+// flagReason says what f wants in place of the flag package's reasons.
+func flagReason(f *flag.Flag, reason string) string {
+	if f == nil {
+		return reason
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return reason
+	}
+	switch g.Get().(type) {
+	case int, int64:
+		if reason == "value out of range" {
+			return fmt.Sprintf("not an integer from %d to %d", math.MinInt64, math.MaxInt64)
+		}
+		return "not an integer"
+	case uint, uint64:
+		return "not a whole number"
+	case float64:
+		if reason == "value out of range" {
+			return "beyond the range of a number"
+		}
+		return "not a number"
+	case bool:
+		return "not true or false"
+	}
+	return reason
 }
 
 // dashes spells a flag name as the help does: -m, --model.
@@ -67,12 +109,15 @@ func dashes(name string) string {
 
 // ExitCode maps an error to the command's exit status: ExitOK for nil,
 // ExitInterrupted when the error comes from a cancelled context,
-// ExitUsage for a UsageError, ExitError otherwise.
+// ExitBrokenPipe for a write to a pipe whose reader is gone, ExitUsage for
+// a UsageError, ExitError otherwise.
 func ExitCode(err error) int {
 	var ue *UsageError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, syscall.EPIPE):
+		return ExitBrokenPipe
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	case errors.As(err, &ue):
@@ -98,11 +143,8 @@ func LoadModel(ctx context.Context, path string, gpuLayers int, progress *Progre
 	if path == "" {
 		return nil, Usagef("no model: give one with -m FILE.gguf")
 	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("model file %s does not exist", path)
-		}
-		return nil, fmt.Errorf("model file: %w", err)
+	if err := CheckModelFile("-m", path); err != nil {
+		return nil, err
 	}
 	p := llamacpp.ModelParams{GPULayers: gpuLayers}
 	p.Progress = func(f float32) bool {
@@ -134,14 +176,21 @@ func GPUs() []llamacpp.Device {
 	return out
 }
 
+// Offloaded reports whether a model loaded with gpuLayers runs on a GPU:
+// a GPU backend is present and some layers are offloaded (llama.cpp then
+// keeps their KV cache in the GPU's memory too).
+func Offloaded(gpuLayers int) bool {
+	return gpuLayers != 0 && len(GPUs()) > 0 && llamacpp.SupportsGPUOffload()
+}
+
 // DeviceSummary says where a model's layers run: "CPU" when no GPU backend
 // is present or no layer is offloaded, otherwise the GPU's description and
 // how many layers it holds.
 func DeviceSummary(gpuLayers, layers int) string {
-	gpus := GPUs()
-	if len(gpus) == 0 || gpuLayers == 0 || !llamacpp.SupportsGPUOffload() {
+	if !Offloaded(gpuLayers) {
 		return "CPU"
 	}
+	gpus := GPUs()
 	n := layers
 	if gpuLayers > 0 && gpuLayers < layers {
 		n = gpuLayers

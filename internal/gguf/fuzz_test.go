@@ -26,8 +26,30 @@ func FuzzNewReader(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// A string array whose count claims the rest of the file.
+	var arr bytes.Buffer
+	w, err = NewWriter(&arr, []KV{{Key: "a.str", Value: []string{"<unk>", "", "▁the"}}},
+		[]TensorInfo{{Name: "a", Type: TensorF32, Shape: []uint64{64}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := w.WriteFloat32s(make([]float32, 64)); err != nil {
+		f.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withStringCount(f, arr.Bytes(), "a.str"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewReader(bytes.NewReader(data), int64(len(data)))
+		var r *Reader
+		var err error
+		// The header's Go form takes at most a few times its bytes (a 16-byte
+		// string per 8-byte empty string, slices grown by appending), plus
+		// the reader's buffer; a count trusted before its elements are read
+		// would exceed it.
+		if n := allocated(func() { r, err = NewReader(bytes.NewReader(data), int64(len(data))) }); n > 8*uint64(len(data))+1<<20 {
+			t.Fatalf("parsing %d bytes allocated %d bytes", len(data), n)
+		}
 		if err != nil {
 			return
 		}

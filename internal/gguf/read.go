@@ -415,14 +415,21 @@ func (p *parser) value() (any, error) {
 	}
 }
 
+// maxPrealloc bounds the elements readArray allocates before reading them.
+// The count is bounded by the bytes left, but a Go string takes 16 bytes
+// for a file's minimal 8, so trusting a corrupt count of strings would
+// allocate twice the rest of the file before the first element fails to
+// parse; beyond the bound the slice grows with what was actually read.
+const maxPrealloc = 4096
+
 func readArray[T any](p *parser, n uint64, read func(*parser) (T, error)) ([]T, error) {
-	out := make([]T, n)
-	for i := range out {
+	out := make([]T, 0, min(n, maxPrealloc))
+	for range n {
 		v, err := read(p)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = v
+		out = append(out, v)
 	}
 	return out, nil
 }

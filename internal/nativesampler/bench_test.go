@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/benchrows"
 	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
@@ -18,27 +19,9 @@ import (
 // builds its candidate array from the logits), and reports both costs per
 // row and their ratio (ours / llama.cpp's).
 
-var sideVocabs = []int{32000, 128256, 262144}
-
-func sideRows(v int) [][]float32 {
-	rng := rand.New(rand.NewPCG(1, uint64(v)))
-	rows := make([][]float32, 4)
-	for r := range rows {
-		row := make([]float32, v)
-		for i := range row {
-			row[i] = float32(rng.NormFloat64() * 2)
-		}
-		for range 20 {
-			row[rng.IntN(v)] += float32(8 + rng.Float64()*6)
-		}
-		rows[r] = row
-	}
-	return rows
-}
-
 // sideBySide times ours and theirs alternately on the same rows.
 func sideBySide(b *testing.B, v int, ours, theirs func(row []float32)) {
-	rows := sideRows(v)
+	rows := benchrows.Rows(4, v)
 	work := make([]float32, v)
 	var tOurs, tTheirs time.Duration
 	copy(work, rows[0]) // warm up: scratch buffers grow once, outside the timing
@@ -67,7 +50,7 @@ func sideBySide(b *testing.B, v int, ours, theirs func(row []float32)) {
 // BenchmarkSideBySideChain: repetition penalty 1.1 over 256 tokens, top-k 50,
 // top-p 0.9, temperature 0.7, then the draw.
 func BenchmarkSideBySideChain(b *testing.B) {
-	for _, v := range sideVocabs {
+	for _, v := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
 			cfg := genconfig.Default()
 			cfg.DoSample, cfg.RepetitionPenalty, cfg.TopK, cfg.TopP, cfg.Temperature = true, 1.1, 50, 0.9, 0.7
@@ -100,7 +83,7 @@ func BenchmarkSideBySideChain(b *testing.B) {
 
 // BenchmarkSideBySideGreedy: the argmax alone.
 func BenchmarkSideBySideGreedy(b *testing.B) {
-	for _, v := range sideVocabs {
+	for _, v := range benchrows.Vocabularies {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
 			native, err := nativesampler.NewGreedy(v)
 			if err != nil {
@@ -115,7 +98,7 @@ func BenchmarkSideBySideGreedy(b *testing.B) {
 // BenchmarkSideBySideMirostat: Mirostat v1 (m 100) and v2, tau 5, eta 0.1.
 func BenchmarkSideBySideMirostat(b *testing.B) {
 	for _, version := range []int{1, 2} {
-		for _, v := range sideVocabs {
+		for _, v := range benchrows.Vocabularies {
 			b.Run(fmt.Sprintf("v%d/V=%d", version, v), func(b *testing.B) {
 				s, err := mirostat.New(mirostat.Config{Version: mirostat.Version(version), Tau: 5, Eta: 0.1, M: 100})
 				if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/benchrows"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/nativesampler"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
@@ -185,7 +186,7 @@ func documents(m *grammar.Matcher, V int) [][]int32 {
 // same sequences, which computes each state's mask once); prep-ms is the one-time preparation
 // of the vocabulary (reading the pieces, the prefix trie).
 func BenchmarkSideBySideGrammar(b *testing.B) {
-	for _, V := range sideVocabs {
+	for _, V := range benchrows.Vocabularies {
 		path := grammarModel(b, V)
 		model, err := llamacpp.LoadModel(path, llamacpp.ModelParams{VocabOnly: true})
 		if err != nil {
@@ -211,7 +212,7 @@ func BenchmarkSideBySideGrammar(b *testing.B) {
 				}
 				defer theirs.Close()
 				docs := documents(grammar.NewMatcher(g, voc), V)
-				rows := sideRows(V)
+				rows := benchrows.Rows(4, V)
 				work := make([]float32, V)
 
 				// Cold: a fresh matcher's first pass over the documents.

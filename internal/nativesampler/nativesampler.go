@@ -138,7 +138,7 @@ func NewGrammar(path, grammar string) (*Grammar, error) {
 	initialize()
 	mp := cgo.DefaultModelParams()
 	mp.VocabOnly = true
-	m := cgo.ModelLoadFromFile(path, mp, 0)
+	m := cgo.ModelLoadFromFile(path, mp, 0, 0)
 	if m.Nil() {
 		return nil, invalid("cannot load the vocabulary of %s", path)
 	}

@@ -19,6 +19,7 @@ type Backend struct {
 	vocab int
 	seqs  []*reference.Sequence
 	rows  [][]float32
+	all   [][][]float32 // every position's rows of the last EvalAll
 }
 
 // New returns a backend with slots sequences over model.
@@ -42,6 +43,7 @@ func (b *Backend) Room(slot int) int { return math.MaxInt }
 // Eval implements backend.Backend.
 func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	b.rows = b.rows[:0]
+	b.all = b.all[:0]
 	for _, f := range feeds {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -62,6 +62,12 @@ func LoadProfile(path string) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseProfile(data, path)
+}
+
+// ParseProfile decodes and validates a profile read from the file path
+// (named in errors), for callers that read the file themselves.
+func ParseProfile(data []byte, path string) (*Profile, error) {
 	var p Profile
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("replay: %s: %w", path, err)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
 // metrics counts the server's responses; the engine counts the rest.
@@ -34,9 +36,9 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	st := s.cfg.Engine.Stats()
-	var lookups, hits uint64
+	var cache prefixcache.Stats
 	if s.cfg.Cache != nil {
-		lookups, hits = s.cfg.Cache.CacheStats()
+		cache = s.cfg.Cache.Stats()
 	}
 	var b strings.Builder
 	metric := func(name, typ, help string, value any) {
@@ -55,8 +57,11 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 		tps = float64(st.GeneratedTokens) / st.EvalTime.Seconds()
 	}
 	metric("llamaserve_tokens_per_second", "gauge", "Tokens generated per second of evaluation, over the server's life (rate(llamaserve_generated_tokens_total[1m]) gives the recent rate).", tps)
-	metric("llamaserve_prefix_cache_lookups_total", "counter", "Prompts looked up in the prefix cache.", lookups)
-	metric("llamaserve_prefix_cache_hits_total", "counter", "Prompts that found a cached prefix.", hits)
+	metric("llamaserve_prefix_cache_lookups_total", "counter", "Prompts looked up in the prefix cache.", cache.Lookups)
+	metric("llamaserve_prefix_cache_hits_total", "counter", "Prompts that found a cached prefix.", cache.Hits)
+	metric("llamaserve_prefix_cache_tokens_saved_total", "counter", "Prompt tokens not evaluated because the prefix cache held them.", cache.TokensSaved)
+	metric("llamaserve_prefix_cache_entries", "gauge", "Finished sequences the prefix cache keeps.", cache.Entries)
+	metric("llamaserve_prefix_cache_cells", "gauge", "Tokens the prefix cache keeps.", cache.Cells)
 
 	b.WriteString("# HELP llamaserve_http_requests_total HTTP requests by path and status.\n# TYPE llamaserve_http_requests_total counter\n")
 	s.metrics.mu.Lock()

@@ -44,14 +44,13 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
-// CacheStats is implemented by a backend that reuses evaluated prompt
-// prefixes (the prefix cache); the server reports its counters as metrics.
+// CacheStats is the prefix cache (a *prefixcache.Cache) as the metrics see
+// it.
 type CacheStats interface {
-	// CacheStats returns the number of prompt lookups and how many found a
-	// shared prefix.
-	CacheStats() (lookups, hits uint64)
+	Stats() prefixcache.Stats
 }
 
 // Defaults of Config's limits.

@@ -173,15 +173,20 @@ func (m *Markov) Write(path string) error {
 	}
 	w[nameOutput] = out
 	kv := s.NEmbdKV()
-	w[blk(0, "attn_norm")] = ones
-	w[blk(0, "ffn_norm")] = ones
-	w[blk(0, "attn_q")] = make([]float32, d*d)
-	w[blk(0, "attn_k")] = make([]float32, d*kv)
-	w[blk(0, "attn_v")] = make([]float32, d*kv)
-	w[blk(0, "attn_output")] = make([]float32, d*d)
-	w[blk(0, "ffn_gate")] = make([]float32, d*s.NFF)
-	w[blk(0, "ffn_up")] = make([]float32, d*s.NFF)
-	w[blk(0, "ffn_down")] = make([]float32, d*s.NFF)
+	// Every layer adds zero to the residual (see Deeper); they share their
+	// zero matrices.
+	zq, zkv, zff := make([]float32, d*d), make([]float32, d*kv), make([]float32, d*s.NFF)
+	for l := range max(1, s.NLayer) {
+		w[blk(l, "attn_norm")] = ones
+		w[blk(l, "ffn_norm")] = ones
+		w[blk(l, "attn_q")] = zq
+		w[blk(l, "attn_k")] = zkv
+		w[blk(l, "attn_v")] = zkv
+		w[blk(l, "attn_output")] = zq
+		w[blk(l, "ffn_gate")] = zff
+		w[blk(l, "ffn_up")] = zff
+		w[blk(l, "ffn_down")] = zff
+	}
 	tensors, err := matrixTensors(s, w)
 	if err != nil {
 		return err

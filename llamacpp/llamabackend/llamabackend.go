@@ -45,6 +45,9 @@ type Backend struct {
 	views  [][]float32
 	copies [][]float32
 	last   []int // per feed: batch index of its last token in the decode that holds it
+
+	all    []float32 // EvalAll: the rows of every token of every feed, in feed order
+	allOff []int     // EvalAll: per feed, the index of its first row in all; nil after Eval
 }
 
 // New makes a Backend of ctx, which it owns from then on for decoding: do
@@ -93,28 +96,12 @@ func (b *Backend) checkSlot(slot int) error {
 
 // Eval implements backend.Backend.
 func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
-	nv := int32(b.VocabSize())
-	total := 0
-	for i, f := range feeds {
-		if err := b.checkSlot(f.Slot); err != nil {
-			return err
-		}
-		if len(f.Tokens) == 0 {
-			return fmt.Errorf("%w: feed %d is empty", llamacpp.ErrInvalidArgument, i)
-		}
-		for _, t := range f.Tokens {
-			if t < 0 || t >= nv {
-				return fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", backend.ErrTokenOutOfRange, t, nv)
-			}
-		}
-		total += len(f.Tokens)
+	b.allOff = b.allOff[:0]
+	total, err := b.checkFeeds(feeds)
+	if err != nil {
+		return err
 	}
-	if cap(b.views) < len(feeds) {
-		b.views = make([][]float32, len(feeds))
-		b.last = make([]int, len(feeds))
-		b.copies = append(b.copies, make([][]float32, len(feeds)-len(b.copies))...)
-	}
-	b.views, b.last = b.views[:len(feeds)], b.last[:len(feeds)]
+	b.grow(len(feeds))
 	b.batch.Clear()
 	done := 0
 	first := 0 // first feed whose output is still pending
@@ -137,6 +124,37 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 		b.lens[f.Slot] += len(f.Tokens)
 	}
 	return b.decode(ctx, feeds, first, len(feeds), false)
+}
+
+// grow sizes the per-feed buffers for n feeds.
+func (b *Backend) grow(n int) {
+	if cap(b.views) < n {
+		b.views = make([][]float32, n)
+		b.last = make([]int, n)
+		b.copies = append(b.copies, make([][]float32, n-len(b.copies))...)
+	}
+	b.views, b.last = b.views[:n], b.last[:n]
+}
+
+// checkFeeds validates feeds and returns their total number of tokens.
+func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
+	nv := int32(b.VocabSize())
+	total := 0
+	for i, f := range feeds {
+		if err := b.checkSlot(f.Slot); err != nil {
+			return 0, err
+		}
+		if len(f.Tokens) == 0 {
+			return 0, fmt.Errorf("%w: feed %d is empty", llamacpp.ErrInvalidArgument, i)
+		}
+		for _, t := range f.Tokens {
+			if t < 0 || t >= nv {
+				return 0, fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", backend.ErrTokenOutOfRange, t, nv)
+			}
+		}
+		total += len(f.Tokens)
+	}
+	return total, nil
 }
 
 // decode runs the batch and collects the outputs of feeds[from:to] whose

@@ -9,7 +9,12 @@
 // shape, 2.5 GB), and their q8_0, q4_0 and q4_K_M quantizations made by
 // llama.cpp's own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
 // exactly the model (same fingerprint, complete) is kept, and a quantized
-// file newer than its source too, so running it again is cheap.
+// file newer than its source too, so running it again is cheap. With
+// -speculative it also writes a speculative decoding pair (testmodel.Markov's
+// Deeper and Noisy): demo-deep.gguf, the demo model computed through 12 zero
+// layers (as costly per token as a 28M-weight model, its distributions
+// unchanged), and demo-draft.gguf, the one-layer demo model with 30% of its
+// rows replaced by noise.
 package main
 
 import (
@@ -34,15 +39,19 @@ func main() {
 	out := flag.String("out", "build/models", "output folder")
 	test := flag.Bool("test", false, "also write the small test models")
 	bench := flag.Bool("bench", false, "also write the benchmark models (5.8 GB)")
+	spec := flag.Bool("speculative", false, "also write the speculative decoding pair demo-deep.gguf and demo-draft.gguf")
 	flag.Parse()
-	if err := run(*out, *test, *bench); err != nil {
+	if err := run(*out, *test, *bench, *spec); err != nil {
 		fmt.Fprintln(os.Stderr, "mkmodels:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, test, bench bool) error {
+func run(out string, test, bench, spec bool) error {
 	entries := []entry{{"demo.gguf", func() (testmodel.Model, error) { return testmodel.NewDemo() }}}
+	if spec {
+		entries = append(entries, speculativePair()...)
+	}
 	if test {
 		entries = append(entries,
 			entry{"tiny-f32.gguf", random(func() testmodel.Spec { return testmodel.TinySpec(gguf.TensorF32) })},
@@ -129,4 +138,24 @@ func quantize(src string) error {
 
 func random(spec func() testmodel.Spec) func() (testmodel.Model, error) {
 	return func() (testmodel.Model, error) { return testmodel.Random{Spec: spec()}, nil }
+}
+
+// speculativePair builds the speculative decoding pair over the demo model.
+func speculativePair() []entry {
+	return []entry{
+		{"demo-deep.gguf", func() (testmodel.Model, error) {
+			d, err := testmodel.NewDemo()
+			if err != nil {
+				return nil, err
+			}
+			return d.Deeper("llamaloop-demo-deep", 12, 1536), nil
+		}},
+		{"demo-draft.gguf", func() (testmodel.Model, error) {
+			d, err := testmodel.NewDemo()
+			if err != nil {
+				return nil, err
+			}
+			return d.Noisy("llamaloop-demo-draft", 0.3, 1)
+		}},
+	}
 }

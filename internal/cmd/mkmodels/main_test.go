@@ -12,7 +12,7 @@ import (
 
 func TestRunIsIdempotent(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "models")
-	require.NoError(t, run(out, true, false))
+	require.NoError(t, run(out, true, false, false))
 	names := []string{"demo.gguf", "tiny-f32.gguf", "tiny-f16.gguf", "markov.gguf", "prefix.gguf"}
 	mtimes := map[string]int64{}
 	for _, n := range names {
@@ -26,7 +26,7 @@ func TestRunIsIdempotent(t *testing.T) {
 
 	// A damaged file is rewritten, the others are kept.
 	require.NoError(t, os.WriteFile(filepath.Join(out, "markov.gguf"), []byte("GGUF"), 0o644))
-	require.NoError(t, run(out, true, false))
+	require.NoError(t, run(out, true, false, false))
 	for _, n := range names {
 		st, err := os.Stat(filepath.Join(out, n))
 		require.NoError(t, err)

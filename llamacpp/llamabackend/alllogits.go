@@ -1,0 +1,101 @@
+package llamabackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/llamacpp"
+)
+
+// EvalAll implements backend.AllLogits: every token of every feed is added
+// to llama.cpp's batch with its output flag set, and after each
+// llama_decode the rows it produced are copied into one buffer of the
+// backend (a later decode of the same call would overwrite llama.cpp's).
+// Asking for every position costs llama.cpp one output row per token, so
+// EvalAll is meant for short feeds: the drafts that speculative decoding
+// verifies.
+func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
+	b.allOff = b.allOff[:0]
+	total, err := b.checkFeeds(feeds)
+	if err != nil {
+		return err
+	}
+	nv := b.VocabSize()
+	if cap(b.all) < total*nv {
+		b.all = make([]float32, total*nv)
+	}
+	b.all = b.all[:total*nv]
+	b.grow(len(feeds))
+	b.batch.Clear()
+	done, base := 0, 0 // tokens added; row index of the batch's first token
+	for _, f := range feeds {
+		pos := int32(b.lens[f.Slot])
+		b.allOff = append(b.allOff, done)
+		for j, t := range f.Tokens {
+			if b.batch.Len() == b.batch.Cap() {
+				if err := b.decodeAll(ctx, feeds, base); err != nil {
+					return err
+				}
+				base = done
+			}
+			if _, err := b.batch.Add(t, pos+int32(j), int32(f.Slot), true); err != nil {
+				return err
+			}
+			done++
+		}
+		b.lens[f.Slot] += len(f.Tokens)
+	}
+	if err := b.decodeAll(ctx, feeds, base); err != nil {
+		return err
+	}
+	for i, f := range feeds {
+		k := b.allOff[i] + len(f.Tokens) - 1
+		b.views[i] = b.all[k*nv : (k+1)*nv]
+	}
+	return nil
+}
+
+// decodeAll runs the batch and copies every row it produced to all, from
+// row base on.
+func (b *Backend) decodeAll(ctx context.Context, feeds []backend.Feed, base int) error {
+	if err := b.ctx.Decode(ctx, b.batch); err != nil {
+		b.allOff = b.allOff[:0]
+		b.resync(feeds)
+		if errors.Is(err, llamacpp.ErrContextFull) {
+			return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
+		}
+		return err
+	}
+	nv := b.VocabSize()
+	for k := range b.batch.Len() {
+		row, err := b.ctx.Logits(k)
+		if err != nil {
+			b.allOff = b.allOff[:0]
+			return err
+		}
+		copy(b.all[(base+k)*nv:], row)
+	}
+	b.batch.Clear()
+	return nil
+}
+
+// LogitsAt implements backend.AllLogits.
+func (b *Backend) LogitsAt(i, j int) []float32 {
+	if i < 0 || i >= len(b.allOff) || j < 0 {
+		return nil
+	}
+	nv := b.VocabSize()
+	end := len(b.all) / nv
+	if i+1 < len(b.allOff) {
+		end = b.allOff[i+1]
+	}
+	k := b.allOff[i] + j
+	if k >= end {
+		return nil
+	}
+	return b.all[k*nv : (k+1)*nv]
+}
+
+var _ backend.AllLogits = (*Backend)(nil)
