@@ -624,3 +624,35 @@ func TestServeGracefulShutdown(t *testing.T) {
 	_, err = http.Get(url + "/health")
 	require.Error(t, err, "the server no longer listens")
 }
+
+// With a prefix cache, the second turn of a chat reuses the first: the
+// metrics count a hit and the tokens it saved, and the reply is what the
+// request gives alone.
+func TestServePrefixCache(t *testing.T) {
+	s := startServer(t, "--parallel", "2", "--cache-slots", "2")
+	client := s.client()
+	ctx := context.Background()
+	system := "You are the demo model. The model reads a prompt and returns new logits for every token."
+	first, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage("Hello")},
+		MaxTokens: openai.Int(12), Temperature: openai.Float(0),
+	})
+	require.NoError(t, err)
+	reply := first.Choices[0].Message.Content
+	second, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage("Hello"),
+			openai.AssistantMessage(reply), openai.UserMessage("And then?")},
+		MaxTokens: openai.Int(12), Temperature: openai.Float(0),
+	})
+	require.NoError(t, err)
+	greedy := genconfig.Default()
+	n := 12
+	greedy.TopK, greedy.MaxNewTokens = 0, &n
+	want := reference(t, generation.Request{Config: greedy, Messages: []backend.Message{
+		{Role: "system", Content: system}, {Role: "user", Content: "Hello"}, {Role: "assistant", Content: reply}, {Role: "user", Content: "And then?"}}})
+	assert.Equal(t, want.Text, second.Choices[0].Message.Content)
+	m := s.metrics(t)
+	assert.Equal(t, 2.0, m["llamaserve_prefix_cache_lookups_total"])
+	assert.Equal(t, 1.0, m["llamaserve_prefix_cache_hits_total"])
+	assert.GreaterOrEqual(t, m["llamaserve_prefix_cache_tokens_saved_total"], float64(first.Usage.PromptTokens))
+}
