@@ -107,7 +107,6 @@ package generation
 
 import (
 	"context"
-	"errors"
 	"iter"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -306,24 +305,7 @@ func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 // FinishCancelled and Err ctx.Err(), and the stream yields no error.
 // Stopping the iteration early abandons the requests and clears their slots.
 func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		if g.busy {
-			yield(Event{}, ErrBusy)
-			return
-		}
-		if g.backend.Slots() < 1 {
-			yield(Event{}, errors.New("generation: the backend has no slot"))
-			return
-		}
-		g.busy = true
-		defer func() { g.busy = false }()
-		seqs, err := g.prepare(reqs)
-		if err != nil {
-			yield(Event{}, err)
-			return
-		}
-		g.stream(ctx, seqs, yield)
-	}
+	return g.Resume(ctx, reqs, nil)
 }
 
 // stream runs seqs, made by prepare, to their ends, yields their events and

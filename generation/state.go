@@ -83,9 +83,10 @@ func (g *Generator) State(request int) (*RequestState, error) {
 // and settings). Such a request's events and result hold only the tokens
 // generated after the state; its lengths still count from its prompt (a
 // request saved after 5 tokens with max_new_tokens 20 makes 15 more).
+// Nil states is Stream.
 func (g *Generator) Resume(ctx context.Context, reqs []Request, states []*RequestState) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		if len(states) != len(reqs) {
+		if states != nil && len(states) != len(reqs) {
 			yield(Event{}, fmt.Errorf("generation: %d states for %d requests", len(states), len(reqs)))
 			return
 		}
@@ -105,7 +106,7 @@ func (g *Generator) Resume(ctx context.Context, reqs []Request, states []*Reques
 			return
 		}
 		for i, r := range seqs {
-			if states[i] == nil {
+			if states == nil || states[i] == nil {
 				continue
 			}
 			if err := g.restore(r, states[i]); err != nil {
