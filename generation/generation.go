@@ -22,6 +22,16 @@
 // the same Eval as the other requests' new tokens; the backend splits it
 // into batches.
 //
+// # Continuous batching
+//
+// An [Engine] keeps the loop running: [Engine.Submit] adds a request to the
+// batch while it runs, the request leaves it when it finishes, and its
+// events come from its own [Task], with its own context for cancellation.
+// Prompts are evaluated in chunks (EngineOptions.PromptChunk tokens per
+// step over all requests), so a long prompt that arrives does not stall the
+// requests already generating. Stream and the Engine run the same loop: a
+// request's tokens through an Engine are those it gets alone through Stream.
+//
 // # Lengths
 //
 // A request follows generate() of transformers with its own prompt length
@@ -98,6 +108,7 @@ package generation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -212,7 +223,8 @@ func (f FinishReason) String() string {
 // until the iteration resumes, and a consumer that keeps them must copy
 // them. This is what makes streaming free of allocations.
 type Event struct {
-	// Request is the index of the request in the slice given to Stream.
+	// Request is the index of the request in the slice given to Stream
+	// (0 in the events of an Engine's Task).
 	Request int
 	// Token is the new token, or -1 when the event only ends the request.
 	Token int32
@@ -269,7 +281,9 @@ type Generator struct {
 	free          []int  // free slots, a stack
 	active        []*seq // requests holding a slot, in admission order
 	feeds         []backend.Feed
-	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
+	fedSeqs       []*seq       // fedSeqs[i] is the request of feeds[i]
+	chunk         int          // most prompt tokens per step; 0: no limit
+	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
 	best          numeric.Best[float32] // scratch: a token's top alternatives
 }
@@ -293,6 +307,12 @@ func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 // FinishCancelled and Err ctx.Err(), and the stream yields no error.
 // Stopping the iteration early abandons the requests and clears their slots.
 func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
+	return g.stream(ctx, reqs, nil)
+}
+
+// stream is Stream, and Resume when states (one per request, nil for a
+// request that starts afresh) is not nil.
+func (g *Generator) stream(ctx context.Context, reqs []Request, states []*RequestState) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if g.busy {
 			yield(Event{}, ErrBusy)
@@ -309,7 +329,21 @@ func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event,
 			yield(Event{}, err)
 			return
 		}
-		g.run(ctx, seqs, yield)
+		defer g.release(seqs)
+		for i, st := range states {
+			if st == nil {
+				continue
+			}
+			if err := g.restore(seqs[i], st); err != nil {
+				yield(Event{}, fmt.Errorf("generation: request %d: resume: %w", i, err))
+				return
+			}
+		}
+		q := sliceQueue(seqs)
+		err = g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) })
+		if err != nil {
+			yield(Event{}, err)
+		}
 	}
 }
 
@@ -322,23 +356,27 @@ func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, err
 		if err != nil {
 			return results, err
 		}
-		res := &results[ev.Request]
-		texts[ev.Request] = append(texts[ev.Request], ev.Text...)
-		if ev.Token >= 0 {
-			res.Tokens = append(res.Tokens, ev.Token)
-			if reqs[ev.Request].Logprobs {
-				res.Logprobs = append(res.Logprobs, ev.Logprob)
-			}
-			if reqs[ev.Request].TopLogprobs > 0 {
-				res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
-			}
-		}
-		if ev.Finish != NotFinished {
-			res.Finish, res.StopString, res.Err = ev.Finish, ev.StopString, ev.Err
-		}
+		results[ev.Request].add(&reqs[ev.Request], ev, &texts[ev.Request])
 	}
 	for i := range results {
 		results[i].Text = string(texts[i])
 	}
 	return results, nil
+}
+
+// add gathers ev, an event of req, into res, and its text into text.
+func (res *Result) add(req *Request, ev Event, text *[]byte) {
+	*text = append(*text, ev.Text...)
+	if ev.Token >= 0 {
+		res.Tokens = append(res.Tokens, ev.Token)
+		if req.Logprobs {
+			res.Logprobs = append(res.Logprobs, ev.Logprob)
+		}
+		if req.TopLogprobs > 0 {
+			res.TopLogprobs = append(res.TopLogprobs, append([]TokenLogprob(nil), ev.Top...))
+		}
+	}
+	if ev.Finish != NotFinished {
+		res.Finish, res.StopString, res.Err = ev.Finish, ev.StopString, ev.Err
+	}
 }

@@ -5,48 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
+// queue gives the decoding loop its requests: the requests of one Stream
+// call, or those submitted to an Engine while it runs.
+type queue interface {
+	// pop returns the next request waiting for a slot, or nil when none
+	// waits. With wait the loop has nothing else to do: pop may block until
+	// a request comes, and nil then ends the loop.
+	pop(wait bool) *seq
+}
+
+// sliceQueue is the queue of a Stream call: its requests in order.
+type sliceQueue []*seq
+
+func (q *sliceQueue) pop(bool) *seq {
+	if len(*q) == 0 {
+		return nil
+	}
+	r := (*q)[0]
+	*q = (*q)[1:]
+	return r
+}
+
 // run is the decoding loop: admit waiting requests into free slots, evaluate
-// every active request's new tokens in one Eval, choose each request's next
-// token, retire the requests that finished, and repeat.
-func (g *Generator) run(ctx context.Context, seqs []*seq, yield func(Event, error) bool) {
+// every active request's new tokens in one Eval (at most g.chunk prompt
+// tokens in all when g.chunk > 0, so that long prompts do not hold up the
+// requests that are generating), choose each request's next token, retire
+// the requests that finished, and repeat until the queue is done. emit
+// delivers each event to its request's consumer; when it returns false the
+// loop ends at once. run returns a backend failure or a slot it could not
+// clear; whatever ends it, no slot stays filled.
+func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) bool) error {
 	g.free = g.free[:0]
 	for s := g.backend.Slots() - 1; s >= 0; s-- {
 		g.free = append(g.free, s)
 	}
 	g.active = g.active[:0]
-	pending := seqs
 	defer func() {
-		// Whatever ends the call, no slot stays filled and the requests go
-		// back to the pool. Clear errors are ignored here: the slots are lost
-		// anyway, and the next call clears before it writes.
+		// Clear errors are ignored here: the slots are lost anyway, and
+		// the next call clears before it writes.
 		for _, r := range g.active {
 			g.backend.Clear(r.slot)
 		}
+		clear(g.active)
 		g.active = g.active[:0]
 		clear(g.fedSeqs)
-		g.release(seqs)
 	}()
 
-	for len(pending) > 0 || len(g.active) > 0 {
+	for {
 		if ctx.Err() != nil {
-			g.cancel(ctx.Err(), pending, yield)
-			return
+			g.cancel(ctx.Err(), q, emit)
+			return nil
+		}
+		// A request whose own context ended leaves the batch.
+		left := false
+		for _, r := range g.active {
+			if r.ctx != nil && r.ctx.Err() != nil {
+				if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
+					return nil
+				}
+				left = true
+			}
+		}
+		if left {
+			if err := g.retire(); err != nil {
+				return err
+			}
 		}
 		// Admission, in request order.
-		for len(pending) > 0 && len(g.free) > 0 {
-			r := pending[0]
-			pending = pending[1:]
+		for len(g.free) > 0 {
+			r := q.pop(len(g.active) == 0)
+			if r == nil {
+				break
+			}
+			if r.ctx != nil && r.ctx.Err() != nil {
+				if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
+					return nil
+				}
+				continue
+			}
 			slot := g.free[len(g.free)-1]
 			if room := g.backend.Room(slot); room < len(r.prompt) {
 				err := fmt.Errorf("%w: %d tokens, room for %d", ErrPromptTooLong, len(r.prompt), room)
-				if !yield(Event{Request: r.index, Token: -1, Finish: FinishContextFull, Err: err}, nil) {
-					return
+				if !emit(r, Event{Request: r.index, Token: -1, Finish: FinishContextFull, Err: err}) {
+					return nil
 				}
 				continue
 			}
@@ -54,19 +102,32 @@ func (g *Generator) run(ctx context.Context, seqs []*seq, yield func(Event, erro
 			r.slot = slot
 			g.active = append(g.active, r)
 		}
+		if len(g.active) == 0 {
+			return nil // the queue is done
+		}
 
 		// One step: every active request's new tokens in one Eval.
 		g.feeds, g.fedSeqs = g.feeds[:0], g.fedSeqs[:0]
+		budget := g.chunk
 		for _, r := range g.active {
-			toks := r.prompt
-			if r.fed {
+			var toks []int32
+			if r.nfed < len(r.prompt) {
+				toks = r.prompt[r.nfed:]
+				if g.chunk > 0 {
+					if budget == 0 {
+						continue // its prompt goes on at the next step
+					}
+					toks = toks[:min(len(toks), budget)]
+					budget -= len(toks)
+				}
+			} else {
 				toks = r.tokens[len(r.tokens)-1:]
 			}
 			// A backend whose slots share their cells may lose room to the
 			// other requests after the request's last token was chosen.
 			if g.backend.Room(r.slot) < len(toks) {
-				if !yield(r.end(FinishContextFull, nil), nil) {
-					return
+				if !emit(r, r.end(FinishContextFull, nil)) {
+					return nil
 				}
 				continue
 			}
@@ -74,38 +135,46 @@ func (g *Generator) run(ctx context.Context, seqs []*seq, yield func(Event, erro
 			g.fedSeqs = append(g.fedSeqs, r)
 		}
 		if len(g.feeds) > 0 {
-			if err := g.backend.Eval(ctx, g.feeds); err != nil {
+			var start time.Time
+			if g.stats != nil {
+				start = time.Now()
+			}
+			err := g.backend.Eval(ctx, g.feeds)
+			if g.stats != nil {
+				g.stats.evalNanos.Add(int64(time.Since(start)))
+			}
+			if err != nil {
 				switch {
 				case ctx.Err() != nil:
-					g.cancel(ctx.Err(), pending, yield)
+					g.cancel(ctx.Err(), q, emit)
+					return nil
 				case errors.Is(err, backend.ErrContextFull):
 					// The requests keep what they generated; their slots,
 					// whose histories are now undefined, are cleared.
 					for _, r := range g.fedSeqs {
-						if !yield(r.end(FinishContextFull, err), nil) {
-							return
+						if !emit(r, r.end(FinishContextFull, err)) {
+							return nil
 						}
 					}
 					if err := g.retire(); err != nil {
-						yield(Event{}, err)
-						return
+						return err
 					}
 					continue
-				default:
-					yield(Event{}, fmt.Errorf("generation: eval: %w", err))
 				}
-				return
+				return fmt.Errorf("generation: eval: %w", err)
 			}
 		}
 		for i, r := range g.fedSeqs {
-			r.fed = true
-			if !yield(g.step(r, g.backend.Logits(i)), nil) {
-				return
+			r.nfed += len(g.feeds[i].Tokens)
+			if r.nfed < len(r.prompt) {
+				continue // a chunk of the prompt: its logits are not wanted
+			}
+			if !emit(r, g.step(r, g.backend.Logits(i))) {
+				return nil
 			}
 		}
 		if err := g.retire(); err != nil {
-			yield(Event{}, err)
-			return
+			return err
 		}
 	}
 }
@@ -131,16 +200,17 @@ func (g *Generator) retire() error {
 	return err
 }
 
-// cancel ends every unfinished request with FinishCancelled and err, the
-// context's error (the cancellation contract of package backend).
-func (g *Generator) cancel(err error, pending []*seq, yield func(Event, error) bool) {
+// cancel ends every unfinished request, active or waiting, with
+// FinishCancelled and err, the context's error (the cancellation contract of
+// package backend).
+func (g *Generator) cancel(err error, q queue, emit func(*seq, Event) bool) {
 	for _, r := range g.active {
-		if !r.done && !yield(r.end(FinishCancelled, err), nil) {
+		if !r.done && !emit(r, r.end(FinishCancelled, err)) {
 			return
 		}
 	}
-	for _, r := range pending {
-		if !yield(r.end(FinishCancelled, err), nil) {
+	for r := q.pop(false); r != nil; r = q.pop(false) {
+		if !emit(r, r.end(FinishCancelled, err)) {
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package generation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,8 +26,10 @@ type seq struct {
 	choose logits.Chooser // the config's (greedy or multinomial), or Mirostat
 	src    logits.Source  // the request's draws, seeded with Request.Seed
 
+	ctx    context.Context // the request's own (Engine), or nil
+	task   *Task           // the Engine's handle of the request, or nil
 	slot   int
-	fed    bool // the prompt has been evaluated
+	nfed   int  // prompt tokens evaluated
 	done   bool // finished; its slot is cleared at the end of the step
 	tokens []int32
 	text   []byte
@@ -114,7 +117,7 @@ func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 	configs := map[*genconfig.Config]*config{}
 	seqs := make([]*seq, 0, len(reqs))
 	for i := range reqs {
-		r, err := g.prepareSeq(&reqs[i], configs)
+		r, err := g.prepareSeq(&reqs[i], configs, nil)
 		if err != nil {
 			g.release(seqs)
 			return nil, fmt.Errorf("generation: request %d: %w", i, err)
@@ -125,7 +128,9 @@ func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 	return seqs, nil
 }
 
-func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*config) (*seq, error) {
+// prepareSeq validates req and fills a seq for it: r, or one of the pool
+// when r is nil.
+func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*config, r *seq) (*seq, error) {
 	prompt, err := g.PromptTokens(req)
 	if err != nil {
 		return nil, err
@@ -144,6 +149,11 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	if len(req.StopStrings) > 0 && g.tok == nil {
 		return nil, fmt.Errorf("stop strings: %w", ErrNoTokenizer)
 	}
+	for _, s := range req.StopStrings {
+		if s == "" {
+			return nil, errors.New("empty stop string")
+		}
+	}
 	choose := c.pipe.Chooser()
 	if req.Mirostat != nil {
 		miro, err := mirostat.New(*req.Mirostat)
@@ -153,7 +163,9 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 		choose = mirostatChooser{miro}
 	}
 
-	r := g.newSeq()
+	if r == nil {
+		r = g.newSeq()
+	}
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
 	r.pipe = c.pipe
@@ -170,10 +182,6 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 		}
 	}
 	for _, s := range req.StopStrings {
-		if s == "" {
-			g.release([]*seq{r})
-			return nil, errors.New("empty stop string")
-		}
 		r.stops = append(r.stops, []byte(s))
 	}
 	return r, nil
@@ -227,19 +235,27 @@ func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
 func (g *Generator) release(seqs []*seq) {
 	for _, r := range seqs {
 		r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
+		r.ctx, r.task = nil, nil
 	}
 	g.pool = append(g.pool, seqs...)
 }
 
 func (g *Generator) newSeq() *seq {
-	var r *seq
 	if n := len(g.pool); n > 0 {
+		var r *seq
 		r, g.pool = g.pool[n-1], g.pool[:n-1]
-	} else {
-		r = new(seq)
+		return r.reset()
 	}
+	return newSeq()
+}
+
+func newSeq() *seq { return new(seq).reset() }
+
+// reset makes r an unused seq, keeping its buffers.
+func (r *seq) reset() *seq {
 	r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
-	r.fed, r.done, r.sent, r.slot = false, false, 0, -1
+	r.ctx, r.task = nil, nil
+	r.nfed, r.done, r.sent, r.slot = 0, false, 0, -1
 	r.tokens, r.text, r.top, r.stops = r.tokens[:0], r.text[:0], r.top[:0], r.stops[:0]
 	return r
 }

@@ -1,0 +1,274 @@
+// Command llamaserve serves a GGUF model over HTTP with OpenAI's API:
+// /v1/completions and /v1/chat/completions (streamed or not), /v1/models,
+// /health and Prometheus /metrics. llama.cpp evaluates the model; llamaloop
+// decodes every request in one continuously batched loop.
+//
+//	llamaserve -m model.gguf
+//	llamaserve -m model.gguf --addr 0.0.0.0:8080 --parallel 8 --ctx 4096
+//
+// Run llamaserve --help for every option with its default.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/serve"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
+)
+
+// options is the parsed command line.
+type options struct {
+	model         string
+	alias         string
+	addr          string
+	template      string
+	genConfig     string
+	parallel      int
+	ctx           int
+	batch         int
+	promptChunk   int
+	threads       int
+	gpuLayers     int
+	cacheType     string
+	maxBody       int64
+	maxConcurrent int
+	version       bool
+	help          bool
+}
+
+const usageHead = `llamaserve serves a GGUF model with OpenAI's HTTP API, through llama.cpp and llamaloop.
+
+Usage:
+  llamaserve -m MODEL.gguf [options]
+
+Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
+server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).
+Requests take OpenAI's fields, and transformers' GenerationConfig fields
+(top_k, min_p, repetition_penalty, ...) and mirostat, mirostat_tau,
+mirostat_eta as extensions. Requests join the running batch as they come
+(continuous batching); --parallel requests run at once, the others wait.
+SIGINT or SIGTERM stops the server after the requests in progress.
+`
+
+var usageGroups = []cli.Group{
+	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
+	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
+	{Title: "Other", Flags: []string{"version", "h,help"}},
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("llamaserve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for _, n := range []string{"m", "model"} {
+		fs.StringVar(&o.model, n, "", "the GGUF model `FILE` (required)")
+	}
+	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API")
+	fs.Lookup("alias").DefValue = "the file name without .gguf"
+	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
+	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
+	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429)")
+	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
+	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
+	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
+	fs.IntVar(&o.promptChunk, "prompt-chunk", generation.DefaultPromptChunk, "the most prompt tokens evaluated per step (`N`), so that long prompts do not stall the replies being generated (-1: no limit)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32: each reply is, bit for bit, what it is alone, whatever batch it runs in)")
+	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
+	fs.BoolVar(&o.help, "h", false, "show this help")
+	fs.BoolVar(&o.help, "help", false, "show this help")
+	return fs
+}
+
+func parseArgs(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := newFlagSet(o)
+	if err := fs.Parse(args); err != nil {
+		return nil, cli.FlagError(fs, err)
+	}
+	if o.help {
+		cli.PrintUsage(out, fs, usageHead, usageGroups)
+		return nil, flag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case o.version:
+	case o.model == "":
+		return nil, cli.Usagef("no model: give one with -m FILE.gguf")
+	case o.parallel < 1:
+		return nil, cli.Usagef("--parallel %d: must be at least 1", o.parallel)
+	case o.ctx < 1:
+		return nil, cli.Usagef("--ctx %d: must be at least 1", o.ctx)
+	case o.batch < 1:
+		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
+	case o.promptChunk == 0 || o.promptChunk < -1:
+		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
+	case o.threads < 1:
+		return nil, cli.Usagef("--threads %d: must be at least 1", o.threads)
+	case o.maxBody < 1:
+		return nil, cli.Usagef("--max-body %d: must be at least 1", o.maxBody)
+	case o.cacheType != "f16" && o.cacheType != "f32":
+		return nil, cli.Usagef("--cache-type %s: must be f16 or f32", o.cacheType)
+	case o.maxConcurrent < 1:
+		return nil, cli.Usagef("--max-concurrent %d: must be at least 1", o.maxConcurrent)
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command and returns its exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return cli.ExitOK
+	}
+	if err == nil && o.version {
+		fmt.Fprintln(stdout, cli.BuildVersion())
+		return cli.ExitOK
+	}
+	if err == nil {
+		err = serveModel(o, stderr)
+	}
+	switch code := cli.ExitCode(err); code {
+	case cli.ExitOK:
+		return code
+	case cli.ExitUsage:
+		fmt.Fprintf(stderr, "llamaserve: %s (see llamaserve --help)\n", cli.Message(err))
+		return code
+	default:
+		fmt.Fprintf(stderr, "llamaserve: %s\n", cli.Message(err))
+		return code
+	}
+}
+
+// serveModel loads the model, serves it until SIGINT or SIGTERM, and frees
+// everything.
+func serveModel(o *options, stderr io.Writer) error {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	loadCtx, cancelLoad := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancelLoad()
+		case <-loadCtx.Done():
+		}
+	}()
+	var bar *cli.ProgressBar
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f.Fd()) {
+		bar = cli.NewProgressBar(stderr, "loading "+filepath.Base(o.model))
+	}
+	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
+	interrupted := loadCtx.Err() != nil
+	cancelLoad()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if interrupted {
+		return nil
+	}
+
+	var base *genconfig.Config
+	if o.genConfig != "" {
+		if base, err = genconfig.Load(o.genConfig); err != nil {
+			return fmt.Errorf("--generation-config: %w", err)
+		}
+		if _, err := base.Validate(m.Vocab().Size()); err != nil {
+			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
+		}
+	}
+	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}
+
+	seqSize := (o.ctx + 255) / 256 * 256
+	p := llamacpp.ContextParams{
+		ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads,
+	}
+	if o.cacheType == "f32" {
+		// Flash attention sums in another order for another batch shape.
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
+	}
+	lctx, err := m.NewContext(p)
+	if err != nil {
+		return err
+	}
+	defer lctx.Close()
+	lb, err := llamabackend.New(lctx)
+	if err != nil {
+		return err
+	}
+	defer lb.Close()
+	// The engine's backend. The prefix cache (issue 15, part 1) wraps lb
+	// here, and its counters go to serve.Config.Cache.
+	var b backend.Backend = lb
+	var cache serve.CacheStats
+	if c, ok := b.(serve.CacheStats); ok {
+		cache = c
+	}
+	engine, err := generation.NewEngine(b, tok, generation.EngineOptions{PromptChunk: o.promptChunk})
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+
+	id := o.alias
+	if id == "" {
+		id = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
+	}
+	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
+	handler := serve.New(serve.Config{
+		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: lb.Room(0),
+		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, Cache: cache, Log: logger,
+	})
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
+		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, lb.Room(0), ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-stop:
+	}
+	fmt.Fprintln(stderr, "llamaserve: shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close() // the requests still running end: their contexts are cancelled
+	}
+	return nil
+}

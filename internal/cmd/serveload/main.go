@@ -1,0 +1,163 @@
+// Command serveload is a load generator for llamaserve (or any server of
+// OpenAI's completions API): for each number of concurrent clients, every
+// client sends its requests one after the other, streamed, and serveload
+// reports the throughput (generated tokens per second of wall time, all
+// clients together) and the time to first token.
+//
+//	go run ./internal/cmd/serveload -url http://127.0.0.1:8080 -clients 1,4,16,64
+//
+// Prompts are token ids (so that their length is exact), different for
+// every request; max_tokens is fixed and ignore_eos-like behaviour comes
+// from the model (a random benchmark model rarely produces EOS), so every
+// request generates about the same number of tokens.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	url := flag.String("url", "http://127.0.0.1:8080", "the server's base URL")
+	clients := flag.String("clients", "1,4,16,64", "comma-separated numbers of concurrent clients")
+	requests := flag.Int("requests", 2, "requests per client at each level")
+	promptLen := flag.Int("prompt-tokens", 64, "prompt length in tokens")
+	maxTokens := flag.Int("max-tokens", 32, "max_tokens of every request")
+	vocab := flag.Int("vocab", 1000, "prompt token ids are drawn from [10, vocab)")
+	flag.Parse()
+	var levels []int
+	for _, f := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "serveload: -clients %q: not a list of positive numbers\n", *clients)
+			os.Exit(2)
+		}
+		levels = append(levels, n)
+	}
+	fmt.Printf("%d-token prompts, max_tokens %d, %d requests per client, streamed\n\n", *promptLen, *maxTokens, *requests)
+	fmt.Println("| clients | requests | tokens | wall s | throughput tok/s | TTFT p50 ms | TTFT p90 ms | TTFT max ms | per-request tok/s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, c := range levels {
+		r, err := level(*url, c, *requests, *promptLen, *maxTokens, *vocab)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "serveload: %d clients: %v\n", c, err)
+			os.Exit(1)
+		}
+		fmt.Printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.0f | %.0f | %.1f |\n", c, r.requests, r.tokens, r.wall.Seconds(),
+			float64(r.tokens)/r.wall.Seconds(), ms(pct(r.ttft, 0.5)), ms(pct(r.ttft, 0.9)), ms(pct(r.ttft, 1)), r.perRequest)
+	}
+}
+
+type result struct {
+	requests, tokens int
+	wall             time.Duration
+	ttft             []time.Duration
+	perRequest       float64 // mean of each request's tokens / its time after the first token
+}
+
+// level runs c clients of n requests each.
+func level(url string, c, n, promptLen, maxTokens, vocab int) (result, error) {
+	var mu sync.Mutex
+	var res result
+	var firstErr error
+	var rates []float64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(i)))
+			for range n {
+				prompt := make([]int, promptLen)
+				for k := range prompt {
+					prompt[k] = 10 + rng.IntN(vocab-10)
+				}
+				ttft, total, tokens, err := request(url, prompt, maxTokens)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				res.requests++
+				res.tokens += tokens
+				res.ttft = append(res.ttft, ttft)
+				if tokens > 1 && total > ttft {
+					rates = append(rates, float64(tokens-1)/(total-ttft).Seconds())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.wall = time.Since(start)
+	for _, r := range rates {
+		res.perRequest += r / float64(len(rates))
+	}
+	return res, firstErr
+}
+
+// request sends one streamed completion and returns the time to its first
+// token, its total time and its number of tokens (from the usage chunk).
+func request(url string, prompt []int, maxTokens int) (ttft, total time.Duration, tokens int, err error) {
+	body, _ := json.Marshal(map[string]any{
+		"model": "bench", "prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
+		"stream": true, "stream_options": map[string]bool{"include_usage": true},
+	})
+	start := time.Now()
+	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, 0, fmt.Errorf("status %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			return 0, 0, 0, err
+		}
+		if ttft == 0 && len(chunk.Choices) > 0 {
+			ttft = time.Since(start)
+		}
+		if chunk.Usage != nil {
+			tokens = chunk.Usage.CompletionTokens
+		}
+	}
+	return ttft, time.Since(start), tokens, sc.Err()
+}
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }

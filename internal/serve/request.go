@@ -1,0 +1,503 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// Limits of the OpenAI API that the server keeps.
+const (
+	maxStops       = 4  // stop strings per request
+	maxTopLogprobs = 20 // chat top_logprobs; completions logprobs allows 5
+	maxN           = 128
+)
+
+// apiRequest is the body of /v1/completions and /v1/chat/completions: the
+// OpenAI fields, then the extensions. Pointers tell a field that is absent
+// (or null) from its zero value.
+type apiRequest struct {
+	Model               string             `json:"model"`
+	Prompt              json.RawMessage    `json:"prompt"`   // completions
+	Messages            []apiMessage       `json:"messages"` // chat
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"` // chat
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	N                   *int               `json:"n"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *streamOptions     `json:"stream_options"`
+	Logprobs            json.RawMessage    `json:"logprobs"` // completions: a number; chat: a boolean
+	TopLogprobs         *int               `json:"top_logprobs"`
+	Echo                bool               `json:"echo"`
+	Stop                json.RawMessage    `json:"stop"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	BestOf              *int               `json:"best_of"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	Seed                *int64             `json:"seed"`
+	Suffix              *string            `json:"suffix"`
+	User                string             `json:"user"`
+
+	// Extensions: Mirostat, under the names of llama.cpp's server.
+	Mirostat    *int     `json:"mirostat"`
+	MirostatTau *float64 `json:"mirostat_tau"`
+	MirostatEta *float64 `json:"mirostat_eta"`
+
+	// config holds the transformers GenerationConfig fields of the body,
+	// applied with genconfig.Config.Update.
+	config map[string]json.RawMessage
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// apiMessage is a chat message; Content is a string or an array of text
+// parts.
+type apiMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Name    string          `json:"name"`
+}
+
+// openAIFields are the fields of each endpoint that the server reads.
+var (
+	commonFields = []string{"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
+		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user",
+		"mirostat", "mirostat_tau", "mirostat_eta"}
+	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs"}
+)
+
+// configFields are the transformers GenerationConfig fields a request may
+// set beside the OpenAI ones (the extensions). The lengths, beam search and
+// the fields OpenAI names otherwise (temperature, top_p, stop) are not
+// among them.
+var configFields = []string{
+	"do_sample", "top_k", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff",
+	"repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size",
+	"encoder_no_repeat_ngram_size", "bad_words_ids", "sequence_bias", "suppress_tokens",
+	"begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
+	"exponential_decay_length_penalty", "min_new_tokens", "min_length",
+	"remove_invalid_values", "renormalize_logits", "eos_token_id",
+}
+
+// requestError is an error of the client's request: status 400 unless set,
+// with the OpenAI error's param and code.
+type requestError struct {
+	status int
+	param  string
+	code   string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *requestError {
+	return &requestError{status: 400, param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeRequest reads body as the request of an endpoint (chat or not):
+// bad JSON and unknown fields are errors.
+func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil {
+		return nil, badRequest("", "the body is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return nil, badRequest("", "the body holds more than one JSON value")
+	}
+	if fields == nil {
+		return nil, badRequest("", "the body is not a JSON object")
+	}
+	own, other := completionFields, chatFields
+	if chat {
+		own, other = chatFields, completionFields
+	}
+	req := &apiRequest{config: map[string]json.RawMessage{}}
+	for k, v := range fields {
+		switch {
+		case slices.Contains(commonFields, k), slices.Contains(own, k):
+		case slices.Contains(configFields, k):
+			req.config[k] = v
+		case slices.Contains(other, k):
+			return nil, badRequest(k, "field %q belongs to the other endpoint", k)
+		default:
+			return nil, badRequest(k, "unknown field %q", k)
+		}
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, badRequest(te.Field, "field %q: a JSON %s cannot be %s", te.Field, te.Value, te.Type)
+		}
+		return nil, badRequest("", "%v", err)
+	}
+	return req, nil
+}
+
+// plan is a request made ready for the engine: one generation.Request per
+// choice, in the order of the response's choice indexes.
+type plan struct {
+	reqs         []generation.Request
+	stops        []string
+	logprobs     bool
+	topLogprobs  int
+	includeUsage bool
+}
+
+// params are what the server adds to a request.
+type params struct {
+	base     *genconfig.Config // the defaults of every request
+	vocab    int
+	slotSize int // tokens per sequence
+}
+
+// plan checks req and builds the engine's requests.
+func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
+	out := &plan{}
+	if req.StreamOptions != nil {
+		if !req.Stream {
+			return nil, badRequest("stream_options", "stream_options needs stream")
+		}
+		out.includeUsage = req.StreamOptions.IncludeUsage
+	}
+	switch {
+	case req.Echo:
+		return nil, badRequest("echo", "echo is not supported")
+	case req.BestOf != nil && *req.BestOf != 1:
+		return nil, badRequest("best_of", "best_of %d is not supported (only 1)", *req.BestOf)
+	case req.Suffix != nil && *req.Suffix != "":
+		return nil, badRequest("suffix", "suffix is not supported")
+	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
+		return nil, badRequest("presence_penalty", "presence_penalty is not supported: use repetition_penalty")
+	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
+		return nil, badRequest("frequency_penalty", "frequency_penalty is not supported: use repetition_penalty")
+	}
+	n := 1
+	if req.N != nil {
+		n = *req.N
+		if n < 1 || n > maxN {
+			return nil, badRequest("n", "n %d: must be in [1, %d]", n, maxN)
+		}
+	}
+	stops, err := parseStop(req.Stop)
+	if err != nil {
+		return nil, err
+	}
+	out.stops = stops
+	if err := p.logprobs(req, chat, out); err != nil {
+		return nil, err
+	}
+	cfg, err := p.config(req, chat)
+	if err != nil {
+		return nil, err
+	}
+	var miro *mirostat.Config
+	if req.Mirostat != nil && *req.Mirostat != 0 {
+		miro = &mirostat.Config{Version: mirostat.Version(*req.Mirostat), Tau: 5, Eta: 0.1}
+		if req.MirostatTau != nil {
+			miro.Tau = *req.MirostatTau
+		}
+		if req.MirostatEta != nil {
+			miro.Eta = *req.MirostatEta
+		}
+		if err := miro.Validate(); err != nil {
+			return nil, badRequest("mirostat", "mirostat: %v", err)
+		}
+	}
+	var seed uint64
+	if req.Seed != nil {
+		seed = uint64(*req.Seed)
+	} else {
+		seed = rand.Uint64()
+	}
+
+	var prompts []generation.Request
+	if chat {
+		msgs, err := parseMessages(req.Messages)
+		if err != nil {
+			return nil, err
+		}
+		prompts = []generation.Request{{Messages: msgs}}
+	} else if prompts, err = parsePrompt(req.Prompt); err != nil {
+		return nil, err
+	}
+	for _, pr := range prompts {
+		for j := range n {
+			r := pr
+			r.Config = cfg
+			r.Seed = seed + uint64(j)
+			r.Mirostat = miro
+			r.StopStrings = stops
+			r.Logprobs = out.logprobs
+			r.TopLogprobs = out.topLogprobs
+			out.reqs = append(out.reqs, r)
+		}
+	}
+	return out, nil
+}
+
+// logprobs reads logprobs (and top_logprobs for chat).
+func (p *params) logprobs(req *apiRequest, chat bool, out *plan) error {
+	raw := bytes.TrimSpace(req.Logprobs)
+	if len(raw) == 0 || string(raw) == "null" {
+		if req.TopLogprobs != nil && *req.TopLogprobs != 0 {
+			return badRequest("top_logprobs", "top_logprobs needs logprobs true")
+		}
+		return nil
+	}
+	if chat {
+		if err := json.Unmarshal(raw, &out.logprobs); err != nil {
+			return badRequest("logprobs", "logprobs must be true or false")
+		}
+		if req.TopLogprobs != nil {
+			k := *req.TopLogprobs
+			switch {
+			case k < 0 || k > maxTopLogprobs:
+				return badRequest("top_logprobs", "top_logprobs %d: must be in [0, %d]", k, maxTopLogprobs)
+			case k > 0 && !out.logprobs:
+				return badRequest("top_logprobs", "top_logprobs needs logprobs true")
+			}
+			out.topLogprobs = k
+		}
+		return nil
+	}
+	var k int
+	if err := json.Unmarshal(raw, &k); err != nil || k < 0 || k > 5 {
+		return badRequest("logprobs", "logprobs %s: must be an integer in [0, 5]", raw)
+	}
+	out.logprobs, out.topLogprobs = true, k
+	return nil
+}
+
+// config makes the request's generation config: the server's base, the
+// OpenAI fields, then the transformers fields.
+func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
+	cfg := p.base.Clone()
+	maxTokens := req.MaxTokens
+	if chat && req.MaxCompletionTokens != nil {
+		maxTokens = req.MaxCompletionTokens
+	}
+	switch {
+	case maxTokens != nil:
+		if *maxTokens < 1 {
+			return nil, badRequest("max_tokens", "max_tokens %d: must be at least 1", *maxTokens)
+		}
+		cfg.MaxNewTokens = maxTokens
+	case !chat && cfg.MaxNewTokens == nil:
+		n := 16 // OpenAI's default for completions
+		cfg.MaxNewTokens = &n
+	case cfg.MaxNewTokens == nil:
+		// A chat reply runs until its end or the end of its sequence.
+		n := p.slotSize
+		cfg.MaxNewTokens = &n
+	}
+	if t := req.Temperature; t != nil {
+		if *t < 0 || *t > 2 {
+			return nil, badRequest("temperature", "temperature %g: must be in [0, 2]", *t)
+		}
+		// Temperature 0 is greedy decoding, as OpenAI's API has it.
+		cfg.DoSample = *t > 0
+		if *t > 0 {
+			cfg.Temperature = *t
+		}
+	}
+	if tp := req.TopP; tp != nil {
+		if *tp <= 0 || *tp > 1 {
+			return nil, badRequest("top_p", "top_p %g: must be in (0, 1]", *tp)
+		}
+		cfg.TopP = *tp
+	}
+	if len(req.LogitBias) > 0 {
+		bias, err := p.logitBias(req.LogitBias)
+		if err != nil {
+			return nil, err
+		}
+		req.config["sequence_bias"] = bias
+	}
+	if len(req.config) > 0 {
+		data, err := json.Marshal(req.config)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.Update(data); err != nil {
+			return nil, configError(err)
+		}
+	}
+	if _, err := cfg.Validate(p.vocab); err != nil {
+		return nil, configError(err)
+	}
+	return cfg, nil
+}
+
+// logitBias turns OpenAI's logit_bias (token id -> bias in [-100, 100])
+// into transformers' sequence_bias of one-token sequences.
+func (p *params) logitBias(m map[string]float64) (json.RawMessage, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, k := range keys {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 || int(id) >= p.vocab {
+			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
+		}
+		bias := m[k]
+		if bias < -100 || bias > 100 {
+			return nil, badRequest("logit_bias", "logit_bias of %s: %g is outside [-100, 100]", k, bias)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		// transformers wants a float: -100.0, not -100.
+		f := strconv.FormatFloat(bias, 'f', -1, 64)
+		if !strings.ContainsAny(f, ".eE") {
+			f += ".0"
+		}
+		fmt.Fprintf(&b, "[[%d],%s]", id, f)
+	}
+	b.WriteByte(']')
+	return json.RawMessage(b.String()), nil
+}
+
+// configError names the fields a generation config rejects.
+func configError(err error) error {
+	fes := genconfig.FieldErrors(err)
+	if len(fes) == 0 {
+		return badRequest("", "%s", strings.TrimPrefix(err.Error(), "genconfig: "))
+	}
+	msgs := make([]string, len(fes))
+	for i, fe := range fes {
+		msgs[i] = strings.TrimPrefix(fe.Error(), "genconfig: ")
+	}
+	return badRequest(fes[0].JSON, "%s", strings.Join(msgs, "; "))
+}
+
+// parseStop reads stop: a string or an array of at most 4 strings.
+func parseStop(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, badRequest("stop", "stop must be a string or an array of strings")
+	}
+	if len(many) > maxStops {
+		return nil, badRequest("stop", "stop: %d strings, at most %d", len(many), maxStops)
+	}
+	many = slices.DeleteFunc(many, func(s string) bool { return s == "" })
+	return many, nil
+}
+
+// parsePrompt reads a completion prompt: a string, an array of strings, an
+// array of token ids or an array of such arrays.
+func parsePrompt(raw json.RawMessage) ([]generation.Request, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("prompt", "prompt is required")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return []generation.Request{{Text: text}}, nil
+	}
+	var texts []string
+	if json.Unmarshal(raw, &texts) == nil && len(texts) > 0 {
+		out := make([]generation.Request, len(texts))
+		for i, s := range texts {
+			out[i] = generation.Request{Text: s}
+		}
+		return out, nil
+	}
+	var ids []int32
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return []generation.Request{{Prompt: ids}}, nil
+	}
+	var lists [][]int32
+	if json.Unmarshal(raw, &lists) == nil && len(lists) > 0 {
+		out := make([]generation.Request, len(lists))
+		for i, l := range lists {
+			if len(l) == 0 {
+				return nil, badRequest("prompt", "prompt %d is empty", i)
+			}
+			out[i] = generation.Request{Prompt: l}
+		}
+		return out, nil
+	}
+	return nil, badRequest("prompt", "prompt must be a string, an array of strings, an array of token ids or an array of such arrays")
+}
+
+// parseMessages reads the chat messages.
+func parseMessages(msgs []apiMessage) ([]backend.Message, error) {
+	if len(msgs) == 0 {
+		return nil, badRequest("messages", "messages is required")
+	}
+	out := make([]backend.Message, len(msgs))
+	for i, m := range msgs {
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system" // OpenAI's newer name for the system role
+		default:
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user or assistant", i, m.Role)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
+		}
+		out[i] = backend.Message{Role: role, Content: text}
+	}
+	return out, nil
+}
+
+// messageText reads a message's content: a string, or an array of parts of
+// type "text" whose texts are joined.
+func messageText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}

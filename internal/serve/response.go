@@ -1,0 +1,328 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/generation"
+)
+
+// choice is one sequence of a response while it runs.
+type choice struct {
+	index    int
+	task     *generation.Task
+	stops    []string
+	tok      backend.Tokenizer
+	logprobs bool
+	topN     int
+
+	text   []byte // generated so far
+	sent   int    // bytes of text given to the response
+	tokens int
+	finish string
+	err    error // a failure of the generation (not a cancellation)
+
+	// The whole response's logprobs (not streaming).
+	lp logprobs
+}
+
+// logprobs are the log-probabilities of some tokens of a choice, in both
+// APIs' shapes: completions lists tokens, token_logprobs and top_logprobs
+// side by side, chat lists one entry per token.
+type logprobs struct {
+	entries []tokenLogprob
+}
+
+type tokenLogprob struct {
+	Token   string       `json:"token"`
+	Logprob float32      `json:"logprob"`
+	Bytes   []int        `json:"bytes"`
+	Top     []topLogprob `json:"top_logprobs"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// run iterates the choice's events. For each event it calls emit, when not
+// nil, with the text that may be shown now (stop strings are left out, and
+// text that may begin one is held back), the event's log-probabilities
+// and, on the last event, the finish reason. Without emit the text and
+// log-probabilities are gathered in the choice.
+func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
+	var one logprobs
+	for ev := range c.task.Events() {
+		c.text = append(c.text, ev.Text...)
+		lp := &one
+		one.entries = one.entries[:0]
+		if emit == nil {
+			lp = &c.lp
+		}
+		if ev.Token >= 0 {
+			c.tokens++
+			if c.logprobs {
+				lp.entries = append(lp.entries, c.entry(ev))
+			}
+		}
+		end := len(c.text)
+		var finish *string
+		switch ev.Finish {
+		case generation.NotFinished:
+			end -= holdBack(c.text[c.sent:], c.stops)
+		case generation.FinishStop:
+			if i := bytes.Index(c.text, []byte(ev.StopString)); i >= c.sent {
+				end = i
+			}
+			c.finish = "stop"
+		case generation.FinishEOS:
+			c.finish = "stop"
+		case generation.FinishLength, generation.FinishContextFull:
+			c.finish = "length"
+		case generation.FinishCancelled:
+			return
+		default:
+			c.err = ev.Err
+			if c.err == nil {
+				c.err = errors.New("generation failed")
+			}
+			return
+		}
+		if c.finish != "" {
+			finish = &c.finish
+		}
+		text := string(c.text[c.sent:end])
+		c.sent = end
+		if emit != nil && (text != "" || finish != nil || len(one.entries) > 0) {
+			var l *logprobs
+			if c.logprobs {
+				l = &one
+			}
+			emit(text, l, finish)
+		}
+	}
+}
+
+// entry spells the token of ev and its alternatives.
+func (c *choice) entry(ev generation.Event) tokenLogprob {
+	e := tokenLogprob{Logprob: ev.Logprob}
+	e.Token, e.Bytes = c.piece(ev.Token)
+	if c.topN > 0 {
+		e.Top = make([]topLogprob, len(ev.Top))
+		for i, t := range ev.Top {
+			e.Top[i].Logprob = t.Logprob
+			e.Top[i].Token, e.Top[i].Bytes = c.piece(t.Token)
+		}
+	} else {
+		e.Top = []topLogprob{}
+	}
+	return e
+}
+
+// piece is a token's text and its bytes (a token may hold part of a UTF-8
+// character); special tokens are spelled.
+func (c *choice) piece(t int32) (string, []int) {
+	if c.tok == nil {
+		return "", nil
+	}
+	b, err := c.tok.AppendPiece(nil, t, true)
+	if err != nil {
+		return "", nil
+	}
+	ints := make([]int, len(b))
+	for i, x := range b {
+		ints[i] = int(x)
+	}
+	return string(b), ints
+}
+
+// holdBack is the length of the longest end of text that begins one of
+// stops: it may become a stop string, which is not shown.
+func holdBack(text []byte, stops []string) int {
+	h := 0
+	for _, s := range stops {
+		for k := min(len(s)-1, len(text)); k > h; k-- {
+			if bytes.HasSuffix(text, []byte(s[:k])) {
+				h = k
+				break
+			}
+		}
+	}
+	return h
+}
+
+// response is what every chunk and the whole response share.
+type response struct {
+	id           string
+	created      int64
+	model        string
+	chat         bool
+	promptTokens int
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (r *response) usage(choices []*choice) usage {
+	u := usage{PromptTokens: r.promptTokens}
+	for _, c := range choices {
+		u.CompletionTokens += c.tokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// completionLogprobs is the logprobs object of /v1/completions.
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+// chatLogprobs is the logprobs object of /v1/chat/completions.
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+	Refusal []tokenLogprob `json:"refusal"`
+}
+
+// logprobsObject returns lp in the shape of the response's API (nil for
+// none); offset is the text offset of its first token (completions).
+func (r *response) logprobsObject(lp *logprobs, offset int) any {
+	if lp == nil {
+		return nil
+	}
+	if r.chat {
+		return chatLogprobs{Content: append([]tokenLogprob{}, lp.entries...), Refusal: nil}
+	}
+	out := completionLogprobs{
+		Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{},
+	}
+	for _, e := range lp.entries {
+		out.Tokens = append(out.Tokens, e.Token)
+		out.TokenLogprobs = append(out.TokenLogprobs, e.Logprob)
+		top := map[string]float32{}
+		for _, t := range e.Top {
+			if _, ok := top[t.Token]; !ok {
+				top[t.Token] = t.Logprob
+			}
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(e.Token)
+	}
+	return out
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type delta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type wholeChoice struct {
+	Index        int      `json:"index"`
+	Text         *string  `json:"text,omitempty"`    // completions
+	Message      *message `json:"message,omitempty"` // chat
+	Logprobs     any      `json:"logprobs"`
+	FinishReason string   `json:"finish_reason"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Text         *string `json:"text,omitempty"`  // completions
+	Delta        *delta  `json:"delta,omitempty"` // chat
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type body struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	Model             string `json:"model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	Choices           any    `json:"choices"`
+	Usage             *usage `json:"usage,omitempty"`
+}
+
+func (r *response) body(object string, choices any) body {
+	return body{ID: r.id, Object: object, Created: r.created, Model: r.model, SystemFingerprint: "llamaloop", Choices: choices}
+}
+
+// whole is the response without streaming.
+func (r *response) whole(choices []*choice) body {
+	out := make([]wholeChoice, len(choices))
+	for i, c := range choices {
+		text := string(c.text[:c.sent])
+		out[i] = wholeChoice{Index: c.index, FinishReason: c.finish}
+		var lp *logprobs
+		if c.logprobs {
+			lp = &c.lp
+		}
+		out[i].Logprobs = r.logprobsObject(lp, 0)
+		if r.chat {
+			out[i].Message = &message{Role: "assistant", Content: text}
+		} else {
+			out[i].Text = &text
+		}
+	}
+	object := "text_completion"
+	if r.chat {
+		object = "chat.completion"
+	}
+	b := r.body(object, out)
+	u := r.usage(choices)
+	b.Usage = &u
+	return b
+}
+
+// chunk is a streamed chunk of choice index.
+func (r *response) chunk(index int, d *delta, lp any, finish *string) body {
+	object := "text_completion"
+	if r.chat {
+		object = "chat.completion.chunk"
+	}
+	return r.body(object, []chunkChoice{{Index: index, Delta: d, Logprobs: lp, FinishReason: finish}})
+}
+
+// textChunk is the chunk of new text (completions) or of delta d (chat).
+func (r *response) textChunk(index int, d *delta, text string, lp *logprobs, finish *string) body {
+	b := r.chunk(index, d, r.logprobsObject(lp, 0), finish)
+	if !r.chat {
+		b.Choices.([]chunkChoice)[0].Text = &text
+	}
+	return b
+}
+
+// usageChunk is the last chunk with stream_options.include_usage.
+func (r *response) usageChunk(choices []*choice) body {
+	object := "text_completion"
+	if r.chat {
+		object = "chat.completion.chunk"
+	}
+	b := r.body(object, []chunkChoice{})
+	u := r.usage(choices)
+	b.Usage = &u
+	return b
+}
+
+// cliMessage drops the package prefixes of an error's message.
+func cliMessage(err error) string {
+	msg := err.Error()
+	for _, pkg := range []string{"generation: ", "logits: ", "genconfig: ", "llamacpp: "} {
+		msg = strings.ReplaceAll(msg, pkg, "")
+	}
+	return msg
+}
