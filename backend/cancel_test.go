@@ -77,7 +77,10 @@ func TestCancellationContract(t *testing.T) {
 		assert.Equal(t, context.Canceled, err)
 		require.NotNil(t, res)
 		assert.Equal(t, done.Hypotheses[0], res.Hypotheses[0], "the completed prompt is returned")
-		assert.Nil(t, res.Hypotheses[1])
+		assert.Equal(t, []bool{false, true}, res.Interrupted)
+		require.Len(t, res.Hypotheses[1], 1, "the interrupted prompt's best hypothesis so far")
+		assert.True(t, res.Hypotheses[1][0].Partial)
+		assert.Len(t, res.Hypotheses[1][0].Tokens, after)
 		assert.Equal(t, done.Stats.Evals+after, res.Stats.Evals)
 		for s := range mem.Slots() {
 			assert.Empty(t, mem.History(s))

@@ -47,10 +47,28 @@
 // the same way, so a request and a seed give the same tokens through
 // Generator.Stream and through beam.Search with one beam, and
 // mirostat.Sampler.Stream given a logits.Source draws what the loop's
-// Mirostat requests draw. A request's tokens depend only on its prompt,
-// config and seed, never on the other requests of the batch or on the
-// backend's batch size. They do not match torch's random stream, only its
-// distribution.
+// Mirostat requests draw. The loop gives each request's processors and
+// draws nothing but that request's logits, prompt, config and seed, so a
+// request's tokens depend on the other requests of the batch and on the
+// backend's batch size only as far as its logits do. They do not match
+// torch's random stream, only its distribution.
+//
+// # Batch invariance
+//
+// On backend.MemoryBackend a request's logits, and so its tokens, never
+// depend on the other requests: batched and alone give the same tokens
+// exactly. On llama.cpp (package llamacpp/llamabackend, CPU backend) they
+// do through rounding: its kernels depend on how many tokens and
+// sequences a decode holds. With llama.cpp's default context (f16 KV cache, flash attention
+// auto) a request's logits alone and beside others differ by up to about
+// 4e-3 (logits of standard deviation 3), and a seeded sampled token, a
+// Mirostat token or a near tie under greedy decoding may then differ, after
+// which the rest of the request does. A context made with
+// llamacpp.ContextParams.BatchInvariant (f32 KV cache, flash attention off)
+// narrows that to float32 rounding (within 2e-5): tokens then differ only
+// when a draw or a greedy choice falls that close to a boundary, which the
+// tests never saw in hundreds of sampled tokens. A GPU backend gives no
+// such bound.
 //
 // # Stops
 //

@@ -774,7 +774,7 @@ func TestTrimLeadingSpace(t *testing.T) {
 	assert.Equal(t, "world!", streamed, "the stream carries the trimmed text")
 	assert.Equal(t, kept.Tokens, trimmed.Tokens, "only the text changes")
 
-	assert.Equal(t, " x", string(trimLeadingSpace([]byte("  x"))), "one space, as Strip(left=1)")
-	assert.Equal(t, "x", string(trimLeadingSpace([]byte("x"))))
-	assert.Empty(t, trimLeadingSpace(nil))
+	assert.Equal(t, " x", string(TrimLeadingSpace([]byte("  x"))), "one space, as Strip(left=1)")
+	assert.Equal(t, "x", string(TrimLeadingSpace([]byte("x"))))
+	assert.Empty(t, TrimLeadingSpace(nil))
 }

@@ -187,7 +187,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 			r.text = r.text[:start]
 			ev.Finish, ev.Err = FinishError, fmt.Errorf("generation: piece of token %d: %w", t, err)
 		} else if start == 0 && req.TrimLeadingSpace {
-			r.text = trimLeadingSpace(r.text)
+			r.text = TrimLeadingSpace(r.text)
 		}
 	}
 	switch {

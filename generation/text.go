@@ -42,12 +42,13 @@ func (r *seq) matchStop(start int, ev *Event) bool {
 	return false
 }
 
-// trimLeadingSpace drops one leading space of the generated text, as the
+// TrimLeadingSpace drops one leading space of a generated text, as the
 // Strip(content=" ", left=1) step of a SentencePiece tokenizer's decoder in
-// transformers does (Request.TrimLeadingSpace). It is called while the text
-// is still empty before the new piece, so a first token without text (a
-// control token) leaves the space of the next one to trim.
-func trimLeadingSpace(text []byte) []byte {
+// transformers does (see Request.TrimLeadingSpace). It reuses text's
+// storage. The decoding loop calls it while the text is still empty before
+// the new piece, so a first token without text (a control token) leaves the
+// space of the next one to trim.
+func TrimLeadingSpace(text []byte) []byte {
 	if len(text) > 0 && text[0] == ' ' {
 		return text[:copy(text, text[1:])]
 	}

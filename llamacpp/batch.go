@@ -40,7 +40,7 @@ func NewBatch(capacity, seqsPerToken int) (*Batch, error) {
 		return nil, invalid("sequences per token %d outside [1, %d]", seqsPerToken, MaxSequences())
 	}
 	if err := checkMemory(batchBytes(capacity, seqsPerToken),
-		fmt.Sprintf("a batch of capacity %d with %d sequences per token needs %%s", capacity, seqsPerToken)); err != nil {
+		fmt.Sprintf("NewBatch capacity %d with %d sequences per token", capacity, seqsPerToken), ""); err != nil {
 		return nil, err
 	}
 	c := cgo.BatchInit(capacity, seqsPerToken)

@@ -26,6 +26,19 @@ const (
 	FlashAttentionOn
 )
 
+// String is the mode's name: auto, off or on.
+func (f FlashAttention) String() string {
+	switch f {
+	case FlashAttentionAuto:
+		return "auto"
+	case FlashAttentionOff:
+		return "off"
+	case FlashAttentionOn:
+		return "on"
+	}
+	return fmt.Sprintf("FlashAttention(%d)", int(f))
+}
+
 // KVType is the element type of the KV cache.
 type KVType string
 
@@ -83,6 +96,17 @@ type ContextParams struct {
 	UnifiedKV bool
 	// Perf enables llama.cpp's timing counters (Context.Perf).
 	Perf bool
+	// BatchInvariant selects an f32 KV cache (TypeK and TypeV f32) and flash
+	// attention off, and refuses other values of those options: the settings
+	// in which, on the CPU backend, a sequence's logits depend on the other
+	// sequences decoded with it only through float32 rounding (llama.cpp
+	// picks its kernels by the number of tokens and sequences in a decode;
+	// within 2e-5 on the test models, whose logits have a
+	// standard deviation of about 3). With llama.cpp's defaults (f16 cache,
+	// flash attention auto) they differ by up to about 4e-3, enough to
+	// change a sampled token now and then. It costs twice the KV cache
+	// memory of f16. GPU backends give no such bound.
+	BatchInvariant bool
 }
 
 // Context is an evaluation context over a model: its KV cache holds up to
@@ -203,8 +227,10 @@ func warnOversubscribed(threads, batchThreads int) {
 }
 
 // NewContext creates a context. Invalid parameters give ErrInvalidArgument;
-// llama.cpp's own refusals (e.g. out of memory) give an error with its
-// explanation.
+// a KV cache or micro-batch buffers that cannot fit in the memory available
+// give ErrNoMemory naming ContextSize or BatchSize (checked on the CPU,
+// where llamaloop can bound them from below); llama.cpp's own refusals give
+// an error with its explanation.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cp := cgo.DefaultContextParams()
 	set := func(dst *uint32, v int, name string, lo, hi int) error {
@@ -245,6 +271,14 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cp.NThreadsBatch = int32(threads)
 	if p.BatchThreads > 0 {
 		cp.NThreadsBatch = int32(p.BatchThreads)
+	}
+	if p.BatchInvariant {
+		if (p.TypeK != KVDefault && p.TypeK != KVF32) || (p.TypeV != KVDefault && p.TypeV != KVF32) ||
+			(p.FlashAttention != FlashAttentionAuto && p.FlashAttention != FlashAttentionOff) {
+			return nil, invalid("BatchInvariant needs TypeK and TypeV f32 and FlashAttention off (got TypeK %q, TypeV %q, FlashAttention %s)",
+				p.TypeK, p.TypeV, p.FlashAttention)
+		}
+		p.TypeK, p.TypeV, p.FlashAttention = KVF32, KVF32, FlashAttentionOff
 	}
 	switch p.FlashAttention {
 	case FlashAttentionAuto:

@@ -50,7 +50,7 @@ func TestNewBatchBounds(t *testing.T) {
 	}
 	_, err = llamacpp.NewBatch(llamacpp.MaxBatch, 64)
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
-	assert.ErrorContains(t, err, "a batch of capacity 1048576 with 64 sequences per token needs 307 MB")
+	assert.ErrorContains(t, err, "NewBatch capacity 1048576 with 64 sequences per token needs 307 MB")
 	b, err := llamacpp.NewBatch(512, 1)
 	require.NoError(t, err, "small batches still fit")
 	require.NoError(t, b.Close())
@@ -131,10 +131,19 @@ func TestContextMemoryBounds(t *testing.T) {
 	if !llamatest.UnderAddressLimit(t, 1<<30) {
 		return
 	}
-	m := loadModel(t, "tiny-f32")
-	_, err := m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, Threads: 1})
+	// On the CPU whatever the test mode: a KV cache on a GPU is not bounded
+	// by host memory.
+	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, Threads: 1})
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
 	assert.Regexp(t, `^llamacpp: not enough memory: ContextSize 16777216 needs 25.8 GB of KV cache \(f16 keys, f16 values, 3 layers\); [\d.]+ [kMG]B available$`, err.Error())
+	var me *llamacpp.MemoryError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "ContextSize 16777216", me.Param)
+	assert.Equal(t, "25.8 GB of KV cache (f16 keys, f16 values, 3 layers)", me.Needs())
+	assert.Less(t, me.Available, me.Need)
 	_, err = m.NewContext(llamacpp.ContextParams{ContextSize: 1 << 24, TypeK: llamacpp.KVQ4_0, TypeV: llamacpp.KVQ4_0, FlashAttention: llamacpp.FlashAttentionOn, Threads: 1})
 	require.ErrorIs(t, err, llamacpp.ErrNoMemory)
 	assert.ErrorContains(t, err, "ContextSize 16777216 needs 7.25 GB of KV cache (q4_0 keys, q4_0 values")
@@ -209,6 +218,8 @@ func TestLoadWarnings(t *testing.T) {
 	}
 	// The tiny model's one warning: its EOS is not in llama.cpp's list of
 	// end-of-generation tokens, which llama.cpp then extends with it.
-	m := loadModel(t, "tiny-f32")
+	m, err := llamacpp.LoadModel(modelPath(t, "tiny-f32"), llamacpp.ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
 	assert.Equal(t, []string{"load: special_eos_id is not in special_eog_ids - the tokenizer config may be incorrect"}, m.Warnings())
 }

@@ -60,8 +60,7 @@ func (s kvShape) check(p ContextParams, cp cgo.ContextParams) (int64, error) {
 	if p.ContextSize == 0 {
 		size += " (the default)"
 	}
-	if err := checkMemory(kv, fmt.Sprintf("%s needs %%s of KV cache (%s keys, %s values, %d layers)",
-		size, kName, vName, s.layers)); err != nil {
+	if err := checkMemory(kv, size, fmt.Sprintf("of KV cache (%s keys, %s values, %s)", kName, vName, plural(s.layers, "layer"))); err != nil {
 		return 0, err
 	}
 	// A micro-batch's graph holds its logits, its attention mask over the
@@ -79,9 +78,17 @@ func (s kvShape) check(p ContextParams, cp cgo.ContextParams) (int64, error) {
 	case p.MicroBatchSize == 0:
 		batch = fmt.Sprintf("BatchSize %d (the default)", cp.NBatch)
 	}
-	if err := checkMemory(kv+compute, fmt.Sprintf("%s with %s needs %%s (KV cache %s, compute buffers %s)",
-		batch, size, formatBytes(kv), formatBytes(compute))); err != nil {
+	if err := checkMemory(kv+compute, batch+" with "+size,
+		fmt.Sprintf("(KV cache %s, compute buffers %s)", FormatBytes(kv), FormatBytes(compute))); err != nil {
 		return 0, err
 	}
 	return int64(kv + compute), nil
+}
+
+// plural writes "1 layer", "3 layers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

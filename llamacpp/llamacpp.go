@@ -10,8 +10,16 @@
 // Lifetimes: a Model may be shared by many goroutines and many contexts; a
 // Context, a Batch and the logits views a Context returns belong to one
 // goroutine at a time. Close is idempotent on every type. A Model closed
-// while contexts are open is freed when its last context closes. Finalizers
-// free what a program forgot to close, as a safety net only.
+// while contexts are open is freed when its last context closes, and one
+// closed while other goroutines use its Vocab waits for their calls.
+// Finalizers free what a program forgot to close, as a safety net only: the
+// package accounts the C memory of models and contexts (NativeMemory) and
+// starts a garbage collection when it has doubled, so that forgotten
+// contexts do not pile up while the Go heap stays small.
+//
+// Sizes are checked before llama.cpp allocates: a KV cache, compute buffers
+// or a batch larger than the memory the process can get gives ErrNoMemory,
+// naming the option to lower.
 //
 // llama.cpp's and ggml's log output goes to a log/slog logger (SetLogger),
 // quiet by default. GPU backends built as shared libraries (see `make cuda`)

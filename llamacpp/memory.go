@@ -3,25 +3,52 @@ package llamacpp
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"github.com/llamaloop/llamaloop/cgo"
 )
 
+// MemoryError is an allocation refused before it was tried, because it
+// cannot fit in the memory available now (see AvailableMemory). It wraps
+// ErrNoMemory. A program that sets the parameter from an option of its own
+// can name that option in its message from the fields.
+type MemoryError struct {
+	// Param is the parameter that sized the allocation, with its value:
+	// "ContextSize 16777216", "MicroBatchSize 512 with ContextSize 4096",
+	// "NewBatch capacity 1000000 with 4 sequences per token".
+	Param string
+	// Need is the estimated size in bytes; Available what could be had.
+	Need, Available uint64
+	// Detail says what the bytes are for: "of KV cache (f16 keys, f16
+	// values, 32 layers)".
+	Detail string
+}
+
+// Error returns "llamacpp: not enough memory: PARAM needs SIZE DETAIL; SIZE available".
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("%v: %s needs %s; %s available", ErrNoMemory, e.Param, e.Needs(), FormatBytes(e.Available))
+}
+
+// Needs returns the size and what it is for: "25.8 GB of KV cache (...)".
+func (e *MemoryError) Needs() string { return strings.TrimSpace(FormatBytes(e.Need) + " " + e.Detail) }
+
+// Unwrap returns ErrNoMemory.
+func (e *MemoryError) Unwrap() error { return ErrNoMemory }
+
 // checkMemory refuses an allocation of need bytes that cannot fit in the
-// memory available now; format says what needs them, naming the user's
-// option, with one %s for the size. Where the available memory is unknown
-// it allows everything.
-func checkMemory(need uint64, format string) error {
-	avail, ok := availableMemory()
+// memory available now with a *MemoryError. Where the available memory is
+// unknown it allows everything.
+func checkMemory(need uint64, param, detail string) error {
+	avail, ok := AvailableMemory()
 	if !ok || need <= avail {
 		return nil
 	}
-	return fmt.Errorf("%w: "+format+"; %s available", ErrNoMemory, formatBytes(need), formatBytes(avail))
+	return &MemoryError{Param: param, Need: need, Available: avail, Detail: detail}
 }
 
-// formatBytes writes n in decimal units with three significant digits.
-func formatBytes(n uint64) string {
+// FormatBytes writes n in decimal units with three significant digits.
+func FormatBytes(n uint64) string {
 	const k = 1000
 	switch {
 	case n >= k*k*k:

@@ -9,11 +9,13 @@ import (
 	"syscall"
 )
 
-// availableMemory is the least of: the kernel's estimate of memory available
-// without swapping (MemAvailable), what the process's cgroup may still use
-// (v2 memory.max - memory.current, v1 limit - usage), and what its
+// AvailableMemory returns the bytes this process can still allocate, and
+// whether that is known: the least of the kernel's estimate of memory
+// available without swapping (MemAvailable), what the process's cgroup may
+// still use (v2 memory.max - memory.current, v1 limit - usage), and what its
 // address-space limit (RLIMIT_AS) leaves beside its current mappings.
-func availableMemory() (uint64, bool) {
+// NewContext and NewBatch check their sizes against it.
+func AvailableMemory() (uint64, bool) {
 	avail, ok := meminfoAvailable()
 	lower := func(v uint64) {
 		if !ok || v < avail {

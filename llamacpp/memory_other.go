@@ -2,6 +2,7 @@
 
 package llamacpp
 
-// availableMemory is unknown outside Linux: no allocation is refused in
-// advance there.
-func availableMemory() (uint64, bool) { return 0, false }
+// AvailableMemory returns the bytes this process can still allocate, and
+// whether that is known: outside Linux it is not, and no allocation is
+// refused in advance.
+func AvailableMemory() (uint64, bool) { return 0, false }

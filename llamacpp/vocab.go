@@ -10,8 +10,9 @@ import (
 	"github.com/llamaloop/llamaloop/cgo"
 )
 
-// Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use
-// and lives as long as its model.
+// Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use,
+// also with its model's Close, and lives as long as its model: after Close
+// its methods return ErrClosed (its constants, such as EOS, stay valid).
 type Vocab struct {
 	model *Model
 	c     cgo.Vocab

@@ -140,15 +140,8 @@ func (b *bench) randomPrompt(n int) []int32 {
 // newContext creates a context with the benchmark's threads. what names
 // the options that set its size, for the error when it cannot fit.
 func (b *bench) newContext(what string, cells, seqs int, unified bool) (*llamacpp.Context, error) {
-	if err := cli.CheckCells(what, b.model.Info(), cells); err != nil {
-		return nil, err
-	}
-	lc, err := b.model.NewContext(llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,
+	return cli.NewContext(b.model, what, llamacpp.ContextParams{ContextSize: cells, Sequences: seqs, UnifiedKV: unified,
 		Threads: b.o.threads})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return lc, nil
 }
 
 // newSingleContext makes a one-sequence context of cells cells and a batch

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -474,7 +473,7 @@ func TestSizesBoundedByMemory(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--bandwidth-mb", "100000"}, "--bandwidth-mb 100000: the copy needs two buffers of 100000 MB, more than half of the "},
-		{[]string{"--bandwidth-mb", "0", "--pp", "16000000"}, "--pp 16000000: the KV cache of 16000256 cells needs "},
+		{[]string{"--bandwidth-mb", "0", "--pp", "16000000"}, "--pp 16000000: the context needs "},
 	} {
 		res := clitest.RunWithMemoryLimit(t, bin, 3<<20, append([]string{"--threads", "1", "-m", tinyModel, "-r", "1"}, c.args...)...)
 		assert.Equal(t, 2, res.Code, res.Stderr)
@@ -485,19 +484,9 @@ func TestSizesBoundedByMemory(t *testing.T) {
 
 // Output that cannot be written is a failure, not a success (/dev/full).
 func TestLostOutputFails(t *testing.T) {
-	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("no /dev/full: %v", err)
-	}
-	defer full.Close()
-	cmd := exec.Command(bin, append([]string{"-m", tinyModel}, small...)...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = full, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	assert.Equal(t, 1, exit.ExitCode())
-	assert.Contains(t, stderr.String(), "llamabench: writing the output: write /dev/stdout: no space left on device")
+	res := clitest.RunToDevFull(t, bin, append([]string{"-m", tinyModel}, small...)...)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "llamabench: writing the output: write /dev/stdout: no space left on device")
 }
 
 func TestHelpDocumentsEveryOptionWithItsDefault(t *testing.T) {
@@ -551,7 +540,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 
 func TestInterrupt(t *testing.T) {
 	cmd := exec.Command(bin, "--threads", "1", "-m", tinyModel, "-r", "50", "--pp", "8", "--tg", "500", "--bandwidth-mb", "0")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr clitest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -568,25 +557,6 @@ func TestInterrupt(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode())
 	assert.Equal(t, "llamabench: interrupted\n", stderr.String())
-}
-
-// lockedBuffer is a bytes.Buffer that a running command writes while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // --replay measures every ratio on replay backends that wait as the profile
@@ -644,35 +614,7 @@ func TestReplay(t *testing.T) {
 func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "profile.json")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	cmd := exec.Command(bin, "--threads", "1", "--replay", fifo)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	defer cmd.Process.Kill()
-	// A non-blocking open for writing succeeds once llamabench has the FIFO
-	// open for reading.
-	var w *os.File
-	for deadline := time.Now().Add(30 * time.Second); w == nil; time.Sleep(5 * time.Millisecond) {
-		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			w = os.NewFile(uintptr(fd), fifo)
-			break
-		}
-		require.ErrorIs(t, err, syscall.ENXIO)
-		require.True(t, time.Now().Before(deadline), "llamabench never opened the FIFO")
-	}
-	defer w.Close()
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("llamabench did not stop after SIGINT")
-	}
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	assert.Equal(t, 130, exit.ExitCode())
-	assert.Equal(t, "llamabench: interrupted\n", stderr.String())
+	code, stderr := clitest.InterruptWhileReading(t, fifo, bin, "--threads", "1", "--replay", fifo)
+	assert.Equal(t, 130, code)
+	assert.Equal(t, "llamabench: interrupted\n", stderr)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
 // defaultModel is the generated benchmark model llamabench runs when no
@@ -156,16 +157,16 @@ func newFlagSet(o *options) *flag.FlagSet {
 	}
 	fs.StringVar(&o.modelsDir, "models", "build/models", "without -m, measure `DIR`/"+defaultModel+" (written by make bench-models)")
 	for _, n := range []string{"r", "repetitions"} {
-		fs.IntVar(&o.reps, n, 5, "repeat each measurement `N` times")
+		fs.IntVar(&o.reps, n, 5, "repeat each measurement `N` times (1 to 10000)")
 	}
 	fs.Var((*intList)(&o.promptLengths), "pp", "prompt processing `LENGTHS`, comma-separated")
 	fs.IntVar(&o.promptTokens, "prompt", 32, "prompt length `N` of the generation, batch and beam measurements")
 	fs.IntVar(&o.newTokens, "tg", 32, "tokens `N` to generate after the first")
-	fs.Var((*intList)(&o.batchRows), "batch", "batched generation `ROWS`, comma-separated")
-	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated")
+	fs.Var((*intList)(&o.batchRows), "batch", "batched generation `ROWS`, comma-separated, 1 to 256 each")
+	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated, 2 to 256 each")
 	fs.IntVar(&o.samplerIters, "sampler-iters", 200, "tokens `N` chosen per sampler measurement")
-	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
+	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it); its two buffers must fit in half the memory available")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
@@ -267,7 +268,8 @@ func (o *options) check() error {
 	if err := cli.CheckThreads(o.threads); err != nil {
 		return err
 	}
-	return checkBandwidthMB(o.bandwidthMB, cli.AvailableMemory())
+	avail, _ := llamacpp.AvailableMemory()
+	return checkBandwidthMB(o.bandwidthMB, avail)
 }
 
 // checkBandwidthMB bounds --bandwidth-mb: the copy allocates two buffers of
@@ -280,7 +282,7 @@ func checkBandwidthMB(mb int, limit uint64) error {
 		return cli.Usagef("--bandwidth-mb %d: must be from 0 (no measurement) to %d", mb, most)
 	case limit > 0 && 2*uint64(mb)<<20 > limit/2:
 		return cli.Usagef("--bandwidth-mb %d: the copy needs two buffers of %d MB, more than half of the %s of memory available now; use at most %d",
-			mb, mb, cli.GiB(limit), limit/4>>20)
+			mb, mb, llamacpp.FormatBytes(limit), limit/4>>20)
 	}
 	return nil
 }

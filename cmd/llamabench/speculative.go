@@ -60,12 +60,9 @@ func (b *bench) speculative(ctx context.Context) error {
 			return fmt.Errorf("--draft: %w", err)
 		}
 		defer dm.Close()
-		if err := cli.CheckCells("--draft", dm.Info(), p+g+64); err != nil {
-			return err
-		}
-		dc, err := dm.NewContext(llamacpp.ContextParams{ContextSize: p + g + 64, Sequences: 1, Threads: b.o.threads})
+		dc, err := cli.NewContext(dm, "--draft", llamacpp.ContextParams{ContextSize: p + g + 64, Sequences: 1, Threads: b.o.threads})
 		if err != nil {
-			return fmt.Errorf("--draft: %w", err)
+			return err
 		}
 		defer dc.Close()
 		draft, err := llamabackend.New(dc)

@@ -219,14 +219,11 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	if !unified {
 		size = slots * roundUp(cells, 256)
 	}
-	if err := cli.CheckCells(s.sizeOptions(slots), s.model.Info(), size); err != nil {
-		return nil, err
-	}
-	ctx, err := s.model.NewContext(llamacpp.ContextParams{
+	ctx, err := cli.NewContext(s.model, s.sizeOptions(slots), llamacpp.ContextParams{
 		ContextSize: size, Sequences: slots, UnifiedKV: unified, Threads: s.o.threads,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.sizeOptions(slots), err)
+		return nil, err
 	}
 	b, err := llamabackend.New(ctx)
 	if err != nil {
@@ -241,13 +238,20 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 func (s *session) sizeOptions(slots int) string {
 	var what string
 	const auto = " (the cache holds the prompt and the new tokens; --ctx sets its size)"
+	// the option, or the field of --generation-config, that set the length
+	source := func(option, key string, n int) string {
+		if _, ok := s.o.overrides[key]; ok || s.o.genConfig == "" {
+			return fmt.Sprintf("%s %d", option, n)
+		}
+		return fmt.Sprintf("%s %d of --generation-config %s", key, n, s.o.genConfig)
+	}
 	switch {
 	case s.o.ctx > 0:
 		what = fmt.Sprintf("--ctx %d", s.o.ctx)
 	case s.cfg.MaxNewTokens != nil:
-		what = fmt.Sprintf("--max-new-tokens %d%s", *s.cfg.MaxNewTokens, auto)
+		what = source("--max-new-tokens", "max_new_tokens", *s.cfg.MaxNewTokens) + auto
 	default:
-		what = fmt.Sprintf("--max-length %d%s", s.cfg.MaxLength, auto)
+		what = source("--max-length", "max_length", s.cfg.MaxLength) + auto
 	}
 	if slots > 1 {
 		what += fmt.Sprintf(", for %d sequences (--parallel, --num-beams)", slots)

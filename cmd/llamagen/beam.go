@@ -65,7 +65,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	}
 	p.close()
 	note := fmt.Sprintf("beam search, %d beams", cfg.NumBeams)
-	if len(out) == 1 {
+	if len(out) == 1 && out[0].score != nil {
 		note += fmt.Sprintf(", score %.4f", *out[0].score)
 	}
 	if cut != "" {
@@ -193,8 +193,8 @@ func (s *session) detokenize(tokens []int32) []byte {
 	for _, t := range tokens {
 		b, _ = s.model.Vocab().AppendPiece(b, t, false)
 	}
-	if s.o.trimLeadingSpace && len(b) > 0 && b[0] == ' ' {
-		b = b[1:]
+	if s.o.trimLeadingSpace {
+		b = generation.TrimLeadingSpace(b)
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
 // chatCells is the default cache size of a conversation, when the model
@@ -29,12 +30,16 @@ func (s *session) chat() error {
 	if cells == 0 {
 		cells = min(chatCells, max(s.model.Info().CtxTrain, 256))
 	}
-	lb, err := s.newBackend(1, cells, false)
+	pc, lb, err := s.chatBackend(cells)
 	if err != nil {
 		return err
 	}
 	defer closeBackend(lb)
-	gen := generation.NewGenerator(lb, s.tok)
+	gen := generation.NewGenerator(pc, s.tok)
+	cs, saved, err := s.openChatSession(pc, lb)
+	if err != nil {
+		return err
+	}
 
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -49,10 +54,20 @@ func (s *session) chat() error {
 	}()
 
 	var msgs []backend.Message
-	if s.o.system != "" {
+	turn := 0
+	switch {
+	case saved != nil:
+		msgs, turn = saved.Messages, saved.Turns
+		if s.o.seed < 0 {
+			s.seed = saved.Seed
+		}
+		if !s.o.quiet {
+			fmt.Fprintf(s.stderr, "llamagen: session %s: resuming after turn %d\n", cs.path, turn)
+		}
+	case s.o.system != "":
 		msgs = append(msgs, backend.Message{Role: "system", Content: s.o.system})
 	}
-	for turn := 0; ; {
+	for {
 		if s.stdinTerminal {
 			fmt.Fprint(s.stderr, "> ")
 		}
@@ -74,22 +89,28 @@ func (s *session) chat() error {
 			continue
 		}
 		msgs = append(msgs, backend.Message{Role: "user", Content: line})
-		reply, err := s.chatTurn(gen, msgs, turn)
+		reply, seq, err := s.chatTurn(gen, pc, msgs, turn)
 		if err != nil {
 			return err
 		}
 		msgs = append(msgs, backend.Message{Role: "assistant", Content: reply})
 		turn++
+		if cs != nil {
+			if err := cs.save(savedChat{Messages: msgs, Turns: turn, Seed: s.seed}, seq); err != nil {
+				s.warn(err.Error())
+			}
+		}
 	}
 }
 
 // chatTurn generates the answer to the conversation msgs and returns its
-// text, without the stop string that ended it.
-func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, turn int) (string, error) {
+// text, without the stop string that ended it, and the tokens its backend
+// slot held at the end (the prompt and every reply token but the last).
+func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msgs []backend.Message, turn int) (string, []int32, error) {
 	req := generation.Request{Messages: msgs}
 	toks, err := s.tokenize(&req)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	cfg := s.cfg
 	req = generation.Request{Prompt: toks, Config: cfg, Seed: s.seed + uint64(turn), StopStrings: cfg.StopStrings,
@@ -100,8 +121,10 @@ func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, tu
 	r := &row{index: turn, promptIndex: turn, sequences: 1, prompt: prompt{Messages: msgs[len(msgs)-1:]}, promptTokens: len(toks)}
 	ctx, stopWatching := s.untilInterrupt()
 	p := s.newPrinter(false)
+	saved := pc.Stats().TokensSaved
 	st, err := s.stream(ctx, gen, []generation.Request{req}, []*row{r}, 1, p)
 	stopWatching()
+	st.cachedTokens = int(pc.Stats().TokensSaved - saved)
 	interrupted := ctx.Err() != nil
 	p.close()
 	note := ""
@@ -110,7 +133,7 @@ func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, tu
 	}
 	s.summary(st, note)
 	if err != nil && !(interrupted && errors.Is(err, context.Canceled)) {
-		return "", err
+		return "", nil, err
 	}
 	reply := string(r.text)
 	if r.stopString != "" {
@@ -118,5 +141,9 @@ func (s *session) chatTurn(gen *generation.Generator, msgs []backend.Message, tu
 			reply = reply[:i]
 		}
 	}
-	return reply, nil
+	var seq []int32
+	if len(r.tokens) > 0 {
+		seq = append(toks, r.tokens[:len(r.tokens)-1]...)
+	}
+	return reply, seq, nil
 }

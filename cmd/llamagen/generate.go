@@ -31,6 +31,7 @@ type row struct {
 type stats struct {
 	start, first, end time.Time
 	promptTokens      int // tokens of the prompts evaluated before the first token
+	cachedTokens      int // of those, tokens a prefix cache held (not evaluated)
 	firstTokens       int // tokens produced by that evaluation
 	generated         int
 	rows              int
@@ -187,7 +188,12 @@ func (s *session) summary(st stats, note string) {
 	line := ""
 	if !st.first.IsZero() {
 		pd := st.first.Sub(st.start)
-		line = fmt.Sprintf("prompt: %d tokens in %s (%s tokens/s)", st.promptTokens, seconds(pd), rate(st.promptTokens, pd))
+		if st.cachedTokens > 0 {
+			line = fmt.Sprintf("prompt: %d tokens, %d of them cached, in %s (%s tokens/s evaluated)",
+				st.promptTokens, st.cachedTokens, seconds(pd), rate(st.promptTokens-st.cachedTokens, pd))
+		} else {
+			line = fmt.Sprintf("prompt: %d tokens in %s (%s tokens/s)", st.promptTokens, seconds(pd), rate(st.promptTokens, pd))
+		}
 		gd := st.end.Sub(st.first)
 		n := st.generated - st.firstTokens
 		line += fmt.Sprintf("; generation: %d tokens in %s (%s tokens/s)", st.generated, seconds(gd), rate(n, gd))

@@ -154,8 +154,8 @@ func TestKVCacheBoundedByMemory(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--ctx", "10000000"}, "--ctx 10000000: the KV cache of 10000128 cells needs 14.3 GiB, more than the "},
-		{[]string{"--max-new-tokens", "10000000"}, "--max-new-tokens 10000000 (the cache holds the prompt and the new tokens; --ctx sets its size): the KV cache of"},
+		{[]string{"--ctx", "10000000"}, "--ctx 10000000: the context needs 15.4 GB of KV cache (f16 keys, f16 values, 1 layer), more than the "},
+		{[]string{"--max-new-tokens", "10000000"}, "--max-new-tokens 10000000 (the cache holds the prompt and the new tokens; --ctx sets its size): the context needs"},
 		{[]string{"--max-new-tokens", "4000000", "--num-beams", "4"}, "--max-new-tokens 4000000 (the cache holds the prompt and the new tokens; --ctx sets its size), for 4 sequences"},
 	} {
 		res := clitest.RunWithMemoryLimit(t, bin, 3<<20, append([]string{"--threads", "1", "-m", demoModel, "-p", "x"}, c.args...)...)
@@ -163,6 +163,13 @@ func TestKVCacheBoundedByMemory(t *testing.T) {
 		assert.Contains(t, res.Stderr, c.msg)
 		assert.Contains(t, res.Stderr, "of memory available now")
 	}
+	// A length from --generation-config is named as the file's field.
+	cfg := filepath.Join(t.TempDir(), "generation_config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"max_new_tokens": 2000000000}`), 0o644))
+	res := run(t, "", "-m", demoModel, "-p", "x", "--generation-config", cfg)
+	assert.Equal(t, 2, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, "max_new_tokens 2000000000 of --generation-config "+cfg+
+		" (the cache holds the prompt and the new tokens; --ctx sets its size): the KV cache would have 2000000256 cells; llama.cpp takes at most 16777216")
 }
 
 // A model must be a regular file: a FIFO, a directory or a device is refused
@@ -194,38 +201,9 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 			if option == "--generation-config" || option == "--grammar" {
 				args = append(args, "-p", "x")
 			}
-			cmd := exec.Command(bin, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			require.NoError(t, cmd.Start())
-			defer cmd.Process.Kill()
-			// Opening a FIFO for writing without blocking succeeds once a
-			// reader has it open: then llamagen waits in read(2).
-			var w *os.File
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
-				if err == nil {
-					w = os.NewFile(uintptr(fd), fifo)
-					break
-				}
-				require.ErrorIs(t, err, syscall.ENXIO)
-				require.True(t, time.Now().Before(deadline), "llamagen never opened %s", option)
-				time.Sleep(5 * time.Millisecond)
-			}
-			defer w.Close()
-			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("llamagen did not stop after SIGINT while reading %s", option)
-			}
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit)
-			assert.Equal(t, 130, exit.ExitCode())
-			assert.Equal(t, "llamagen: interrupted\n", stderr.String())
+			code, stderr := clitest.InterruptWhileReading(t, fifo, bin, args...)
+			assert.Equal(t, 130, code)
+			assert.Equal(t, "llamagen: interrupted\n", stderr)
 		})
 	}
 }
@@ -234,20 +212,10 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 // (ENOSPC), and llamagen used to exit 0 after losing all of it. A closed
 // pipe ends it quietly, as other Unix tools end (SIGPIPE, or 141).
 func TestLostOutputFails(t *testing.T) {
-	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("no /dev/full: %v", err)
-	}
-	defer full.Close()
 	for _, extra := range [][]string{nil, {"--json"}, {"--num-beams", "2"}} {
-		cmd := exec.Command(bin, append([]string{"--threads", "1", "-m", demoModel, "-p", "The model", "--max-new-tokens", "4"}, extra...)...)
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = full, &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit, "%q", extra)
-		assert.Equal(t, 1, exit.ExitCode(), "%q", extra)
-		assert.Contains(t, stderr.String(), "llamagen: writing the output: write /dev/stdout: no space left on device", "%q", extra)
+		res := clitest.RunToDevFull(t, bin, append([]string{"--threads", "1", "-m", demoModel, "-p", "The model", "--max-new-tokens", "4"}, extra...)...)
+		assert.Equal(t, 1, res.Code, "%q", extra)
+		assert.Contains(t, res.Stderr, "llamagen: writing the output: write /dev/stdout: no space left on device", "%q", extra)
 	}
 
 	r, w, err := os.Pipe()
@@ -286,6 +254,13 @@ func TestHugeMaxTimeIsNoLimit(t *testing.T) {
 		r := ofType(jsonLines(t, res.Stdout), "result")[0]
 		assert.Equal(t, "length", r["finish"], seconds)
 		assert.Len(t, r["tokens"], 6, seconds)
+
+		beams := run(t, "", "-m", demoModel, "-p", "The model", "--max-new-tokens", "6", "--min-new-tokens", "6", "--num-beams", "2",
+			"--max-time", seconds, "--json", "--quiet")
+		require.Equal(t, 0, beams.Code, beams.Stderr)
+		r = ofType(jsonLines(t, beams.Stdout), "result")[0]
+		assert.Equal(t, "length", r["finish"], "beam search, %s", seconds)
+		assert.Len(t, r["tokens"], 6, "beam search, %s", seconds)
 	}
 }
 
@@ -317,14 +292,7 @@ func TestFullContextKeepsBeamHypotheses(t *testing.T) {
 		assert.Equal(t, "context full", r["finish"])
 		toks := ints(r["tokens"])
 		assert.NotEmpty(t, toks)
-		// the score is the length-normalised sum of the model's log-probabilities
-		prompt := demo.Spec.Vocab.Tokenize("The model", true)
-		prev, sum := prompt[len(prompt)-1], 0.0
-		for _, tok := range toks {
-			sum += demo.NextLogProbs(prev)[tok]
-			prev = tok
-		}
-		assert.InDelta(t, sum/float64(len(toks)), r["score"].(float64), 1e-3)
+		assert.InDelta(t, demoScore("The model", toks), r["score"].(float64), 1e-3)
 		if i > 0 {
 			assert.LessOrEqual(t, r["score"].(float64), results[i-1]["score"].(float64), "best first")
 		}
@@ -354,5 +322,53 @@ func TestTrimLeadingSpace(t *testing.T) {
 	plain := run(t, "", "-m", demoModel, "-p", "The model", "--max-new-tokens", "6", "--quiet", "--trim-leading-space")
 	require.Equal(t, 0, plain.Code, plain.Stderr)
 	assert.Equal(t, want+"\n", plain.Stdout)
-	_ = io.Discard
+}
+
+// demoScore is the beam-search score of tokens after prompt on the demo
+// model, from its exact log-probabilities: their sum over the length
+// (length_penalty 1).
+func demoScore(prompt string, tokens []int32) float64 {
+	p := demo.Spec.Vocab.Tokenize(prompt, true)
+	prev, sum := p[len(p)-1], 0.0
+	for _, tok := range tokens {
+		sum += demo.NextLogProbs(prev)[tok]
+		prev = tok
+	}
+	return sum / float64(len(tokens))
+}
+
+// Ctrl-C during a beam search prints the hypotheses found so far, finish
+// "cancelled", and exits 130; they used to be discarded. The progress bar,
+// drawn on a terminal's stderr, shows when the search is under way.
+func TestCtrlCKeepsBeamHypotheses(t *testing.T) {
+	master, slave, err := clitest.OpenPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	cmd := exec.Command(bin, "--threads", "1", "-m", tinyModel, "-p", "hello", "--num-beams", "2", "--num-return-sequences", "2",
+		"--max-new-tokens", "1900", "--min-new-tokens", "1900", "--json")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	slave.Close()
+	var term clitest.LockedBuffer
+	go io.Copy(&term, master)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(term.String(), "beam search (2 beams) ["); time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no beam search progress: %q", term.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode())
+	results := ofType(jsonLines(t, stdout.String()), "result")
+	require.Len(t, results, 2)
+	for _, r := range results {
+		assert.Equal(t, "cancelled", r["finish"])
+		n := len(r["tokens"].([]any))
+		assert.Greater(t, n, 0)
+		assert.Less(t, n, 1900)
+	}
 }

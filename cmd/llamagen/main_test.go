@@ -336,14 +336,7 @@ func TestBeamSearch(t *testing.T) {
 			assert.LessOrEqual(t, r["score"].(float64), results[i-1]["score"].(float64), "best first")
 		}
 		// the score is the length-normalised sum of the model's log-probabilities
-		toks := ints(r["tokens"])
-		prompt := demo.Spec.Vocab.Tokenize("The model", true)
-		prev, sum := prompt[len(prompt)-1], 0.0
-		for _, tok := range toks {
-			sum += demo.NextLogProbs(prev)[tok]
-			prev = tok
-		}
-		assert.InDelta(t, sum/float64(len(toks)), r["score"].(float64), 1e-3)
+		assert.InDelta(t, demoScore("The model", ints(r["tokens"])), r["score"].(float64), 1e-3)
 	}
 	assert.Contains(t, res.Stderr, "beam search, 4 beams")
 }

@@ -31,6 +31,7 @@ type options struct {
 	promptsFile string
 	chat        bool
 	system      string
+	session     string
 	template    string
 	demo        bool
 	echo        bool
@@ -126,14 +127,14 @@ const (
 // configOptions lists every genconfig.Config field that package logits
 // and the decoding loop act on, with transformers' defaults.
 var configOptions = []configOption{
-	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
+	{"max-new-tokens", "max_new_tokens", kindInt, strconv.Itoa(defaultMaxNewTokens), "the most `N` tokens to generate per sequence, 1 to 16777216 (llamagen's default applies when neither --max-length nor the generation config sets a length)"},
 	{"max-length", "max_length", kindInt, "20", "the most tokens of prompt plus generation (`N`); --max-new-tokens wins over it"},
 	{"min-new-tokens", "min_new_tokens", kindInt, "none", "end-of-sequence tokens are banned until `N` tokens are generated"},
 	{"min-length", "min_length", kindInt, "0", "end-of-sequence tokens are banned until prompt plus generation reach `N` tokens"},
-	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS`"},
+	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search then prints the hypotheses found so far)"},
 	{"stop-strings", "stop_strings", kindStrings, "none", "stop a sequence once its generated text contains `STRING` (repeatable)"},
 	{"do-sample", "do_sample", kindBool, "false", "sample the next token from the processed distribution instead of taking the most probable one"},
-	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1"},
+	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1 (at most 256)"},
 	{"num-return-sequences", "num_return_sequences", kindInt, "1", "sequences to return per prompt (`N`): the best N beams, or N samples with seeds seed, seed+1, ..."},
 	{"early-stopping", "early_stopping", kindEarly, "false", "beam search stopping rule `WHEN`: true, false or never"},
 	{"length-penalty", "length_penalty", kindFloat, "1.0", "beam search: scores are divided by length^`X`"},
@@ -297,7 +298,7 @@ var usageGroups = func() []cli.Group {
 		gen = append(gen, c.name)
 	}
 	return []cli.Group{
-		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "chat-template", "demo", "echo"}},
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "demo", "echo"}},
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
@@ -319,8 +320,12 @@ Usage:
 
 Text goes to stdout; the loading progress bar (on a terminal), warnings, the
 summary line and errors go to stderr. Ctrl-C stops generation and keeps what
-was printed (exit status 130). Decoding follows transformers' generate():
-without --do-sample, --num-beams or --mirostat it is greedy.
+was printed (exit status 130); a beam search cut short by Ctrl-C, --max-time or
+a full context prints the hypotheses found so far. Exit status 2 is a bad
+option (the message names it and its range), 1 an error, including output
+that could not be written; a closed pipe ends llamagen quietly. Decoding
+follows transformers' generate(): without --do-sample, --num-beams or
+--mirostat it is greedy.
 
 --json writes one JSON object per line to stdout:
   {"type":"token","row":R,"token":ID,"text":"...","logprob":L,"top":[{"token":ID,"text":"...","logprob":L}]}
@@ -349,6 +354,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
 	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
 	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat, beam search and speculative decoding on the same prompt (default prompt \"The model\", 40 new tokens)")
@@ -365,8 +371,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning (ggml's threads then wait for each other and every step slows down sharply)")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
-	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat)")
-	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`) with --prompts or --num-return-sequences")
+	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available")
+	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`, 1 to 256) with --prompts or --num-return-sequences")
 	fs.StringVar(&o.grammarFile, "grammar", "", "constrain the output to the GBNF grammar in `FILE` (llama.cpp's format)")
 	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`")
 	fs.BoolVar(&o.anyJSON, "any-json", false, "constrain the output to one JSON value (--json is the output format)")
@@ -442,6 +448,8 @@ func (o *options) check() error {
 		return cli.Usagef("--logprobs %d: must be 0 (off) or more", o.logprobs)
 	case o.system != "" && !o.chat:
 		return cli.Usagef("--system needs --chat")
+	case o.session != "" && (!o.chat || sources > 0):
+		return cli.Usagef("--session needs --chat without a prompt")
 	}
 	if err := cli.CheckThreads(o.threads); err != nil {
 		return err

@@ -82,14 +82,11 @@ func (s *session) draftBackend(ctx context.Context, slots, cells int) (draft *ll
 		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
 	}
 	size := slots * roundUp(cells, 256)
-	if err := cli.CheckCells("--assistant-model, "+s.sizeOptions(slots), dm.Info(), size); err != nil {
-		dm.Close()
-		return nil, nil, err
-	}
-	dctx, err := dm.NewContext(llamacpp.ContextParams{ContextSize: size, Sequences: slots, Threads: s.o.threads})
+	dctx, err := cli.NewContext(dm, "--assistant-model, "+s.sizeOptions(slots),
+		llamacpp.ContextParams{ContextSize: size, Sequences: slots, Threads: s.o.threads})
 	if err != nil {
 		dm.Close()
-		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+		return nil, nil, err
 	}
 	if draft, err = llamabackend.New(dctx); err != nil {
 		dctx.Close()

@@ -176,14 +176,21 @@ func GPUs() []llamacpp.Device {
 	return out
 }
 
+// Offloaded reports whether a model loaded with gpuLayers runs on a GPU:
+// a GPU backend is present and some layers are offloaded (llama.cpp then
+// keeps their KV cache in the GPU's memory too).
+func Offloaded(gpuLayers int) bool {
+	return gpuLayers != 0 && len(GPUs()) > 0 && llamacpp.SupportsGPUOffload()
+}
+
 // DeviceSummary says where a model's layers run: "CPU" when no GPU backend
 // is present or no layer is offloaded, otherwise the GPU's description and
 // how many layers it holds.
 func DeviceSummary(gpuLayers, layers int) string {
-	gpus := GPUs()
-	if len(gpus) == 0 || gpuLayers == 0 || !llamacpp.SupportsGPUOffload() {
+	if !Offloaded(gpuLayers) {
 		return "CPU"
 	}
+	gpus := GPUs()
 	n := layers
 	if gpuLayers > 0 && gpuLayers < layers {
 		n = gpuLayers

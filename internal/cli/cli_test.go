@@ -6,11 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/cli/clitest"
+	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -117,4 +120,102 @@ func TestBuildVersion(t *testing.T) {
 	assert.NotEmpty(t, v.Llamaloop)
 	assert.Equal(t, "ec98e2002 (b7416+21)", v.LlamaCpp)
 	assert.True(t, strings.HasPrefix(v.String(), "llamaloop "), v.String())
+}
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestOutputKeepsTheFirstWriteError(t *testing.T) {
+	var b bytes.Buffer
+	out := NewOutput(&b)
+	_, err := out.Write([]byte("ok"))
+	require.NoError(t, err)
+	require.NoError(t, out.Err())
+	assert.Equal(t, "ok", b.String())
+
+	out = NewOutput(failingWriter{syscall.ENOSPC})
+	_, err = out.Write([]byte("x"))
+	require.Error(t, err)
+	assert.EqualError(t, out.Err(), "writing the output: no space left on device")
+	assert.Equal(t, ExitError, ExitCode(out.Err()))
+
+	out = NewOutput(failingWriter{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}})
+	out.Write([]byte("x"))
+	assert.Equal(t, ExitBrokenPipe, ExitCode(out.Err()), "a closed pipe ends the command quietly")
+}
+
+// A read of a FIFO without a writer blocks in the kernel; ReadFile returns
+// when the context ends.
+func TestReadFileEndsWithTheContext(t *testing.T) {
+	fifo := t.TempDir() + "/fifo"
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadFile(ctx, fifo)
+		done <- err
+	}()
+	cancel()
+	err := <-done
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, ExitInterrupted, ExitCode(err))
+	// unblock the reader left behind
+	if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+		w.Close()
+	}
+
+	path := t.TempDir() + "/f"
+	require.NoError(t, os.WriteFile(path, []byte("data"), 0o644))
+	data, err := ReadFile(context.Background(), path)
+	require.NoError(t, err)
+	assert.Equal(t, "data", string(data))
+	data, err = ReadAll(context.Background(), strings.NewReader("stdin"))
+	require.NoError(t, err)
+	assert.Equal(t, "stdin", string(data))
+}
+
+func TestCheckModelFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := dir + "/m.gguf"
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	regular := dir + "/r.gguf"
+	require.NoError(t, os.WriteFile(regular, []byte("GGUF"), 0o644))
+	assert.NoError(t, CheckModelFile("-m", regular))
+	for path, want := range map[string]string{
+		fifo:             "-m " + fifo + ": not a regular file (a named pipe): llama.cpp maps the model from a file on disk",
+		dir:              "-m " + dir + ": a directory, not a GGUF file",
+		"/dev/null":      "-m /dev/null: not a regular file (a character device): llama.cpp maps the model from a file on disk",
+		dir + "/missing": "model file " + dir + "/missing does not exist",
+	} {
+		assert.EqualError(t, CheckModelFile("-m", path), want)
+	}
+}
+
+func TestLogWarningsInTheCommandsVoice(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var b bytes.Buffer
+	LogWarnings(&b, "llamagen", false)
+	slog.Info("not shown")
+	slog.Warn("llamacpp: 9 threads on 2 CPUs", "n", 9)
+	slog.Warn("llamacpp: 9 threads on 2 CPUs", "n", 9) // said once
+	slog.Error("llamacpp: boom")
+	assert.Equal(t, "llamagen: warning: 9 threads on 2 CPUs n=9\nllamagen: error: boom\n", b.String())
+	b.Reset()
+	LogWarnings(&b, "llamagen", true)
+	slog.Warn("hidden by --quiet")
+	assert.Empty(t, b.String())
+}
+
+func TestCheckThreadsAndCells(t *testing.T) {
+	assert.NoError(t, CheckThreads(1))
+	assert.NoError(t, CheckThreads(512))
+	assert.EqualError(t, CheckThreads(513), "--threads 513: must be from 1 to 512")
+	assert.EqualError(t, CheckThreads(0), "--threads 0: must be from 1 to 512")
+
+	// The bound on cells comes before the model is asked for anything.
+	_, err := NewContext(nil, "--ctx 99999999", llamacpp.ContextParams{ContextSize: 99999999})
+	assert.EqualError(t, err, "--ctx 99999999: the KV cache would have 99999999 cells; llama.cpp takes at most 16777216")
+	assert.Equal(t, ExitUsage, ExitCode(err))
 }

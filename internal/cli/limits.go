@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -21,38 +22,24 @@ func CheckThreads(n int) error {
 	return nil
 }
 
-// KVBytes estimates the bytes of a KV cache of cells cells for a model:
-// keys and values of every layer in f16, llama.cpp's default cache type.
-func KVBytes(info llamacpp.ModelInfo, cells int) uint64 {
-	headDim := 0
-	if info.Heads > 0 {
-		headDim = info.Embd / info.Heads
+// NewContext creates a context of m after checking its size, for a
+// command: what names the options that set the size (e.g. "--ctx 10000000")
+// and leads every error. A size beyond MaxCells, or a context that llamacpp
+// finds too large for the memory available (a *llamacpp.MemoryError, checked
+// before llama.cpp allocates anything), is a usage error (exit status 2)
+// that says how much it needs instead of naming llamacpp's parameters.
+func NewContext(m *llamacpp.Model, what string, p llamacpp.ContextParams) (*llamacpp.Context, error) {
+	if p.ContextSize > MaxCells {
+		return nil, Usagef("%s: the KV cache would have %d cells; llama.cpp takes at most %d", what, p.ContextSize, MaxCells)
 	}
-	perCell := uint64(info.Layers) * 2 * uint64(headDim*max(info.HeadsKV, 1)) * 2
-	return uint64(max(cells, 0)) * perCell
-}
-
-// CheckCells checks, before llama.cpp allocates anything, that a context of
-// cells KV cells (all sequences together) can exist: at most MaxCells, and
-// a cache that fits in the memory this process can still allocate
-// (AvailableMemory; the model is loaded by then). what names the options
-// that set the size, for the message, e.g. "--ctx 10000000".
-func CheckCells(what string, info llamacpp.ModelInfo, cells int) error {
-	if cells > MaxCells {
-		return Usagef("%s: the KV cache would have %d cells; llama.cpp takes at most %d", what, cells, MaxCells)
+	ctx, err := m.NewContext(p)
+	var me *llamacpp.MemoryError
+	switch {
+	case errors.As(err, &me):
+		return nil, Usagef("%s: the context needs %s, more than the %s of memory available now",
+			what, me.Needs(), llamacpp.FormatBytes(me.Available))
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	avail, need := AvailableMemory(), KVBytes(info, cells)
-	if avail > 0 && need > avail {
-		return Usagef("%s: the KV cache of %d cells needs %s, more than the %s of memory available now",
-			what, cells, GiB(need), GiB(avail))
-	}
-	return nil
-}
-
-// GiB formats a byte count in GiB (MiB below one GiB).
-func GiB(n uint64) string {
-	if n < 1<<30 {
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	return ctx, nil
 }

@@ -13,7 +13,8 @@ import (
 // slog, conditions such as more threads than CPUs) lines of the command's
 // own: "llamagen: warning: ..." on w, from level Warn up, none when quiet.
 // Without it they would come through the log package's default format
-// with a timestamp, and --quiet would not hide them.
+// with a timestamp, and --quiet would not hide them. A warning is said once
+// however many times it is logged (each new context logs the same one).
 func LogWarnings(w io.Writer, command string, quiet bool) {
 	slog.SetDefault(slog.New(&warnHandler{w: w, command: command, quiet: quiet}))
 }
@@ -23,6 +24,7 @@ type warnHandler struct {
 	w       io.Writer
 	command string
 	quiet   bool
+	said    map[string]bool
 }
 
 func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool {
@@ -39,9 +41,17 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError {
 		kind = "error"
 	}
+	line := fmt.Sprintf("%s: %s: %s\n", h.command, kind, Message(errors.New(msg)))
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := fmt.Fprintf(h.w, "%s: %s: %s\n", h.command, kind, Message(errors.New(msg)))
+	if h.said[line] {
+		return nil
+	}
+	if h.said == nil {
+		h.said = map[string]bool{}
+	}
+	h.said[line] = true
+	_, err := io.WriteString(h.w, line)
 	return err
 }
 

@@ -75,18 +75,23 @@ func teacherForced(t *testing.T, b *llamabackend.Backend, prompt, tokens []int32
 	for i, tok := range tokens {
 		row, err := ctx.Logits(len(prompt) - 1 + i)
 		require.NoError(t, err)
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		z := 0.0
-		for _, v := range row {
-			z += math.Exp(float64(v) - mx)
-		}
-		sum += float64(row[tok]) - mx - math.Log(z)
+		sum += logSoftmaxAt(row, tok)
 	}
 	require.NoError(t, ctx.SeqRemove(0, -1, -1))
 	return sum
+}
+
+// logSoftmaxAt is log_softmax(row)[tok] in float64.
+func logSoftmaxAt(row []float32, tok int32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	z := 0.0
+	for _, v := range row {
+		z += math.Exp(float64(v) - mx)
+	}
+	return float64(row[tok]) - mx - math.Log(z)
 }
 
 // llamaBeamProblems runs a search on llama.cpp and returns the problems

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -83,12 +84,37 @@ func Run(t testing.TB, bin, stdin string, args ...string) Result {
 // RunWithMemoryLimit runs bin as Run does, under an address-space limit of
 // kb KiB (ulimit -v), so that a test can give a command less memory than
 // its request needs on any machine. AddressSanitizer reserves terabytes of
-// address space, so -asan builds skip the test.
+// address space, and so does a GPU backend, so -asan builds and runs with
+// LLAMALOOP_BACKEND_DIR skip the test.
 func RunWithMemoryLimit(t testing.TB, bin string, kb int, args ...string) Result {
 	t.Helper()
 	if len(buildFlags) > 0 {
 		t.Skip("an address-space limit does not work with AddressSanitizer")
 	}
+	if os.Getenv("LLAMALOOP_BACKEND_DIR") != "" {
+		t.Skip("a GPU backend reserves more address space than the limit, and keeps the KV cache in its own memory")
+	}
 	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kb)
 	return Run(t, "/bin/sh", "", append([]string{"-c", script, bin}, args...)...)
+}
+
+// LockedBuffer is a bytes.Buffer that a running command writes while the
+// test may read it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

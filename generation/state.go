@@ -1,0 +1,281 @@
+package generation
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/llamaloop/llamaloop/mirostat"
+)
+
+// RequestState is the generation state of a running request between two of
+// its tokens: with the same Request, it lets [Generator.Resume] continue
+// the request, in this process or another, with exactly the tokens it
+// would have produced.
+//
+// The processors' states (repetition penalties, no-repeat n-grams, the
+// grammar of a user processor, the length rules) are functions of the
+// prompt and the tokens accepted so far, so Resume rebuilds them by
+// accepting Tokens again; a user processor whose state depends on anything
+// else is not restored. The draws continue from Source, and Mirostat from
+// its feedback state.
+//
+// The backend's slot is not part of it. Resume feeds the prompt and the
+// tokens into an empty slot; over a prefixcache.Cache that holds the
+// sequence (the slot the request left, or a state loaded with Adopt) only
+// the last token is evaluated.
+type RequestState struct {
+	// Prompt is the prompt as evaluated (Generator.PromptTokens).
+	Prompt []int32
+	// Tokens are the tokens generated so far.
+	Tokens []int32
+	// Sent is how many bytes of the text of Tokens the events carried
+	// (the rest was held back inside a UTF-8 character).
+	Sent int
+	// Source is the state of the request's draws (logits.Source's
+	// MarshalBinary).
+	Source []byte
+	// Mirostat is the Mirostat feedback state of a Mirostat request.
+	Mirostat *mirostat.State
+}
+
+// State returns the state of request (its index in the requests given to
+// Stream or Resume) as it stands after its latest event. Call it while a
+// Stream or Resume of g is being iterated, from the loop body, for a
+// request that has not finished.
+func (g *Generator) State(request int) (*RequestState, error) {
+	if !g.busy {
+		return nil, errors.New("generation: State outside the iteration of a stream")
+	}
+	for _, r := range g.active {
+		if r.index != request || r.done {
+			continue
+		}
+		if !r.fed {
+			return nil, fmt.Errorf("generation: request %d has no token yet", request)
+		}
+		src, err := r.src.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		st := &RequestState{
+			Prompt: slices.Clone(r.hist.Prompt()),
+			Tokens: slices.Clone(r.tokens),
+			Sent:   r.sent,
+			Source: src,
+		}
+		if m, ok := r.choose.(mirostatChooser); ok {
+			ms := m.s.State()
+			st.Mirostat = &ms
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("generation: request %d is not running", request)
+}
+
+// Resume is Stream for requests of which some continue from a state:
+// states[i], when not nil, is the state of reqs[i] that State returned,
+// given again with the same request (prompt, config, processors, seed
+// and settings). Such a request's events and result hold only the tokens
+// generated after the state; its lengths still count from its prompt (a
+// request saved after 5 tokens with max_new_tokens 20 makes 15 more).
+func (g *Generator) Resume(ctx context.Context, reqs []Request, states []*RequestState) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if len(states) != len(reqs) {
+			yield(Event{}, fmt.Errorf("generation: %d states for %d requests", len(states), len(reqs)))
+			return
+		}
+		if g.busy {
+			yield(Event{}, ErrBusy)
+			return
+		}
+		if g.backend.Slots() < 1 {
+			yield(Event{}, errors.New("generation: the backend has no slot"))
+			return
+		}
+		g.busy = true
+		defer func() { g.busy = false }()
+		seqs, err := g.prepare(reqs)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		for i, r := range seqs {
+			if states[i] == nil {
+				continue
+			}
+			if err := g.restore(r, states[i]); err != nil {
+				g.release(seqs)
+				yield(Event{}, fmt.Errorf("generation: request %d: resume: %w", i, err))
+				return
+			}
+		}
+		g.run(ctx, seqs, yield)
+	}
+}
+
+// restore puts st into r, which prepare made from the same request.
+func (g *Generator) restore(r *seq, st *RequestState) error {
+	if !slices.Equal(st.Prompt, r.prompt) {
+		return fmt.Errorf("the state's prompt (%d tokens) is not the request's (%d tokens)", len(st.Prompt), len(r.prompt))
+	}
+	if len(st.Tokens) == 0 {
+		return errors.New("the state has no token")
+	}
+	if len(st.Tokens) >= r.maxNew {
+		return fmt.Errorf("the state holds %d tokens, max_length leaves %d", len(st.Tokens), r.maxNew)
+	}
+	_, isMirostat := r.choose.(mirostatChooser)
+	if isMirostat != (st.Mirostat != nil) {
+		return errors.New("the request and the state differ in Mirostat")
+	}
+	for i, t := range st.Tokens {
+		if t < 0 || int(t) >= g.vocab {
+			return fmt.Errorf("token %d: %d not in [0,%d)", i, t, g.vocab)
+		}
+		if r.isEOS(t) {
+			return fmt.Errorf("token %d is a stop token: the request had finished", i)
+		}
+	}
+	if err := r.src.UnmarshalBinary(st.Source); err != nil {
+		return fmt.Errorf("random source: %w", err)
+	}
+	if st.Mirostat != nil {
+		if err := r.choose.(mirostatChooser).s.SetState(*st.Mirostat); err != nil {
+			return err
+		}
+	}
+	for _, t := range st.Tokens {
+		r.hist.Accept(t)
+		r.tokens = append(r.tokens, t)
+		if g.tok != nil {
+			var err error
+			if r.text, err = g.tok.AppendPiece(r.text, t, r.req.RenderSpecial); err != nil {
+				return fmt.Errorf("piece of token %d: %w", t, err)
+			}
+		}
+	}
+	if st.Sent < 0 || st.Sent > len(r.text) {
+		return fmt.Errorf("the state sent %d bytes of a text of %d", st.Sent, len(r.text))
+	}
+	r.sent = st.Sent
+	// The slot is empty at admission: the whole sequence is fed, and the
+	// last token's logits choose the next one.
+	r.prompt = append(r.prompt, st.Tokens...)
+	return nil
+}
+
+// stateVersion is the version of RequestState's binary form.
+const stateVersion = 1
+
+// MarshalBinary encodes st: a version byte, then little-endian fields.
+func (st *RequestState) MarshalBinary() ([]byte, error) {
+	b := []byte{stateVersion}
+	b = appendTokens(b, st.Prompt)
+	b = appendTokens(b, st.Tokens)
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Sent))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(st.Source)))
+	b = append(b, st.Source...)
+	if st.Mirostat == nil {
+		return append(b, 0), nil
+	}
+	b = append(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Mirostat.Mu))
+	return binary.LittleEndian.AppendUint64(b, uint64(st.Mirostat.Steps)), nil
+}
+
+func appendTokens(b []byte, toks []int32) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(toks)))
+	for _, t := range toks {
+		b = binary.LittleEndian.AppendUint32(b, uint32(t))
+	}
+	return b
+}
+
+// UnmarshalBinary decodes what MarshalBinary wrote; it fails on a short,
+// long or newer encoding without changing st.
+func (st *RequestState) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	if v := d.byte(); d.err == nil && v != stateVersion {
+		return fmt.Errorf("generation: request state version %d, want %d", v, stateVersion)
+	}
+	var out RequestState
+	out.Prompt = d.tokens()
+	out.Tokens = d.tokens()
+	sent := d.uint64()
+	out.Source = d.bytes(int(d.uint32()))
+	if d.byte() == 1 {
+		mu := math.Float64frombits(d.uint64())
+		steps := d.uint64()
+		out.Mirostat = &mirostat.State{Mu: mu, Steps: int(min(steps, math.MaxInt32))}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes too many", len(d.b))
+	}
+	if d.err != nil {
+		return fmt.Errorf("generation: request state: %w", d.err)
+	}
+	out.Sent = int(min(sent, math.MaxInt32))
+	*st = out
+	return nil
+}
+
+// decoder reads little-endian fields and remembers the first shortfall.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = errors.New("truncated")
+		return nil
+	}
+	out := slices.Clone(d.b[:n])
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) byte() byte {
+	if b := d.bytes(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) uint32() uint32 {
+	if b := d.bytes(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *decoder) uint64() uint64 {
+	if b := d.bytes(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (d *decoder) tokens() []int32 {
+	n := int(d.uint32())
+	if d.err == nil && n > len(d.b)/4 {
+		d.err = errors.New("truncated")
+	}
+	raw := d.bytes(4 * n)
+	if d.err != nil {
+		return nil
+	}
+	toks := make([]int32, n)
+	for i := range toks {
+		toks[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return toks
+}

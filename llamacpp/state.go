@@ -1,0 +1,85 @@
+package llamacpp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrState is what SetSeqState wraps when llama.cpp refuses a sequence
+// state (another model, KV cache type or layout, or no room).
+var ErrState = errors.New("llamacpp: cannot restore the sequence state")
+
+// kvStreams is the number of KV streams of the context's cache, the first
+// field of a sequence state: one in a unified cache, one per sequence
+// otherwise.
+func (ctx *Context) kvStreams() uint32 {
+	if ctx.unified {
+		return 1
+	}
+	return uint32(ctx.nSeq)
+}
+
+// SeqState returns the KV-cache state of seq (its cells' positions, keys and
+// values) as llama_state_seq_get_data writes it. The bytes are opaque and
+// tied to the llama.cpp build, the model, the KV cache types and the cache
+// layout (Sequences and UnifiedKV): SetSeqState restores them into a context
+// with the same. Without a unified cache, a SeqCopy into seq takes effect
+// at the next Decode; save after it.
+func (ctx *Context) SeqState(seq int32) ([]byte, error) {
+	if err := ctx.checkSeq(seq); err != nil {
+		return nil, err
+	}
+	n := ctx.c.StateSeqGetSize(seq)
+	if n <= 0 {
+		return nil, fmt.Errorf("llamacpp: sequence %d: llama.cpp reports no state (%s)", seq, takeLastError())
+	}
+	buf := make([]byte, n)
+	if got := ctx.c.StateSeqGetData(buf, seq); got != n {
+		return nil, fmt.Errorf("llamacpp: sequence %d: llama.cpp wrote %d of %d state bytes (%s)", seq, got, n, takeLastError())
+	}
+	return buf, nil
+}
+
+// SetSeqState restores into seq, which must be empty, a state that SeqState
+// returned. A state from a cache of another layout is refused before it
+// reaches llama.cpp; one that llama.cpp refuses (another model or KV type,
+// too few free cells) is an error wrapping ErrState, and seq stays empty:
+// the context is as it was.
+func (ctx *Context) SetSeqState(seq int32, state []byte) error {
+	if err := ctx.checkSeq(seq); err != nil {
+		return err
+	}
+	if p := ctx.c.SeqPosMax(seq); p >= 0 {
+		return invalid("sequence %d holds %d positions: restore a state into an empty sequence", seq, p+1)
+	}
+	if len(state) < 4 {
+		return fmt.Errorf("%w: %d bytes", ErrState, len(state))
+	}
+	if n := binary.LittleEndian.Uint32(state); n != ctx.kvStreams() {
+		return fmt.Errorf("%w: it was saved from a KV cache of %d streams, this context has %d (the same Sequences and UnifiedKV are needed)",
+			ErrState, n, ctx.kvStreams())
+	}
+	// llama.cpp sizes its buffers by the cell count that the state gives
+	// before it reads the cells: a count beyond the cache is refused here,
+	// rather than left to an allocation of that size. A sequence's cells
+	// are in one stream, after the empty streams' zero counts.
+	for off := 4; off+4 <= len(state); off += 4 {
+		if n := binary.LittleEndian.Uint32(state[off:]); n != 0 {
+			if n > uint32(ctx.nCtxSeq) {
+				return fmt.Errorf("%w: %d cells for a sequence of %d", ErrState, n, ctx.nCtxSeq)
+			}
+			break
+		}
+	}
+	takeLastError()
+	if got := ctx.c.StateSeqSetData(state, seq); got != len(state) {
+		detail := takeLastError()
+		ctx.c.SeqRm(seq, -1, -1) // llama.cpp empties seq on failure; make sure of it
+		if detail == "" {
+			detail = fmt.Sprintf("read %d of %d bytes", got, len(state))
+		}
+		return fmt.Errorf("%w: %s", ErrState, detail)
+	}
+	return nil
+}

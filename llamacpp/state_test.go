@@ -1,0 +1,64 @@
+package llamacpp_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A sequence's state restored into another sequence scores the next token
+// as the original does; a state cut short or with changed bytes, or one
+// given to a sequence that is not empty, is refused without a crash and
+// leaves the target sequence empty.
+func TestSeqState(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2})
+	b := newBatch(t, 64, 1)
+	toks := randomTokens(1, 10, m.Vocab().Size())
+	decodeSeq(t, ctx, b, 0, 0, toks)
+	state, err := ctx.SeqState(0)
+	require.NoError(t, err)
+
+	empty := func() {
+		t.Helper()
+		p, err := ctx.SeqPosMax(1)
+		require.NoError(t, err)
+		require.Equal(t, int32(-1), p, "sequence 1 is empty")
+	}
+	for cut := 0; cut < len(state); cut += max(1, len(state)/40) {
+		err := ctx.SetSeqState(1, state[:cut])
+		require.ErrorIs(t, err, llamacpp.ErrState, "cut at %d", cut)
+		empty()
+	}
+	streams := append([]byte(nil), state...)
+	binary.LittleEndian.PutUint32(streams, 1)
+	require.ErrorContains(t, ctx.SetSeqState(1, streams), "KV cache of 1 streams, this context has 2")
+	empty()
+	// Cell metadata that llama.cpp rejects: a cell of two sequences, a
+	// cell count beyond the cache.
+	for _, patch := range []struct{ at, v int }{{4 + 4 + 4, 2}, {4, 1 << 30}, {4, 600}, {4, 200}, {4, 11}} {
+		bad := append([]byte(nil), state...)
+		binary.LittleEndian.PutUint32(bad[patch.at:], uint32(patch.v))
+		require.ErrorIs(t, ctx.SetSeqState(1, bad), llamacpp.ErrState)
+		empty()
+	}
+
+	require.NoError(t, ctx.SetSeqState(1, state))
+	p, err := ctx.SeqPosMax(1)
+	require.NoError(t, err)
+	assert.Equal(t, int32(9), p)
+	next := randomTokens(2, 1, m.Vocab().Size())
+	want := decodeSeq(t, ctx, b, 0, 10, next)
+	got := decodeSeq(t, ctx, b, 1, 10, next)
+	assert.Equal(t, want, got, "the restored cells are the original's, bit for bit")
+
+	require.ErrorIs(t, ctx.SetSeqState(1, state), llamacpp.ErrInvalidArgument, "sequence 1 is not empty")
+	_, err = ctx.SeqState(2)
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	ctx.Close()
+	_, err = ctx.SeqState(0)
+	require.ErrorIs(t, err, llamacpp.ErrClosed)
+}
