@@ -44,7 +44,7 @@
 //
 // Where each call reports it:
 //
-//   - generation: each unfinished request's last event has Finish
+//   - generation and speculative: each unfinished request's last event has Finish
 //     FinishCancelled and Err ctx.Err(), as every other way a request ends is
 //     reported on its last event; the stream itself yields no error, and
 //     Generate returns the requests' results with a nil error.
