@@ -39,11 +39,9 @@ func (b *Backend) Slots() int { return len(b.seqs) }
 // Room implements backend.Backend: the reference has no limit.
 func (b *Backend) Room(slot int) int { return math.MaxInt }
 
-// Eval implements backend.Backend; it is EvalAll, since the reference
+// Eval implements backend.Backend: it is EvalAll, since the reference
 // computes every position's logits anyway.
-func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
-	return b.EvalAll(ctx, feeds)
-}
+func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error { return b.EvalAll(ctx, feeds) }
 
 // Logits implements backend.Backend.
 func (b *Backend) Logits(i int) []float32 { return b.rows[i] }
