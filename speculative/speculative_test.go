@@ -394,6 +394,7 @@ func TestCancellation(t *testing.T) {
 	plainCfg := config(50, func(c *genconfig.Config) { c.EOSTokenID = nil })
 	reqs := []speculative.Request{{Prompt: []int32{3}, Config: cfg}, {Prompt: []int32{4, 5}, Config: plainCfg}, {Prompt: []int32{6}, Config: cfg}}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	finished := map[int]generation.FinishReason{}
 	events := 0
 	for ev, err := range d.Stream(ctx, reqs) {
