@@ -10,6 +10,10 @@
 //   - [Tokenizer] turns text into tokens and tokens into bytes;
 //     [ChatTemplater], implemented by a tokenizer whose model has a chat
 //     template, renders [Message] values as a prompt.
+//   - [AllLogits] is an optional interface of a Backend that can keep the
+//     logits after every token of a feed ([AllLogits.EvalAll]): speculative
+//     decoding (package speculative) verifies a whole draft with one
+//     evaluation through it. MemoryBackend and llamabackend implement it.
 //   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
 //     table or a function): the backend of the loop's and the search's tests,
 //     of the transformers parity replays and of benchmarks of the loop
@@ -24,7 +28,8 @@
 //
 // Every long-running call of llamaloop takes a context.Context and follows
 // one contract: generation's Generator.Stream and Generate, beam.Search, and
-// mirostat's Sampler.Stream and Generate.
+// mirostat's Sampler.Stream and Generate, speculative's Decoder.Stream and
+// Generate.
 //
 //   - It checks ctx before every step (one token of every request, one step
 //     of every beam search, one model call) and passes ctx to Backend.Eval,
@@ -39,7 +44,7 @@
 //
 // Where each call reports it:
 //
-//   - generation: each unfinished request's last event has Finish
+//   - generation and speculative: each unfinished request's last event has Finish
 //     FinishCancelled and Err ctx.Err(), as every other way a request ends is
 //     reported on its last event; the stream itself yields no error, and
 //     Generate returns the requests' results with a nil error.

@@ -107,6 +107,8 @@ package generation
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -305,16 +307,43 @@ func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 // FinishCancelled and Err ctx.Err(), and the stream yields no error.
 // Stopping the iteration early abandons the requests and clears their slots.
 func (g *Generator) Stream(ctx context.Context, reqs []Request) iter.Seq2[Event, error] {
-	return g.Resume(ctx, reqs, nil)
+	return g.stream(ctx, reqs, nil)
 }
 
-// stream runs seqs, made by prepare, to their ends, yields their events and
-// a failure, and releases them.
-func (g *Generator) stream(ctx context.Context, seqs []*seq, yield func(Event, error) bool) {
-	defer g.release(seqs)
-	q := sliceQueue(seqs)
-	if err := g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) }); err != nil {
-		yield(Event{}, err)
+// stream is Stream, and Resume when states (one per request, nil for a
+// request that starts afresh) is not nil.
+func (g *Generator) stream(ctx context.Context, reqs []Request, states []*RequestState) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if g.busy {
+			yield(Event{}, ErrBusy)
+			return
+		}
+		if g.backend.Slots() < 1 {
+			yield(Event{}, errors.New("generation: the backend has no slot"))
+			return
+		}
+		g.busy = true
+		defer func() { g.busy = false }()
+		seqs, err := g.prepare(reqs)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer g.release(seqs)
+		for i, st := range states {
+			if st == nil {
+				continue
+			}
+			if err := g.restore(seqs[i], st); err != nil {
+				yield(Event{}, fmt.Errorf("generation: request %d: resume: %w", i, err))
+				return
+			}
+		}
+		q := sliceQueue(seqs)
+		err = g.run(ctx, &q, func(_ *seq, ev Event) bool { return yield(ev, nil) })
+		if err != nil {
+			yield(Event{}, err)
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ func (g *Generator) State(request int) (*RequestState, error) {
 		if r.index != request || r.done {
 			continue
 		}
-		if r.nfed < len(r.prompt) {
+		if len(r.tokens) == 0 {
 			return nil, fmt.Errorf("generation: request %d has no token yet", request)
 		}
 		src, err := r.src.MarshalBinary()
@@ -83,40 +83,13 @@ func (g *Generator) State(request int) (*RequestState, error) {
 // and settings). Such a request's events and result hold only the tokens
 // generated after the state; its lengths still count from its prompt (a
 // request saved after 5 tokens with max_new_tokens 20 makes 15 more).
-// Nil states is Stream.
 func (g *Generator) Resume(ctx context.Context, reqs []Request, states []*RequestState) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		if states != nil && len(states) != len(reqs) {
+	if len(states) != len(reqs) {
+		return func(yield func(Event, error) bool) {
 			yield(Event{}, fmt.Errorf("generation: %d states for %d requests", len(states), len(reqs)))
-			return
 		}
-		if g.busy {
-			yield(Event{}, ErrBusy)
-			return
-		}
-		if g.backend.Slots() < 1 {
-			yield(Event{}, errors.New("generation: the backend has no slot"))
-			return
-		}
-		g.busy = true
-		defer func() { g.busy = false }()
-		seqs, err := g.prepare(reqs)
-		if err != nil {
-			yield(Event{}, err)
-			return
-		}
-		for i, r := range seqs {
-			if states == nil || states[i] == nil {
-				continue
-			}
-			if err := g.restore(r, states[i]); err != nil {
-				g.release(seqs)
-				yield(Event{}, fmt.Errorf("generation: request %d: resume: %w", i, err))
-				return
-			}
-		}
-		g.stream(ctx, seqs, yield)
 	}
+	return g.stream(ctx, reqs, states)
 }
 
 // restore puts st into r, which prepare made from the same request.

@@ -105,12 +105,12 @@ func (v *validator) tensors() {
 	for _, t := range v.f.Tensors {
 		for i, d := range t.Shape {
 			if d == 0 {
-				v.failf("tensor %q: dimension %d is 0 (shape %v)", t.Name, i, t.Shape)
+				v.failf("tensor %s: dimension %d is 0 (shape %v)", gguf.Quote(t.Name), i, t.Shape)
 				return
 			}
 		}
 		if !weightType(t.Type) {
-			v.failf("tensor %q: type %v is not a float or quantized weight type", t.Name, t.Type)
+			v.failf("tensor %s: type %v is not a float or quantized weight type", gguf.Quote(t.Name), t.Type)
 			return
 		}
 	}
@@ -197,7 +197,7 @@ func (v *validator) vocab(allowUnknownPre bool) {
 			tok = fmt.Sprintf("[EMPTY_%d]", i)
 		}
 		if j, dup := seen[tok]; dup {
-			v.failf("tokenizer.ggml.tokens: token %d %q repeats token %d", i, tok, j)
+			v.failf("tokenizer.ggml.tokens: token %d %s repeats token %d", i, gguf.Quote(tok), j)
 			return
 		}
 		seen[tok] = i
@@ -211,12 +211,12 @@ func (v *validator) vocab(allowUnknownPre bool) {
 		case "llama", "t5":
 			// token_to_byte parses the hex digits of "<0xXX>" at offset 3.
 			if len(tokens[i]) < 3 {
-				v.failf("tokenizer.ggml.tokens: byte token %d %q is not of the form <0xXX>", i, tokens[i])
+				v.failf("tokenizer.ggml.tokens: byte token %d %s is not of the form <0xXX>", i, gguf.Quote(tokens[i]))
 				return
 			}
 		case "bert":
 			// WordPiece has no byte tokens: token_to_byte aborts.
-			v.failf("tokenizer.ggml.token_type: token %d %q is a byte token, which a %q tokenizer cannot have", i, tokens[i], name)
+			v.failf("tokenizer.ggml.token_type: token %d %s is a byte token, which a %q tokenizer cannot have", i, gguf.Quote(tokens[i]), name)
 			return
 		}
 	}

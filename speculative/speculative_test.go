@@ -380,3 +380,37 @@ func TestSchedules(t *testing.T) {
 		}
 	}
 }
+
+// Cancellation follows package backend's contract: every unfinished request
+// ends with FinishCancelled and ctx.Err(), the stream yields no error, and
+// no slot keeps cells.
+func TestCancellation(t *testing.T) {
+	n := 3
+	cfg := config(50, func(c *genconfig.Config) { c.EOSTokenID = nil; c.PromptLookupNumTokens = &n })
+	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
+	draft := backend.NewMemoryBackend(vocab, 2, bigram(0.3))
+	d, err := speculative.New(target, speculative.Options{Draft: draft})
+	require.NoError(t, err)
+	plainCfg := config(50, func(c *genconfig.Config) { c.EOSTokenID = nil })
+	reqs := []speculative.Request{{Prompt: []int32{3}, Config: cfg}, {Prompt: []int32{4, 5}, Config: plainCfg}, {Prompt: []int32{6}, Config: cfg}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	finished := map[int]generation.FinishReason{}
+	events := 0
+	for ev, err := range d.Stream(ctx, reqs) {
+		require.NoError(t, err)
+		if events++; events == 2 {
+			cancel()
+		}
+		if ev.Finish != generation.NotFinished {
+			finished[ev.Request] = ev.Finish
+			assert.Equal(t, context.Canceled, ev.Err)
+		}
+	}
+	assert.Equal(t, map[int]generation.FinishReason{0: generation.FinishCancelled, 1: generation.FinishCancelled,
+		2: generation.FinishCancelled}, finished)
+	for s := range 2 {
+		assert.Empty(t, target.History(s))
+		assert.Empty(t, draft.History(s))
+	}
+}

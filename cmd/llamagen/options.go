@@ -392,12 +392,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o, out)
-	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(fs, err)
-	}
-	if o.help {
-		cli.PrintUsage(out, fs, usageHead, usageGroups)
-		return nil, flag.ErrHelp
+	if err := cli.Parse(fs, args, &o.help, out, usageHead, usageGroups); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q (quote the prompt: -p \"...\")", fs.Arg(0))

@@ -113,12 +113,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
-	if err := fs.Parse(args); err != nil {
-		return nil, cli.FlagError(fs, err)
-	}
-	if o.help {
-		cli.PrintUsage(out, fs, usageHead, usageGroups)
-		return nil, flag.ErrHelp
+	if err := cli.Parse(fs, args, &o.help, out, usageHead, usageGroups); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q", fs.Arg(0))

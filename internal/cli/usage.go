@@ -15,6 +15,20 @@ type Group struct {
 	Flags []string
 }
 
+// Parse parses a command's args with fs, whose -h and --help set *help.
+// A bad option is a UsageError (FlagError); a request for help prints the
+// usage to out (PrintUsage with head and groups) and returns flag.ErrHelp.
+func Parse(fs *flag.FlagSet, args []string, help *bool, out io.Writer, head string, groups []Group) error {
+	if err := fs.Parse(args); err != nil {
+		return FlagError(fs, err)
+	}
+	if *help {
+		PrintUsage(out, fs, head, groups)
+		return flag.ErrHelp
+	}
+	return nil
+}
+
 // PrintUsage writes head, then every flag of fs under its group with its
 // usage text and its default, and flags that no group lists under
 // "Other options". Every option shows a default: "none" when its

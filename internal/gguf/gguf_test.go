@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -362,4 +364,11 @@ func TestFloat16Exhaustive(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestQuoteCutsLongNames(t *testing.T) {
+	assert.Equal(t, `"llama.block_count"`, Quote("llama.block_count"))
+	long := strings.Repeat("k\x00", 5000)
+	q := Quote(long)
+	assert.Equal(t, strconv.Quote(long[:64])+"... (10000 bytes)", q)
 }

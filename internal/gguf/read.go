@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 )
 
 // ErrUnsupportedType is returned when tensor values of a type this package
@@ -46,11 +47,11 @@ func Get[T any](f *File, key string) (T, error) {
 	var zero T
 	v, ok := f.Lookup(key)
 	if !ok {
-		return zero, fmt.Errorf("gguf: no metadata key %q", key)
+		return zero, fmt.Errorf("gguf: no metadata key %s", Quote(key))
 	}
 	t, ok := v.(T)
 	if !ok {
-		return zero, fmt.Errorf("gguf: metadata key %q is %T, not %T", key, v, zero)
+		return zero, fmt.Errorf("gguf: metadata key %s is %T, not %T", Quote(key), v, zero)
 	}
 	return t, nil
 }
@@ -120,7 +121,7 @@ func (r *Reader) Close() error {
 func (r *Reader) TensorBytes(name string) ([]byte, error) {
 	t, ok := r.Tensor(name)
 	if !ok {
-		return nil, fmt.Errorf("gguf: no tensor %q", name)
+		return nil, fmt.Errorf("gguf: no tensor %s", Quote(name))
 	}
 	size, err := t.Size()
 	if err != nil {
@@ -128,7 +129,7 @@ func (r *Reader) TensorBytes(name string) ([]byte, error) {
 	}
 	buf := make([]byte, size)
 	if _, err := r.r.ReadAt(buf, int64(r.DataOffset+t.Offset)); err != nil {
-		return nil, fmt.Errorf("gguf: reading tensor %q: %w", name, err)
+		return nil, fmt.Errorf("gguf: reading tensor %s: %w", Quote(name), err)
 	}
 	return buf, nil
 }
@@ -139,10 +140,10 @@ func (r *Reader) TensorBytes(name string) ([]byte, error) {
 func (r *Reader) Float64s(name string) ([]float64, error) {
 	t, ok := r.Tensor(name)
 	if !ok {
-		return nil, fmt.Errorf("gguf: no tensor %q", name)
+		return nil, fmt.Errorf("gguf: no tensor %s", Quote(name))
 	}
 	if t.Type != TensorF32 && t.Type != TensorF16 {
-		return nil, fmt.Errorf("%w: %q is %v", ErrUnsupportedType, name, t.Type)
+		return nil, fmt.Errorf("%w: %s is %v", ErrUnsupportedType, Quote(name), t.Type)
 	}
 	raw, err := r.TensorBytes(name)
 	if err != nil {
@@ -272,11 +273,11 @@ func (p *parser) parse() (*File, error) {
 			return nil, fmt.Errorf("gguf: metadata entry %d has an empty key", i)
 		}
 		if _, dup := f.kvIndex[key]; dup {
-			return nil, fmt.Errorf("gguf: duplicate metadata key %q", key)
+			return nil, fmt.Errorf("gguf: duplicate metadata key %s", Quote(key))
 		}
 		v, err := p.value()
 		if err != nil {
-			return nil, fmt.Errorf("gguf: metadata key %q: %w", key, err)
+			return nil, fmt.Errorf("gguf: metadata key %s: %w", Quote(key), err)
 		}
 		f.kvIndex[key] = len(f.Metadata)
 		f.Metadata = append(f.Metadata, KV{Key: key, Value: v})
@@ -298,7 +299,7 @@ func (p *parser) parse() (*File, error) {
 			return nil, err
 		}
 		if _, dup := f.tensorIndex[t.Name]; dup {
-			return nil, fmt.Errorf("gguf: duplicate tensor name %q", t.Name)
+			return nil, fmt.Errorf("gguf: duplicate tensor name %s", Quote(t.Name))
 		}
 		f.tensorIndex[t.Name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, t)
@@ -308,14 +309,14 @@ func (p *parser) parse() (*File, error) {
 	expected := uint64(0)
 	for _, t := range f.Tensors {
 		if t.Offset != expected {
-			return nil, fmt.Errorf("gguf: tensor %q has offset %d, expected %d", t.Name, t.Offset, expected)
+			return nil, fmt.Errorf("gguf: tensor %s has offset %d, expected %d", Quote(t.Name), t.Offset, expected)
 		}
 		size, err := t.Size()
 		if err != nil {
 			return nil, err
 		}
 		if size > p.size || f.DataOffset+t.Offset > p.size-size {
-			return nil, fmt.Errorf("gguf: tensor %q data is not within the file (%w)", t.Name, errTruncated)
+			return nil, fmt.Errorf("gguf: tensor %s data is not within the file (%w)", Quote(t.Name), errTruncated)
 		}
 		expected += alignUp(size, f.Alignment)
 	}
@@ -329,14 +330,14 @@ func (p *parser) tensorInfo() (TensorInfo, error) {
 		return t, err
 	}
 	if len(t.Name) >= maxNameLen {
-		return t, fmt.Errorf("gguf: tensor name %q is too long", t.Name)
+		return t, fmt.Errorf("gguf: tensor name %s is too long", Quote(t.Name))
 	}
 	nDims, err := p.u32()
 	if err != nil {
 		return t, err
 	}
 	if nDims == 0 || nDims > maxDims {
-		return t, fmt.Errorf("gguf: tensor %q has %d dimensions, want 1 to %d", t.Name, nDims, maxDims)
+		return t, fmt.Errorf("gguf: tensor %s has %d dimensions, want 1 to %d", Quote(t.Name), nDims, maxDims)
 	}
 	t.Shape = make([]uint64, nDims)
 	for j := range t.Shape {
@@ -344,7 +345,7 @@ func (p *parser) tensorInfo() (TensorInfo, error) {
 			return t, err
 		}
 		if t.Shape[j] > math.MaxInt64 {
-			return t, fmt.Errorf("gguf: tensor %q has a negative dimension", t.Name)
+			return t, fmt.Errorf("gguf: tensor %s has a negative dimension", Quote(t.Name))
 		}
 	}
 	typ, err := p.u32()
@@ -469,4 +470,15 @@ func (p *parser) scalar(t ValueType) (any, error) {
 		return math.Float64frombits(v), err
 	}
 	return nil, fmt.Errorf("invalid value type %d", uint32(t))
+}
+
+// Quote quotes a name read from a file for an error message, as %q does,
+// cut to its first 64 bytes: a corrupt length can make a key or a token
+// span most of the file.
+func Quote(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:most]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }

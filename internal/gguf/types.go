@@ -248,10 +248,10 @@ func (ti TensorInfo) Elements() uint64 {
 func (ti TensorInfo) Size() (uint64, error) {
 	elems, bytes, ok := ti.Type.BlockSize()
 	if !ok {
-		return 0, fmt.Errorf("gguf: tensor %q has unknown type %d", ti.Name, uint32(ti.Type))
+		return 0, fmt.Errorf("gguf: tensor %s has unknown type %d", Quote(ti.Name), uint32(ti.Type))
 	}
 	if len(ti.Shape) == 0 || len(ti.Shape) > maxDims {
-		return 0, fmt.Errorf("gguf: tensor %q has %d dimensions, want 1 to %d", ti.Name, len(ti.Shape), maxDims)
+		return 0, fmt.Errorf("gguf: tensor %s has %d dimensions, want 1 to %d", Quote(ti.Name), len(ti.Shape), maxDims)
 	}
 	if ti.Shape[0]%elems != 0 {
 		return 0, fmt.Errorf("gguf: tensor %q of type %v has %d elements per row, not a multiple of the block size %d",
@@ -261,13 +261,13 @@ func (ti TensorInfo) Size() (uint64, error) {
 	n := uint64(1)
 	for _, d := range ti.Shape {
 		if d != 0 && n > math.MaxInt64/d {
-			return 0, fmt.Errorf("gguf: tensor %q has too many elements", ti.Name)
+			return 0, fmt.Errorf("gguf: tensor %s has too many elements", Quote(ti.Name))
 		}
 		n *= d
 	}
 	blocks := n / elems
 	if bytes != 0 && blocks > math.MaxInt64/bytes {
-		return 0, fmt.Errorf("gguf: tensor %q is too large", ti.Name)
+		return 0, fmt.Errorf("gguf: tensor %s is too large", Quote(ti.Name))
 	}
 	return blocks * bytes, nil
 }

@@ -5,7 +5,6 @@ package refbackend
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -40,30 +39,9 @@ func (b *Backend) Slots() int { return len(b.seqs) }
 // Room implements backend.Backend: the reference has no limit.
 func (b *Backend) Room(slot int) int { return math.MaxInt }
 
-// Eval implements backend.Backend.
-func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
-	b.rows = b.rows[:0]
-	b.all = b.all[:0]
-	for _, f := range feeds {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if f.Slot < 0 || f.Slot >= len(b.seqs) {
-			return fmt.Errorf("refbackend: slot %d", f.Slot)
-		}
-		out, err := b.seqs[f.Slot].Eval(f.Tokens)
-		if err != nil {
-			return err
-		}
-		last := out[len(out)-1]
-		row := make([]float32, len(last))
-		for i, v := range last {
-			row[i] = float32(v)
-		}
-		b.rows = append(b.rows, row)
-	}
-	return nil
-}
+// Eval implements backend.Backend: it is EvalAll, since the reference
+// computes every position's logits anyway.
+func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error { return b.EvalAll(ctx, feeds) }
 
 // Logits implements backend.Backend.
 func (b *Backend) Logits(i int) []float32 { return b.rows[i] }
