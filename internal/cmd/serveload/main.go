@@ -7,7 +7,7 @@
 //	go run ./internal/cmd/serveload -url http://127.0.0.1:8080 -clients 1,4,16,64
 //
 // Prompts are token ids (so that their length is exact), different for
-// every request; max_tokens is fixed and ignore_eos-like behaviour comes
+// every request after their first -shared tokens (a common system prompt); max_tokens is fixed and ignore_eos-like behaviour comes
 // from the model (a random benchmark model rarely produces EOS), so every
 // request generates about the same number of tokens.
 package main
@@ -35,6 +35,7 @@ func main() {
 	promptLen := flag.Int("prompt-tokens", 64, "prompt length in tokens")
 	maxTokens := flag.Int("max-tokens", 32, "max_tokens of every request")
 	vocab := flag.Int("vocab", 1000, "prompt token ids are drawn from [10, vocab)")
+	shared := flag.Int("shared", 0, "the first N tokens of every prompt are the same (a system prompt), the rest differ")
 	flag.Parse()
 	var levels []int
 	for _, f := range strings.Split(*clients, ",") {
@@ -45,11 +46,15 @@ func main() {
 		}
 		levels = append(levels, n)
 	}
-	fmt.Printf("%d-token prompts, max_tokens %d, %d requests per client, streamed\n\n", *promptLen, *maxTokens, *requests)
+	if *shared < 0 || *shared > *promptLen {
+		fmt.Fprintf(os.Stderr, "serveload: -shared %d: must be in [0, -prompt-tokens]\n", *shared)
+		os.Exit(2)
+	}
+	fmt.Printf("%d-token prompts (%d shared), max_tokens %d, %d requests per client, streamed\n\n", *promptLen, *shared, *maxTokens, *requests)
 	fmt.Println("| clients | requests | tokens | wall s | throughput tok/s | TTFT p50 ms | TTFT p90 ms | TTFT max ms | per-request tok/s |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, c := range levels {
-		r, err := level(*url, c, *requests, *promptLen, *maxTokens, *vocab)
+		r, err := level(*url, c, *requests, *promptLen, *shared, *maxTokens, *vocab)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "serveload: %d clients: %v\n", c, err)
 			os.Exit(1)
@@ -67,7 +72,7 @@ type result struct {
 }
 
 // level runs c clients of n requests each.
-func level(url string, c, n, promptLen, maxTokens, vocab int) (result, error) {
+func level(url string, c, n, promptLen, shared, maxTokens, vocab int) (result, error) {
 	var mu sync.Mutex
 	var res result
 	var firstErr error
@@ -81,8 +86,13 @@ func level(url string, c, n, promptLen, maxTokens, vocab int) (result, error) {
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(i)))
 			for range n {
 				prompt := make([]int, promptLen)
+				common := rand.New(rand.NewPCG(0, 0))
 				for k := range prompt {
-					prompt[k] = 10 + rng.IntN(vocab-10)
+					if k < shared {
+						prompt[k] = 10 + common.IntN(vocab-10)
+					} else {
+						prompt[k] = 10 + rng.IntN(vocab-10)
+					}
 				}
 				ttft, total, tokens, err := request(url, prompt, maxTokens)
 				mu.Lock()
