@@ -26,6 +26,7 @@ import (
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -655,4 +656,56 @@ func TestServePrefixCache(t *testing.T) {
 	assert.Equal(t, 2.0, m["llamaserve_prefix_cache_lookups_total"])
 	assert.Equal(t, 1.0, m["llamaserve_prefix_cache_hits_total"])
 	assert.GreaterOrEqual(t, m["llamaserve_prefix_cache_tokens_saved_total"], float64(first.Usage.PromptTokens))
+}
+
+// Structured output through the SDK: a json_schema response format makes the
+// demo model, whose own output is prose, answer documents of the schema,
+// streamed or not.
+func TestServeResponseFormat(t *testing.T) {
+	s := startServer(t)
+	client := s.client()
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"city":  map[string]any{"type": "string", "maxLength": 12},
+			"score": map[string]any{"type": "integer", "minimum": 0, "maximum": 10},
+		},
+		"required":             []string{"city", "score"},
+		"additionalProperties": false,
+	}
+	params := openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Rate a city")},
+		MaxTokens: openai.Int(100), Seed: openai.Int(5), N: openai.Int(3),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "rating", Schema: schema, Strict: openai.Bool(true)},
+		}},
+	}
+	res, err := client.Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, res.Choices, 3)
+	for _, c := range res.Choices {
+		var doc struct {
+			City  *string `json:"city"`
+			Score *int    `json:"score"`
+		}
+		dec := json.NewDecoder(strings.NewReader(c.Message.Content))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&doc), c.Message.Content)
+		require.NotNil(t, doc.City, c.Message.Content)
+		require.NotNil(t, doc.Score, c.Message.Content)
+		assert.LessOrEqual(t, len([]rune(*doc.City)), 12)
+		assert.True(t, *doc.Score >= 0 && *doc.Score <= 10, c.Message.Content)
+		assert.Equal(t, "stop", string(c.FinishReason))
+	}
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	texts := make([]strings.Builder, 3)
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			texts[c.Index].WriteString(c.Delta.Content)
+		}
+	}
+	require.NoError(t, stream.Err())
+	for i, c := range res.Choices {
+		assert.Equal(t, c.Message.Content, texts[i].String(), "streamed choice %d", i)
+	}
 }

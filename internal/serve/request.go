@@ -13,6 +13,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
@@ -47,6 +48,7 @@ type apiRequest struct {
 	LogitBias           map[string]float64 `json:"logit_bias"`
 	Seed                *int64             `json:"seed"`
 	Suffix              *string            `json:"suffix"`
+	ResponseFormat      *responseFormat    `json:"response_format"`
 	User                string             `json:"user"`
 
 	// Extensions: Mirostat, under the names of llama.cpp's server.
@@ -74,7 +76,7 @@ type apiMessage struct {
 // openAIFields are the fields of each endpoint that the server reads.
 var (
 	commonFields = []string{"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
-		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user",
+		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
 	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs"}
@@ -161,6 +163,7 @@ type plan struct {
 // params are what the server adds to a request.
 type params struct {
 	base     *genconfig.Config // the defaults of every request
+	formats  *formats          // response_format's grammars
 	vocab    int
 	slotSize int // tokens per sequence
 }
@@ -218,6 +221,18 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, badRequest("mirostat", "mirostat: %v", err)
 		}
 	}
+	var procs []logits.Processor
+	if p.formats != nil {
+		proc, err := p.formats.processor(req.ResponseFormat)
+		if err != nil {
+			return nil, err
+		}
+		if proc != nil {
+			procs = []logits.Processor{proc}
+		}
+	} else if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {
+		return nil, badRequest("response_format", "response_format is not available on this server")
+	}
 	var seed uint64
 	if req.Seed != nil {
 		seed = uint64(*req.Seed)
@@ -244,6 +259,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			r.StopStrings = stops
 			r.Logprobs = out.logprobs
 			r.TopLogprobs = out.topLogprobs
+			r.Processors = procs
 			out.reqs = append(out.reqs, r)
 		}
 	}

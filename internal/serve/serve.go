@@ -111,8 +111,9 @@ func New(cfg Config) *Server {
 		base.TopK = 0
 	}
 	s := &Server{
-		cfg:     cfg,
-		params:  params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize},
+		cfg: cfg,
+		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
+			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()}},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 	}

@@ -1,0 +1,111 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/logits"
+)
+
+// responseFormat is OpenAI's response_format: "text", "json_object" (any
+// JSON value... of type object, as OpenAI has it) or "json_schema" with a
+// JSON Schema.
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema"`
+}
+
+type jsonSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
+}
+
+// jsonObjectSchema is json_object's constraint: a JSON object, whatever
+// its keys.
+const jsonObjectSchema = `{"type":"object","additionalProperties":true}`
+
+// formatBudget bounds the memory of the kept matchers: past it they are
+// dropped, and the next requests build them again.
+const formatBudget = 256 << 20
+
+// formats turns response formats into grammar processors. The vocabulary
+// is read from the tokenizer once, at the first constrained request (it
+// takes a fraction of a second at 128k tokens); a matcher is kept per
+// schema, since a server meets the same few schemas again and again and
+// a warm matcher's masks cost microseconds.
+type formats struct {
+	tok   backend.Tokenizer
+	vocab int
+
+	once   sync.Once
+	voc    *grammar.Vocabulary
+	vocErr error
+
+	mu       sync.Mutex
+	matchers map[string]*grammar.Matcher
+}
+
+// processor returns the grammar processor of rf; nil for text.
+func (f *formats) processor(rf *responseFormat) (logits.Processor, error) {
+	if rf == nil {
+		return nil, nil
+	}
+	var schema []byte
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		schema = []byte(jsonObjectSchema)
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+			return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, rf.JSONSchema.Schema); err != nil {
+			return nil, badRequest("response_format", "response_format: the schema is not JSON: %v", err)
+		}
+		schema = compact.Bytes()
+	default:
+		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
+	}
+	if f.tok == nil {
+		return nil, badRequest("response_format", "response_format needs the model's tokenizer, which this server lacks")
+	}
+	m, err := f.matcher(schema)
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewProcessor(m), nil
+}
+
+// matcher returns the kept matcher of schema, building it when new.
+func (f *formats) matcher(schema []byte) (*grammar.Matcher, error) {
+	f.once.Do(func() { f.voc, f.vocErr = grammar.VocabularyFrom(f.tok, f.vocab) })
+	if f.vocErr != nil {
+		return nil, f.vocErr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m, ok := f.matchers[string(schema)]; ok {
+		return m, nil
+	}
+	g, err := grammar.FromJSONSchema(schema)
+	if err != nil {
+		return nil, badRequest("response_format", "response_format: %v", err)
+	}
+	total := 0
+	for _, m := range f.matchers {
+		total += m.Footprint()
+	}
+	if f.matchers == nil || total > formatBudget {
+		f.matchers = map[string]*grammar.Matcher{}
+	}
+	m := grammar.NewMatcher(g, f.voc)
+	f.matchers[string(schema)] = m
+	return m, nil
+}
