@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +49,7 @@ func TestEngineEqualsAlone(t *testing.T) {
 	reqs := mixedRequests()
 	var alone []Result
 	for i := range reqs {
-		b := backend.NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
 	}
 	for _, tc := range []struct {
@@ -56,7 +57,7 @@ func TestEngineEqualsAlone(t *testing.T) {
 		slots, chunk int
 	}{{"3 slots chunk 3", 3, 3}, {"all slots chunk 1", len(reqs), 1}, {"1 slot no chunks", 1, -1}, {"2 slots default chunk", 2, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := backend.NewMemoryBackend(16, tc.slots, hashModel(16))
+			b := backend.NewMemoryBackend(16, tc.slots, testmodel.HashModel(16))
 			e, err := NewEngine(b, nil, EngineOptions{PromptChunk: tc.chunk})
 			require.NoError(t, err)
 			got := make([]Result, len(reqs))
@@ -93,7 +94,7 @@ func TestEngineEqualsAlone(t *testing.T) {
 // prompt is evaluated in chunks in the same Evals as the other request's
 // tokens, and neither waits for the other to finish.
 func TestEngineJoinsRunningBatch(t *testing.T) {
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	b := &gatedBackend{Backend: mem, gate: make(chan struct{})}
 	e, err := NewEngine(b, nil, EngineOptions{PromptChunk: 4})
 	require.NoError(t, err)
@@ -129,7 +130,7 @@ func TestEngineJoinsRunningBatch(t *testing.T) {
 			tokensA = append(tokensA, ev.Token)
 		}
 	}
-	want := generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{reqA, reqB})
+	want := generate(t, backend.NewMemoryBackend(16, 1, testmodel.HashModel(16)), nil, []Request{reqA, reqB})
 	require.Equal(t, want[0].Tokens, tokensA)
 	require.Equal(t, want[1], gotB)
 
@@ -159,7 +160,7 @@ func TestEngineJoinsRunningBatch(t *testing.T) {
 // Cancelling one request ends it at once and frees its slot; the others go
 // on, unchanged, and Close cancels the requests still waiting.
 func TestEngineCancel(t *testing.T) {
-	mem := backend.NewMemoryBackend(16, 1, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 	b := &gatedBackend{Backend: mem, gate: make(chan struct{})}
 	e, err := NewEngine(b, nil, EngineOptions{})
 	require.NoError(t, err)
@@ -192,7 +193,7 @@ func TestEngineCancel(t *testing.T) {
 		b.gate <- struct{}{}
 	}
 	resB := taskB.Result()
-	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{reqB})[0], resB)
+	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, testmodel.HashModel(16)), nil, []Request{reqB})[0], resB)
 
 	b.gate <- struct{}{} // C's prompt
 	require.NoError(t, e.Close())
@@ -207,7 +208,7 @@ func TestEngineCancel(t *testing.T) {
 // Invalid requests and prompts too long for a slot are refused by Submit,
 // and nothing runs.
 func TestEngineSubmitErrors(t *testing.T) {
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	mem.SetCapacity(8)
 	e, err := NewEngine(mem, nil, EngineOptions{})
 	require.NoError(t, err)
@@ -229,7 +230,7 @@ func TestEngineSubmitErrors(t *testing.T) {
 	res := task.Result()
 	require.Equal(t, FinishContextFull, res.Finish)
 	require.Len(t, res.Tokens, 4)
-	alone := backend.NewMemoryBackend(16, 1, hashModel(16))
+	alone := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 	alone.SetCapacity(8)
 	require.Equal(t, generate(t, alone, nil, []Request{req})[0], res)
 }
@@ -254,7 +255,7 @@ func (b *failingBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 // backend's error, clears their slots, and the engine goes on with the
 // requests that come next.
 func TestEngineBackendFailure(t *testing.T) {
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	e, err := NewEngine(&failingBackend{Backend: mem, fail: 3}, nil, EngineOptions{})
 	require.NoError(t, err)
 	defer e.Close()
@@ -269,7 +270,7 @@ func TestEngineBackendFailure(t *testing.T) {
 	req := Request{Prompt: []int32{4, 5}, Config: greedyConfig(6)}
 	b, err := e.Submit(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0], b.Result())
+	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, testmodel.HashModel(16)), nil, []Request{req})[0], b.Result())
 	require.Zero(t, e.Stats().Active)
 }
 
@@ -310,7 +311,7 @@ func TestEngineSteadyStateAllocations(t *testing.T) {
 // its new tokens only, however small the chunk, and gives what it gives
 // alone.
 func TestEngineOverPrefixCache(t *testing.T) {
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	pc, err := prefixcache.New(mem, prefixcache.Options{CacheSlots: 1})
 	require.NoError(t, err)
 	e, err := NewEngine(pc, nil, EngineOptions{PromptChunk: 4})
@@ -328,7 +329,7 @@ func TestEngineOverPrefixCache(t *testing.T) {
 	b, err := e.Submit(context.Background(), second)
 	require.NoError(t, err)
 	resB := b.Result()
-	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{second})[0], resB)
+	require.Equal(t, generate(t, backend.NewMemoryBackend(16, 1, testmodel.HashModel(16)), nil, []Request{second})[0], resB)
 	// The cache held the first prompt and 4 of its tokens (the 5th was
 	// chosen, not fed): 4 prompt tokens and 4 of the 5 new ones remain.
 	require.Equal(t, 4+4, mem.Stats().Tokens)

@@ -3,8 +3,6 @@ package generation
 import (
 	"context"
 	"fmt"
-	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/asan"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -12,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/asan"
 	"github.com/llamaloop/llamaloop/internal/numeric"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
@@ -80,7 +81,7 @@ func TestBatchEqualsAlone(t *testing.T) {
 	reqs := mixedRequests()
 	var alone []Result
 	for i := range reqs {
-		b := backend.NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
 	}
 	for _, tc := range []struct {
@@ -88,7 +89,7 @@ func TestBatchEqualsAlone(t *testing.T) {
 		slots, batch int
 	}{{"all slots", len(reqs), 0}, {"3 slots", 3, 0}, {"1 slot", 1, 0}, {"batch 3", len(reqs), 3}, {"2 slots batch 1", 2, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := backend.NewMemoryBackend(16, tc.slots, hashModel(16))
+			b := backend.NewMemoryBackend(16, tc.slots, testmodel.HashModel(16))
 			b.SetBatchSize(tc.batch)
 			got := generate(t, b, nil, reqs)
 			require.Equal(t, alone, got)
@@ -116,7 +117,7 @@ func TestSeedDeterminism(t *testing.T) {
 	cfg := samplingConfig(40)
 	cfg.TopK = 0
 	run := func(seed uint64) []int32 {
-		b := backend.NewMemoryBackend(16, 1, hashModel(16))
+		b := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 		return generate(t, b, nil, []Request{{Prompt: []int32{1, 2}, Config: cfg, Seed: seed}})[0].Tokens
 	}
 	first := run(11)
@@ -323,7 +324,7 @@ func TestChatAndTextPrompts(t *testing.T) {
 }
 
 func TestContextFull(t *testing.T) {
-	b := backend.NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	b.SetCapacity(10)
 	res := generate(t, b, nil, []Request{
 		{Prompt: []int32{1, 2, 3, 4}, Config: greedyConfig(50)},
@@ -366,7 +367,7 @@ func TestCancellation(t *testing.T) {
 		{Prompt: []int32{3, 4}, Config: greedyConfig(20)},
 		{Prompt: []int32{4}, Config: samplingConfig(20), Seed: 4},
 	}
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	want := generate(t, mem, nil, reqs)
 
 	t.Run("during generation", func(t *testing.T) {
@@ -420,7 +421,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestStopIterationEarly(t *testing.T) {
-	b := backend.NewMemoryBackend(16, 3, hashModel(16))
+	b := backend.NewMemoryBackend(16, 3, testmodel.HashModel(16))
 	g := NewGenerator(b, nil)
 	for range g.Stream(context.Background(), mixedRequests()) {
 		break
@@ -436,7 +437,7 @@ func TestStopIterationEarly(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	b := backend.NewMemoryBackend(16, 2, hashModel(16))
+	b := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	want := generate(t, b, nil, mixedRequests()[:2])
 	beams := greedyConfig(5)
 	beams.NumBeams = 2
@@ -523,7 +524,7 @@ func TestNaNLogits(t *testing.T) {
 
 // A long run of requests leaves no slot filled and the heap does not grow.
 func TestNoGrowthOver100Requests(t *testing.T) {
-	b := backend.NewMemoryBackend(16, 4, hashModel(16))
+	b := backend.NewMemoryBackend(16, 4, testmodel.HashModel(16))
 	g := NewGenerator(b, testTokenizer{})
 	reqs := mixedRequests()
 	run := func() {
@@ -626,7 +627,7 @@ func TestLogprobs(t *testing.T) {
 	var observed [][]float32
 	req := Request{Prompt: []int32{1, 2}, Config: cfg, Seed: 3, Logprobs: true, TopLogprobs: 6,
 		ObserveScores: func(s []float32) { observed = append(observed, append([]float32(nil), s...)) }}
-	res := generate(t, backend.NewMemoryBackend(16, 1, hashModel(16)), nil, []Request{req})[0]
+	res := generate(t, backend.NewMemoryBackend(16, 1, testmodel.HashModel(16)), nil, []Request{req})[0]
 	require.Len(t, observed, 20)
 	for k, scores := range observed {
 		sum := 0.0
@@ -677,7 +678,7 @@ func TestEndFlushesHeldText(t *testing.T) {
 }
 
 func TestNoSlots(t *testing.T) {
-	_, err := NewGenerator(backend.NewMemoryBackend(4, 0, hashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
+	_, err := NewGenerator(backend.NewMemoryBackend(4, 0, testmodel.HashModel(4)), nil).Generate(context.Background(), []Request{{Prompt: []int32{1}}})
 	require.Error(t, err)
 }
 
@@ -698,7 +699,7 @@ func (f fullBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 
 func TestSharedContextFull(t *testing.T) {
 	reqs := mixedRequests()[:3]
-	mem := backend.NewMemoryBackend(16, 2, hashModel(16))
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
 	want := generate(t, mem, nil, reqs)
 	calls := 0
 	res := generate(t, fullBackend{mem, &calls, 3}, nil, reqs)
@@ -718,7 +719,7 @@ func TestSharedContextFull(t *testing.T) {
 // with the same seed: both take one uniform per token from the same Source.
 func TestMirostatLibraryDrawsTheSameTokens(t *testing.T) {
 	const vocab = 32
-	model := hashModel(vocab)
+	model := testmodel.HashModel(vocab)
 	cfg := mirostat.Config{Version: mirostat.V2, Tau: 3, Eta: 0.2}
 	distinct := map[string]bool{}
 	for seed := range uint64(50) {

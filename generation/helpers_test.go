@@ -2,9 +2,7 @@ package generation
 
 import (
 	"errors"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -104,24 +102,6 @@ func chainModel(vocab int, next map[int32]int32) backend.ModelFunc {
 			n = tokEOS
 		}
 		buf[n] = 10
-		return buf, nil
-	}
-}
-
-// hashModel returns logits in [-3, 3) drawn from a generator seeded with a
-// hash of the whole history: every history has its own row, and the same
-// history always the same one.
-func hashModel(vocab int) backend.ModelFunc {
-	buf := make([]float32, vocab)
-	return func(history []int32) ([]float32, error) {
-		h := fnv.New64a()
-		for _, t := range history {
-			h.Write([]byte{byte(t), byte(t >> 8)})
-		}
-		src := rand.NewPCG(h.Sum64(), 7)
-		for i := range buf {
-			buf[i] = float32(src.Uint64()>>40)/float32(1<<24)*6 - 3
-		}
 		return buf, nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,13 +40,13 @@ func TestResumeContinuesExactly(t *testing.T) {
 	for _, kind := range []string{"greedy", "sample", "mirostat"} {
 		t.Run(kind, func(t *testing.T) {
 			req := resumeRequest(kind)
-			full, err := NewGenerator(backend.NewMemoryBackend(vocab, 1, hashModel(vocab)), tok).Generate(context.Background(), []Request{req})
+			full, err := NewGenerator(backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab)), tok).Generate(context.Background(), []Request{req})
 			require.NoError(t, err)
 			want := full[0]
 			require.GreaterOrEqual(t, len(want.Tokens), 12, "min_new_tokens keeps it going")
 			t.Logf("%d tokens, %s: %q", len(want.Tokens), want.Finish, want.Text)
 			for k := 1; k < len(want.Tokens); k++ {
-				g := NewGenerator(backend.NewMemoryBackend(vocab, 1, hashModel(vocab)), tok)
+				g := NewGenerator(backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab)), tok)
 				var st *RequestState
 				var text []byte
 				n := 0
@@ -64,7 +65,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 				require.NoError(t, back.UnmarshalBinary(data))
 				require.Equal(t, st, &back)
 
-				g2 := NewGenerator(backend.NewMemoryBackend(vocab, 1, hashModel(vocab)), tok)
+				g2 := NewGenerator(backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab)), tok)
 				var rest []int32
 				var last Event
 				for ev, err := range g2.Resume(context.Background(), []Request{req}, []*RequestState{&back}) {
@@ -88,7 +89,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 func TestResumeRefuses(t *testing.T) {
 	tok := testTokenizer{addBOS: true}
 	vocab := len(testPieces)
-	mem := backend.NewMemoryBackend(vocab, 1, hashModel(vocab))
+	mem := backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab))
 	g := NewGenerator(mem, tok)
 	req := resumeRequest("mirostat")
 	var st *RequestState

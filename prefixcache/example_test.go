@@ -7,12 +7,13 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
 // Two turns of a chat: the second evaluates only what the first did not.
 func Example() {
-	mem := backend.NewMemoryBackend(vocab, 2, hashModel()) // llamabackend.New(ctx) on llama.cpp
+	mem := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab)) // llamabackend.New(ctx) on llama.cpp
 	pc, err := prefixcache.New(mem, prefixcache.Options{CacheSlots: 1, MaxCells: 4096})
 	if err != nil {
 		panic(err)

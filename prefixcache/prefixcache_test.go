@@ -3,7 +3,6 @@ package prefixcache_test
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/mirostat"
 	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/assert"
@@ -18,24 +18,6 @@ import (
 )
 
 const vocab = 64
-
-// hashModel returns logits in [-3, 3) drawn from a generator seeded with a
-// hash of the whole history: every history has its own row, so a slot that
-// held anything but the exact history would give other tokens.
-func hashModel() backend.ModelFunc {
-	buf := make([]float32, vocab)
-	return func(history []int32) ([]float32, error) {
-		h := fnv.New64a()
-		for _, t := range history {
-			h.Write([]byte{byte(t), byte(t >> 8)})
-		}
-		src := rand.NewPCG(h.Sum64(), 7)
-		for i := range buf {
-			buf[i] = float32(src.Uint64()>>40)/float32(1<<24)*6 - 3
-		}
-		return buf, nil
-	}
-}
 
 func config(kind string, maxNew int) (*genconfig.Config, *mirostat.Config) {
 	c := genconfig.Default()
@@ -65,8 +47,8 @@ func toks(from, n int) []int32 {
 func TestChatUnchanged(t *testing.T) {
 	for _, kind := range []string{"greedy", "sample", "mirostat"} {
 		t.Run(kind, func(t *testing.T) {
-			plain := backend.NewMemoryBackend(vocab, 2, hashModel())
-			under := backend.NewMemoryBackend(vocab, 4, hashModel())
+			plain := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab))
+			under := backend.NewMemoryBackend(vocab, 4, testmodel.HashModel(vocab))
 			pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 2})
 			require.NoError(t, err)
 			require.Equal(t, 2, pc.Slots())
@@ -118,7 +100,7 @@ func TestChatUnchanged(t *testing.T) {
 // A prompt that a cached sequence holds whole still has its last token
 // evaluated, for its logits.
 func TestFullyCachedPrompt(t *testing.T) {
-	under := backend.NewMemoryBackend(vocab, 2, hashModel())
+	under := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 1})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -144,7 +126,7 @@ func TestFullyCachedPrompt(t *testing.T) {
 // dropped, and a history that an entry holds is not kept twice.
 func TestEviction(t *testing.T) {
 	ctx := context.Background()
-	under := backend.NewMemoryBackend(vocab, 4, hashModel())
+	under := backend.NewMemoryBackend(vocab, 4, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 3, MaxCells: 12})
 	require.NoError(t, err)
 	run := func(p []int32) {
@@ -196,7 +178,7 @@ func TestEviction(t *testing.T) {
 // A request copies a prefix from a slot that is still running.
 func TestLiveSource(t *testing.T) {
 	ctx := context.Background()
-	under := backend.NewMemoryBackend(vocab, 3, hashModel())
+	under := backend.NewMemoryBackend(vocab, 3, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 1})
 	require.NoError(t, err)
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: toks(1, 10)}}))
@@ -204,7 +186,7 @@ func TestLiveSource(t *testing.T) {
 	p := append(toks(1, 6), 40, 41)
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: []int32{9}}, {Slot: 1, Tokens: p}}))
 	assert.Equal(t, 3, under.Stats().Tokens, "one token for slot 0, two for slot 1")
-	ref := backend.NewMemoryBackend(vocab, 1, hashModel())
+	ref := backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab))
 	require.NoError(t, ref.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: p}}))
 	assert.Equal(t, ref.Logits(0), pc.Logits(1))
 	assert.EqualValues(t, 6, pc.Stats().TokensSaved)
@@ -227,7 +209,7 @@ func (f *failing) Eval(ctx context.Context, feeds []backend.Feed) error {
 // cache so that the next attempt has room.
 func TestFailedEval(t *testing.T) {
 	ctx := context.Background()
-	f := &failing{MemoryBackend: backend.NewMemoryBackend(vocab, 3, hashModel())}
+	f := &failing{MemoryBackend: backend.NewMemoryBackend(vocab, 3, testmodel.HashModel(vocab))}
 	pc, err := prefixcache.New(f, prefixcache.Options{CacheSlots: 2})
 	require.NoError(t, err)
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: toks(1, 5)}}))
@@ -257,7 +239,7 @@ func TestFailedEval(t *testing.T) {
 // leaves nothing behind when writing fails.
 func TestAdopt(t *testing.T) {
 	ctx := context.Background()
-	under := backend.NewMemoryBackend(vocab, 2, hashModel())
+	under := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 1})
 	require.NoError(t, err)
 	p := toks(4, 9)
@@ -307,8 +289,8 @@ func replay(t *testing.T, slots int) {
 	for i := range convs {
 		convs[i] = slices.Clone(systems[rng.IntN(len(systems))])
 	}
-	plain := backend.NewMemoryBackend(vocab, parallel, hashModel())
-	under := backend.NewMemoryBackend(vocab, parallel+slots, hashModel())
+	plain := backend.NewMemoryBackend(vocab, parallel, testmodel.HashModel(vocab))
+	under := backend.NewMemoryBackend(vocab, parallel+slots, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: slots, MaxCells: slots * 1024})
 	require.NoError(t, err)
 	genPlain := generation.NewGenerator(plain, nil)
@@ -379,7 +361,7 @@ func TestNoAllocs(t *testing.T) {
 // A slot written by Copy is not kept until an Eval extends it; then it is.
 func TestCopiedNotKept(t *testing.T) {
 	ctx := context.Background()
-	under := backend.NewMemoryBackend(vocab, 3, hashModel())
+	under := backend.NewMemoryBackend(vocab, 3, testmodel.HashModel(vocab))
 	pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 1})
 	require.NoError(t, err)
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: toks(1, 6)}}))
