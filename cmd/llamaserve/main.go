@@ -53,6 +53,7 @@ type options struct {
 	cacheSlots    int
 	cacheCells    int
 	maxBody       int64
+	shutdownWait  time.Duration
 	maxConcurrent int
 	version       bool
 	help          bool
@@ -69,12 +70,13 @@ Requests take OpenAI's fields, and transformers' GenerationConfig fields
 (top_k, min_p, repetition_penalty, ...) and mirostat, mirostat_tau,
 mirostat_eta as extensions. Requests join the running batch as they come
 (continuous batching); --parallel requests run at once, the others wait.
-SIGINT or SIGTERM stops the server after the requests in progress.
+SIGINT or SIGTERM stops the server after the requests in progress (at most
+--shutdown-timeout; then they are cut).
 `
 
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
-	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent"}},
+	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "shutdown-timeout"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
@@ -93,6 +95,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
+	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429)")
 	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
@@ -135,6 +138,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
 	case o.promptChunk == 0 || o.promptChunk < -1:
 		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
+	case o.shutdownWait <= 0:
+		return nil, cli.Usagef("--shutdown-timeout %v: must be positive", o.shutdownWait)
 	case o.maxBody < 1:
 		return nil, cli.Usagef("--max-body %d: must be at least 1", o.maxBody)
 	case o.cacheType != "f16" && o.cacheType != "f32":
@@ -278,7 +283,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	case <-stop:
 	}
 	fmt.Fprintln(stderr, "llamaserve: shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close() // the requests still running end: their contexts are cancelled

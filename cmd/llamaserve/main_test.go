@@ -586,8 +586,10 @@ func TestServeStreamedChoices(t *testing.T) {
 // streamed runs to its end, new connections are refused, and the process
 // exits with status 0.
 func TestServeGracefulShutdown(t *testing.T) {
-	// A reply long enough to be in progress when the signal comes.
-	all := []string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "4096"}
+	// A reply long enough to be in progress when the signal comes, and a
+	// grace period long enough for it even under AddressSanitizer.
+	all := []string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "4096",
+		"--shutdown-timeout", "5m"}
 	cmd := exec.Command(bin, all...)
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
