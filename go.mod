@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/ollama/ollama v0.17.4
 	github.com/openai/openai-go/v3 v3.98.0
+	golang.org/x/sys v0.48.0
 )
 
 require (
