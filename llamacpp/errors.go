@@ -37,10 +37,11 @@ var (
 // DecodeError is a non-zero return code of llama_decode with llama.cpp's own
 // explanation, when it logged one.
 type DecodeError struct {
-	Code   int32
-	Detail string
+	Code   int32  // llama_decode's return value
+	Detail string // llama.cpp's logged explanation, or ""
 }
 
+// Error returns the message of the error Code stands for, with Detail.
 func (e *DecodeError) Error() string {
 	msg := e.Unwrap().Error()
 	if e.Detail != "" {
