@@ -599,9 +599,11 @@ func TestReplay(t *testing.T) {
 		assert.Greater(t, r.Median, 0.0, n)
 	}
 	// 2 ms a step: at most 500 tokens/s; 16 prompt tokens at 100000 t/s.
+	// The lower bound only catches a wait of the wrong unit: a loaded 2-core
+	// machine made the steps 10 ms long (96 tokens/s) once.
 	raw := m.Speeds["tg4 raw decode"]
 	assert.LessOrEqual(t, raw.Max, 500.0)
-	assert.Greater(t, raw.Median, 100.0)
+	assert.Greater(t, raw.Median, 25.0)
 	assert.LessOrEqual(t, m.Speeds["pp16 raw decode"].Max, 100000.0)
 
 	res = run(t, "--replay", filepath.Join(dir, "missing.json"))
