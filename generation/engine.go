@@ -333,6 +333,30 @@ func (t *Task) Events() iter.Seq[Event] {
 	}
 }
 
+// Generate submits every request of reqs at once, as that many concurrent
+// clients would, and waits for their results, in the order of reqs. A
+// request that Submit refuses keeps a zero Result; the refusals are
+// returned together (errors.Join) beside the others' results.
+func (e *Engine) Generate(ctx context.Context, reqs []Request) ([]Result, error) {
+	results := make([]Result, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task, err := e.Submit(ctx, reqs[i])
+			if err != nil {
+				errs[i] = fmt.Errorf("request %d: %w", i, err)
+				return
+			}
+			results[i] = task.Result()
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
 // Result iterates Events to the end and gathers the request's output, as
 // Generator.Generate does.
 func (t *Task) Result() Result {

@@ -60,19 +60,8 @@ func TestEngineEqualsAlone(t *testing.T) {
 			b := backend.NewMemoryBackend(16, tc.slots, testmodel.HashModel(16))
 			e, err := NewEngine(b, nil, EngineOptions{PromptChunk: tc.chunk})
 			require.NoError(t, err)
-			got := make([]Result, len(reqs))
-			var wg sync.WaitGroup
-			for i := range reqs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					task, err := e.Submit(context.Background(), reqs[i])
-					if err == nil {
-						got[i] = task.Result()
-					}
-				}()
-			}
-			wg.Wait()
+			got, err := e.Generate(context.Background(), reqs)
+			require.NoError(t, err)
 			require.NoError(t, e.Close())
 			require.Equal(t, alone, got)
 			requireEmptySlots(t, b)
@@ -334,4 +323,21 @@ func TestEngineOverPrefixCache(t *testing.T) {
 	// chosen, not fed): 4 prompt tokens and 4 of the 5 new ones remain.
 	require.Equal(t, 4+4, mem.Stats().Tokens)
 	require.Equal(t, int64(1), pc.Stats().Hits)
+}
+
+// Generate runs the requests Submit accepts and reports the ones it refuses,
+// by index, beside the others' results.
+func TestEngineGenerateReportsRefusals(t *testing.T) {
+	mem := backend.NewMemoryBackend(16, 2, testmodel.HashModel(16))
+	mem.SetCapacity(8)
+	e, err := NewEngine(mem, nil, EngineOptions{})
+	require.NoError(t, err)
+	defer e.Close()
+	ok := Request{Prompt: []int32{1, 2}, Config: greedyConfig(3)}
+	got, err := e.Generate(context.Background(), []Request{ok, {Prompt: make([]int32, 9), Config: greedyConfig(4)}})
+	require.ErrorIs(t, err, ErrPromptTooLong)
+	require.ErrorContains(t, err, "request 1: ")
+	alone := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
+	require.Equal(t, generate(t, alone, nil, []Request{ok})[0], got[0])
+	require.Zero(t, got[1].Tokens)
 }

@@ -3,7 +3,6 @@ package llamabackend_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,19 +39,8 @@ func TestLlamaEngineEqualsAlone(t *testing.T) {
 	_, b := llamaGenerator(t, m, llamacpp.ContextParams{ContextSize: 2048, Sequences: 4, BatchSize: 16})
 	e, err := generation.NewEngine(b, llamabackend.Tokenizer{Vocab: m.Vocab()}, generation.EngineOptions{PromptChunk: 5})
 	require.NoError(t, err)
-	got := make([]generation.Result, len(reqs))
-	var wg sync.WaitGroup
-	for i := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			task, err := e.Submit(context.Background(), reqs[i])
-			if err == nil {
-				got[i] = task.Result()
-			}
-		}()
-	}
-	wg.Wait()
+	got, err := e.Generate(context.Background(), reqs)
+	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	// Tokens, text and finish are exact; a log-probability differs in its
 	// last bits, as llama.cpp's kernels sum in another order for another
@@ -109,23 +97,14 @@ func BenchmarkLlamaEngineOverhead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				counts := make([]int, rows)
-				var wg sync.WaitGroup
-				for i := range reqs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						task, err := e.Submit(context.Background(), reqs[i])
-						if err == nil {
-							counts[i] = len(task.Result().Tokens)
-						}
-					}()
+				res, err = e.Generate(context.Background(), reqs)
+				if err != nil {
+					b.Fatal(err)
 				}
-				wg.Wait()
 				e.Close()
 				engT += time.Since(start)
-				for _, c := range counts {
-					engN += c
+				for _, r := range res {
+					engN += len(r.Tokens)
 				}
 			}
 			gen, eng := float64(genN)/genT.Seconds(), float64(engN)/engT.Seconds()
