@@ -82,6 +82,20 @@ type Result struct {
 	Stats  Stats
 }
 
+// Add gathers ev, an event of the request, into r, as Generate does: its
+// tokens, its candidates, a step when it evaluated anything, and its end.
+func (r *Result) Add(ev Event) {
+	r.Tokens = append(r.Tokens, ev.Tokens...)
+	r.Stats.Drafted += ev.Drafted
+	r.Stats.Accepted += ev.Accepted
+	if ev.Tokens != nil || ev.Drafted > 0 {
+		r.Stats.Steps++
+	}
+	if ev.Finish != generation.NotFinished {
+		r.Finish, r.Err = ev.Finish, ev.Err
+	}
+}
+
 // Options configures a Decoder.
 type Options struct {
 	// Draft is the draft model's backend (transformers' assistant_model),
@@ -142,16 +156,7 @@ func (d *Decoder) Generate(ctx context.Context, reqs []Request) ([]Result, error
 		if err != nil {
 			return res, err
 		}
-		r := &res[ev.Request]
-		r.Tokens = append(r.Tokens, ev.Tokens...)
-		r.Stats.Drafted += ev.Drafted
-		r.Stats.Accepted += ev.Accepted
-		if ev.Tokens != nil || ev.Drafted > 0 {
-			r.Stats.Steps++
-		}
-		if ev.Finish != generation.NotFinished {
-			r.Finish, r.Err = ev.Finish, ev.Err
-		}
+		res[ev.Request].Add(ev)
 	}
 	return res, nil
 }

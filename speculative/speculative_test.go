@@ -100,11 +100,7 @@ func checked(t *testing.T, d *speculative.Decoder, target, draft *backend.Memory
 	for ev, err := range d.Stream(context.Background(), reqs) {
 		require.NoError(t, err)
 		r := &res[ev.Request]
-		r.Tokens = append(r.Tokens, ev.Tokens...)
-		r.Stats.Drafted += ev.Drafted
-		r.Stats.Accepted += ev.Accepted
-		r.Stats.Steps++
-		r.Finish = ev.Finish
+		r.Add(ev)
 		s := append(slices.Clone(reqs[ev.Request].Prompt), r.Tokens...)
 		if ev.Finish != generation.NotFinished {
 			require.Empty(t, target.History(ev.Slot), "request %d finished", ev.Request)

@@ -58,11 +58,7 @@ func checkLlamaCells(t *testing.T, d *speculative.Decoder, target, draft *llamab
 	for ev, err := range d.Stream(context.Background(), reqs) {
 		require.NoError(t, err)
 		r := &res[ev.Request]
-		r.Tokens = append(r.Tokens, ev.Tokens...)
-		r.Stats.Drafted += ev.Drafted
-		r.Stats.Accepted += ev.Accepted
-		r.Stats.Steps++
-		r.Finish = ev.Finish
+		r.Add(ev)
 		n := int32(len(reqs[ev.Request].Prompt) + len(r.Tokens))
 		pos, err := target.Context().SeqPosMax(int32(ev.Slot))
 		require.NoError(t, err)
