@@ -178,9 +178,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.StringVar(&o.chartPath, "chart", "", "draw tokens/s by batch rows and by beams to `FILE`.svg or FILE.png")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
-	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
-	fs.BoolVar(&o.help, "h", false, "show this help")
-	fs.BoolVar(&o.help, "help", false, "show this help")
+	cli.CommonFlags(fs, &o.version, &o.help)
 	return fs
 }
 

@@ -380,9 +380,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.trimLeadingSpace, "trim-leading-space", false, "drop one space from the start of the generated text, as transformers' tokenizer.decode of the new tokens does for SentencePiece vocabularies (Llama 2, Mistral, Gemma); by default the text is llama.cpp's pieces, whose first space separates the continuation from the prompt")
 	fs.BoolVar(&o.json, "json", false, "write JSON lines to stdout (see above)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no summary line and no warnings on stderr")
-	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
-	fs.BoolVar(&o.help, "h", false, "show this help")
-	fs.BoolVar(&o.help, "help", false, "show this help")
+	cli.CommonFlags(fs, &o.version, &o.help)
 	fs.Usage = func() {} // the flag package calls it on every parse error
 	return fs
 }

@@ -107,9 +107,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: a reply depends on the batch it runs in only through float32 rounding)")
 	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
 	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
-	fs.BoolVar(&o.version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
-	fs.BoolVar(&o.help, "h", false, "show this help")
-	fs.BoolVar(&o.help, "help", false, "show this help")
+	cli.CommonFlags(fs, &o.version, &o.help)
 	return fs
 }
 

@@ -15,6 +15,14 @@ type Group struct {
 	Flags []string
 }
 
+// CommonFlags defines the options every command has: --version, and -h and
+// --help.
+func CommonFlags(fs *flag.FlagSet, version, help *bool) {
+	fs.BoolVar(version, "version", false, "print the versions of llamaloop and llama.cpp and exit")
+	fs.BoolVar(help, "h", false, "show this help")
+	fs.BoolVar(help, "help", false, "show this help")
+}
+
 // Parse parses a command's args with fs, whose -h and --help set *help.
 // A bad option is a UsageError (FlagError); a request for help prints the
 // usage to out (PrintUsage with head and groups) and returns flag.ErrHelp.
