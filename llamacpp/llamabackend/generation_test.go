@@ -204,28 +204,49 @@ func TestLlamaSamplingFrequencies(t *testing.T) {
 		require.Len(t, r.Tokens, 1)
 		counts[r.Tokens[0]]++
 	}
-	// Categories: every token with expected count >= 5, the rest pooled.
-	chi, pooledObs, pooledExp, df := 0.0, 0.0, 0.0, -1
+	var c chiSquare
 	for tok, p := range want {
-		e := p * n
-		o := float64(counts[int32(tok)])
-		if e >= 5 {
-			chi += (o - e) * (o - e) / e
-			df++
-		} else {
-			pooledObs += o
-			pooledExp += e
-		}
+		c.add(float64(counts[int32(tok)]), p*n)
 	}
-	if pooledExp > 0 {
-		chi += (pooledObs - pooledExp) * (pooledObs - pooledExp) / pooledExp
-		df++
-	}
+	chi, df := c.result()
 	// Upper 1e-4 quantiles of chi-square for small df.
 	critical := []float64{0, 15.14, 18.42, 21.11, 23.51, 25.74, 27.86, 29.88, 31.83, 33.72}
 	require.Less(t, df, len(critical))
 	t.Logf("chi-square %.2f with %d degrees of freedom (critical %.2f)", chi, df, critical[df])
 	assert.Less(t, chi, critical[df])
+}
+
+// chiSquare accumulates Pearson's statistic over categories: those with an
+// expected count of at least 5 on their own, the others pooled into one.
+type chiSquare struct {
+	chi, pooledObs, pooledExp float64
+	categories                int
+}
+
+// add counts a category observed observed times where expected were expected.
+func (c *chiSquare) add(observed, expected float64) {
+	if expected < 5 {
+		c.pool(observed, expected)
+		return
+	}
+	c.chi += (observed - expected) * (observed - expected) / expected
+	c.categories++
+}
+
+// pool adds to the pooled category.
+func (c *chiSquare) pool(observed, expected float64) {
+	c.pooledObs += observed
+	c.pooledExp += expected
+}
+
+// result returns the statistic and its degrees of freedom.
+func (c *chiSquare) result() (float64, int) {
+	chi, n := c.chi, c.categories
+	if c.pooledExp > 0 {
+		chi += (c.pooledObs - c.pooledExp) * (c.pooledObs - c.pooledExp) / c.pooledExp
+		n++
+	}
+	return chi, n - 1
 }
 
 func softmax64(x []float64) []float64 {

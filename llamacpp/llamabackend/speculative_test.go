@@ -266,31 +266,23 @@ func TestLlamaSpeculativeSamplingFrequencies(t *testing.T) {
 		st = st.Add(r.Stats)
 	}
 	first := softmax64(oracle.Logits(prev))
-	chi, pooledObs, pooledExp, df := 0.0, 0.0, 0.0, -1
+	var cs chiSquare
 	for a, pa := range first {
 		if pa*n < 1e-3 {
-			pooledExp += pa * n // the whole row: negligible
+			observed := 0 // the whole row: negligible
 			for pair, c := range counts {
 				if pair[0] == int32(a) {
-					pooledObs += float64(c)
+					observed += c
 				}
 			}
+			cs.pool(float64(observed), pa*n)
 			continue
 		}
 		for b, pb := range softmax64(oracle.Logits(int32(a))) {
-			e := pa * pb * n
-			o := float64(counts[[2]int32{int32(a), int32(b)}])
-			if e >= 5 {
-				chi += (o - e) * (o - e) / e
-				df++
-			} else {
-				pooledObs += o
-				pooledExp += e
-			}
+			cs.add(float64(counts[[2]int32{int32(a), int32(b)}]), pa*pb*n)
 		}
 	}
-	chi += (pooledObs - pooledExp) * (pooledObs - pooledExp) / pooledExp
-	df++
+	chi, df := cs.result()
 	// Wilson and Hilferty's quantile at z = 3.719 (upper 1e-4).
 	k := float64(df)
 	h := 2 / (9 * k)
