@@ -47,11 +47,7 @@ func (b *gatedBackend) Eval(ctx context.Context, feeds []backend.Feed) error {
 // alone, and leave every slot empty.
 func TestEngineEqualsAlone(t *testing.T) {
 	reqs := mixedRequests()
-	var alone []Result
-	for i := range reqs {
-		b := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
-		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
-	}
+	alone := eachAlone(t, reqs)
 	for _, tc := range []struct {
 		name         string
 		slots, chunk int

@@ -74,16 +74,23 @@ func requireEmptySlots(t *testing.T, b *backend.MemoryBackend) {
 	}
 }
 
-// A row's tokens and log-probabilities depend only on its own request: not
-// on the rows beside it, the number of slots (rows waiting for one) or the
-// backend's batch size.
-func TestBatchEqualsAlone(t *testing.T) {
-	reqs := mixedRequests()
+// eachAlone generates each request alone on a one-slot memory backend of
+// the hash model: what every batch of them must reproduce.
+func eachAlone(t *testing.T, reqs []Request) []Result {
 	var alone []Result
 	for i := range reqs {
 		b := backend.NewMemoryBackend(16, 1, testmodel.HashModel(16))
 		alone = append(alone, generate(t, b, nil, reqs[i:i+1])[0])
 	}
+	return alone
+}
+
+// A row's tokens and log-probabilities depend only on its own request: not
+// on the rows beside it, the number of slots (rows waiting for one) or the
+// backend's batch size.
+func TestBatchEqualsAlone(t *testing.T) {
+	reqs := mixedRequests()
+	alone := eachAlone(t, reqs)
 	for _, tc := range []struct {
 		name         string
 		slots, batch int
