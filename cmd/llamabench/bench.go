@@ -128,11 +128,15 @@ type bench struct {
 
 // randomPrompt returns n token ids drawn from the ordinary part of the
 // vocabulary (past the control and byte tokens where there is room).
-func (b *bench) randomPrompt(n int) []int32 {
-	lo := min(300, b.vocab/2)
+func (b *bench) randomPrompt(n int) []int32 { return randomTokens(b.rng, b.vocab, n) }
+
+// randomTokens returns n token ids of a vocabulary of vocab tokens drawn
+// with rng, past the first 300 (control and byte tokens) where there is room.
+func randomTokens(rng *rand.Rand, vocab, n int) []int32 {
+	lo := min(300, vocab/2)
 	p := make([]int32, n)
 	for i := range p {
-		p[i] = int32(lo + b.rng.IntN(b.vocab-lo))
+		p[i] = int32(lo + rng.IntN(vocab-lo))
 	}
 	return p
 }

@@ -97,14 +97,7 @@ type replayBench struct {
 	vocab  int
 }
 
-func (r *replayBench) prompt(n int) []int32 {
-	lo := min(300, r.vocab/2)
-	p := make([]int32, n)
-	for i := range p {
-		p[i] = int32(lo + r.rng.IntN(r.vocab-lo))
-	}
-	return p
-}
+func (r *replayBench) prompt(n int) []int32 { return randomTokens(r.rng, r.vocab, n) }
 
 func replayModelBench(ctx context.Context, o *options, mp replay.ModelProfile) (*replayModel, error) {
 	slots := max(1, slices.Max(append([]int{1}, o.beams...)))
