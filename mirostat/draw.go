@@ -16,7 +16,7 @@ import (
 // finds it without ranking. Few candidates it collects and partitions by
 // rank, keeping the side that holds the target (descend, a quickselect).
 // Many it counts in a histogram of probability mass by logit band, built
-// by the normalizer's own pass from its terms, walks the bands to the one
+// from the normalizer's terms in a pass of its own, walks the bands to the one
 // that holds the target and partitions only that band's tokens, typically
 // a few hundred.
 // Either way a step costs O(n).
@@ -43,8 +43,8 @@ const bandShift = 6
 // = b, the last band everything lower; masked tokens are in none. Past
 // ln n + 40 below the largest logit, all tokens together weigh less than
 // e^-40 times the most probable one; on the rows of a language model, a band
-// holds at most a few hundred tokens where the mass is. The normalizer's
-// pass fills it (logitTerms), from the same terms it adds, each within
+// holds at most a few hundred tokens where the mass is. logitTerms fills it
+// (fill) from the terms the normalizer adds, each within
 // 1e-13 of the probability of its token times exp(lnZ), well within the
 // 1e-12 that drawSlack allows.
 type histogram struct {
@@ -106,19 +106,17 @@ func (h *histogram) add(x float32, i int, e float64) {
 	s.count++
 }
 
-// addTerms is numeric.AddTerms without a limit (a V1 draw takes its
-// top M from the histogram), entering each unmasked token in h as well. It
-// stops at a token more than 88.7 below the maximum, which logitTerms
-// enters by add: the loop takes the others, whose bands need no clamping.
-func (h *histogram) addTerms(row []float32, i int, z float64) (int, float64) {
+// fill enters every unmasked token of row in h. The tokens within 88.7 of
+// the largest logit, nearly all of them, go through a loop without calls
+// (bandOf and numeric.ExpTerm written out, so that the constants stay in
+// registers); add enters the others, whose bands bandOf clamps.
+func (h *histogram) fill(row []float32) {
 	m, shifter := h.shift, math.Float64bits(numeric.ExpShifter)
 	v := &numeric.ExpTermVars
 	inv, sh, one, c1, c2, c3 := v[0], v[1], v[2], v[3], v[4], v[5]
 	stats, next := h.stats[:bands], h.next[:len(row)]
-	for ; i < len(row); i++ {
-		// bandOf, written out: it does not inline. numeric.ExpTerm too,
-		// so that its constants stay in registers.
-		u := float64((float64(row[i]) - m) * inv)
+	for i, x := range row {
+		u := float64((float64(x) - m) * inv)
 		kf := u + sh
 		k := math.Float64bits(kf)
 		f := u - (kf - sh)
@@ -126,18 +124,16 @@ func (h *histogram) addTerms(row []float32, i int, z float64) (int, float64) {
 		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
 		b := (shifter - k) >> bandShift
 		if b >= bands {
-			if math.Float32bits(row[i]) == 0xff800000 { // masked: no term, no band
-				continue
+			if math.Float32bits(x) != 0xff800000 { // not masked: below the bands
+				h.add(x, i, numeric.Term(float64(x)-m))
 			}
-			break // below the bands: bandOf clamps
+			continue
 		}
-		z += e
 		s := &stats[b]
 		next[i], s.head = s.head, int32(i)
 		s.mass += e
 		s.count++
 	}
-	return i, z
 }
 
 // best returns the m best tokens in rank order (fewer when fewer are
@@ -360,10 +356,9 @@ func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 	if s.cfg.Version == V1 {
 		return s.drawLogitsV1(row, u)
 	}
-	// The histogram's pass costs half as much again as the normalizer's
-	// alone, and a V2 step needs it only when many tokens are near its
-	// threshold. So the normalizer comes first (the same terms in the same
-	// order: the same sum), then one light pass counts the tokens of the
+	// The histogram's pass costs several times the normalizer's, and a V2
+	// step needs it only when many tokens are near its threshold. So the
+	// normalizer comes first, then one light pass counts the tokens of the
 	// bands the histogram would have looked at and collects the candidates;
 	// only when they are too many does the step run the histogram's way.
 	st, err := logitStats(row, nil)

@@ -53,23 +53,17 @@ func (st *rowStats) prob(lv float64) float64 {
 const maxRowLen = math.MaxInt32
 
 // logitStats validates a row of logits and computes its softmax normalizer:
-// the maximum m in a first pass, then Σ exp(x - m) in float64, in token
-// order. A NaN makes the sum NaN and a +Inf the maximum, so validation
-// costs nothing until a row is bad. When top is not nil, the second pass
-// also collects the best tokens in it; the comparison with its threshold
-// costs little, whereas appending V2's candidates in this loop made it
-// several times slower, so V2 selects in another pass.
+// the maximum m in a first pass, then Σ exp(x - m) in float64 in
+// numeric.ExpSum's order (on several cores for a wide row). A NaN makes the
+// sum NaN and a +Inf the maximum, so validation costs nothing until a row is
+// bad. When top is not nil, another pass collects the best tokens in it.
 func logitStats(row []float32, top *topSet) (rowStats, error) {
 	return logitTerms(row, top, nil)
 }
 
 // logitTerms is logitStats, filling the histogram h instead of top when h
-// is not nil (a draw takes V1's top M from h). Both add the same terms in
-// the same order, so that a draw and the reference see the same normalizer
-// to the last bit (numeric.Term's). The tokens that do not enter top and
-// lie within 88.7 of the maximum (histogram.addTerms) or 700
-// (numeric.AddTerms), nearly all of them, go through loops without calls;
-// the others take the same arithmetic here.
+// is not nil (a draw takes V1's top M from h). Every path takes the same
+// normalizer, so that a draw and the reference see it to the last bit.
 func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 	if len(row) == 0 {
 		return rowStats{}, ErrEmptyRow
@@ -84,46 +78,24 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 		}
 		return rowStats{}, ErrAllMasked
 	}
-	if h != nil {
-		h.reset(len(row), m)
-		top = nil
-	}
-	thr := math.Inf(1) // nothing beats it: no set
-	if top != nil {
-		thr = top.thr
-	}
-	z := 0.0
-	i := 0
-	if top == nil && h == nil {
-		// The normalizer alone: on a machine with cores to spare, its terms
-		// are computed in chunks on several (the same sum to the last bit).
-		z, i = numeric.ExpSumParallel(row, m), len(row)
-	}
-	for i < len(row) {
-		if h != nil {
-			i, z = h.addTerms(row, i, z)
-		} else {
-			i, z = numeric.AddTerms(row, i, m, thr, z)
-		}
-		if i >= len(row) {
-			break
-		}
-		x := row[i]
-		e := numeric.Term(float64(x) - m)
-		z += e
-		if h != nil {
-			h.add(x, i, e)
-		}
-		if float64(x) > thr {
-			thr = top.add(float64(x), i)
-		}
-		i++
-	}
+	z := numeric.ExpSumParallel(row, m)
 	if math.IsNaN(z) {
 		if err := firstNonFiniteLogit(row); err != nil {
 			return rowStats{}, err
 		}
 		return rowStats{}, ErrNumerical
+	}
+	switch {
+	case h != nil:
+		h.reset(len(row), m)
+		h.fill(row)
+	case top != nil:
+		thr := top.thr
+		for i, v := range row {
+			if x := float64(v); x > thr {
+				thr = top.add(x, i)
+			}
+		}
 	}
 	return rowStats{n: len(row), top: best, shift: m, lnZ: math.Log(z)}, nil
 }
