@@ -13,10 +13,11 @@
 //
 // # Normalizer
 //
-// [ExpSum] and [ExpSumAt] add e^(x - m) in float64 in index order with [Term] arithmetic, so that a
-// sum over a whole row and a sum over the list of its finite entries agree to the last bit;
-// [LogSumExp] is m + ln of that sum. [AddTerms] is the loop inside them, resumable, for mirostat's
-// normalizer, which also collects its best tokens in the same pass.
+// [ExpSum] adds e^(x - m) in float64 with [Term] arithmetic in a fixed order of lanes and blocks
+// (see [SumBlock]) that vector instructions and several cores can follow, so that the sum is the
+// same bits on every machine; [ExpSumAt] over the list of a row's finite entries gives the same
+// bits, and [ExpSumParallel] splits a wide row's blocks over the machine's cores. [LogSumExp] is
+// m + ln of that sum.
 //
 // # Draws
 //
