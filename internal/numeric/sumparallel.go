@@ -6,10 +6,13 @@ import (
 	"github.com/llamaloop/llamaloop/internal/parallel"
 )
 
-// expChunkLen is the fewest entries a part of ExpSumParallel takes: a hand-off to a core costs a
-// few microseconds, a block of terms about as much. A variable so that tests can split small rows.
+// expChunkLen is the fewest entries ExpSumParallel splits, and expPartLen
+// the entries of a part: a few microseconds of work, so that the caller,
+// which takes every part no worker has taken yet, loses little to a worker
+// that wakes late. Variables so that tests can split small rows.
 var (
 	expChunkLen = 1 << 14
+	expPartLen  = 2 * SumBlock
 	expWorkers  = parallel.Workers
 )
 
@@ -34,12 +37,12 @@ func (t *expBlocks) Do(p int) {
 
 // ExpSumParallel returns ExpSum(row, m) to the last bit. On a machine with several cores it sums
 // the blocks of a wide row on several of them and adds the blocks' sums in order on the
-// caller's.
+// caller's, in parts of a few blocks.
 func ExpSumParallel(row []float32, m float64) float64 {
-	parts := min(expWorkers(), len(row)/expChunkLen)
-	if parts < 2 {
+	if expWorkers() < 2 || len(row) < expChunkLen {
 		return ExpSum(row, m)
 	}
+	parts := (len(row) + expPartLen - 1) / expPartLen
 	t := expBlocksPool.Get().(*expBlocks)
 	blocks := (len(row) + SumBlock - 1) / SumBlock
 	if cap(t.sums) < blocks {

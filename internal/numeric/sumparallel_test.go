@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ExpSumParallel, its rows split into 2 to 9 chunks, gives ExpSum's bits on
+// ExpSumParallel, its rows split into parts of any length for 2 to 9 workers, gives ExpSum's bits on
 // rows of every range, masked or not, with NaN, of every length.
 func TestExpSumParallelEqualsExpSum(t *testing.T) {
-	defer func(n int, f func() int) { expChunkLen, expWorkers = n, f }(expChunkLen, expWorkers)
+	defer func(n, p int, f func() int) { expChunkLen, expPartLen, expWorkers = n, p, f }(expChunkLen, expPartLen, expWorkers)
 	r := rand.New(rand.NewPCG(41, 42))
 	for iter := range 400 {
 		n := 1 + r.IntN(40000)
@@ -29,20 +29,20 @@ func TestExpSumParallelEqualsExpSum(t *testing.T) {
 			}
 		}
 		want := ExpSum(row, m)
-		parts := 2 + r.IntN(8)
-		expChunkLen, expWorkers = 1, func() int { return parts }
+		workers := 2 + r.IntN(8)
+		expChunkLen, expPartLen, expWorkers = 1, 1+r.IntN(n), func() int { return workers }
 		got := ExpSumParallel(row, m)
 		if math.IsNaN(want) {
 			require.True(t, math.IsNaN(got), "iter %d", iter)
 			continue
 		}
-		require.Equal(t, math.Float64bits(want), math.Float64bits(got), "iter %d: n %d, scale %v, %d chunks", iter, n, scale, parts)
+		require.Equal(t, math.Float64bits(want), math.Float64bits(got), "iter %d: n %d, scale %v, parts of %d", iter, n, scale, expPartLen)
 	}
 }
 
 func TestExpSumParallelAllocatesNothing(t *testing.T) {
-	defer func(n int, f func() int) { expChunkLen, expWorkers = n, f }(expChunkLen, expWorkers)
-	expChunkLen, expWorkers = 1, func() int { return 4 }
+	defer func(n, p int, f func() int) { expChunkLen, expPartLen, expWorkers = n, p, f }(expChunkLen, expPartLen, expWorkers)
+	expChunkLen, expPartLen, expWorkers = 1, 100, func() int { return 4 }
 	row := randomRow(rand.New(rand.NewPCG(1, 1)), 1000, 2, 0, 0.1)
 	ExpSumParallel(row, 20)
 	require.Zero(t, testing.AllocsPerRun(50, func() { ExpSumParallel(row, 20) }))
