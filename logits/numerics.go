@@ -91,10 +91,7 @@ func LogSoftmax(dst, src []float32) {
 		return
 	}
 	logSum := float32(math.Log(numeric.ExpSumParallel(src, float64(m))))
-	dst = dst[:len(src)]
-	for i, x := range src {
-		dst[i] = (x - m) - logSum
-	}
+	numeric.Shift(dst, src, m, logSum)
 }
 
 // Softmax writes softmax(src) into dst in float32: dst_i = exp(src_i - max) / Σ_j exp(src_j - max),

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// vectorSum reports whether addLanes runs the AVX2 loop here.
-var vectorSum = cpu.X86.HasAVX2
+// hasAVX2 reports whether the vector loops (addLanes, Shift) run here.
+var hasAVX2 = cpu.X86.HasAVX2
 
 // expVecConsts holds, four times each (one vector register), the constants of the AVX2 loop:
 // 1024/ln2, ExpShifter, the table mask, the polynomial's coefficients c3, c2, c1 and 1,
@@ -36,7 +36,7 @@ func expLanesAVX2(row *float32, groups int, m float64, l *lanes, consts *[12][4]
 // addLanes is addLanesGo, with AVX2 where the machine has it.
 func addLanes(l *lanes, block []float32, m float64) int {
 	g := len(block) / SumLanes
-	if !vectorSum || g == 0 {
+	if !hasAVX2 || g == 0 {
 		return addLanesGo(l, block, m)
 	}
 	expLanesAVX2(unsafe.SliceData(block), g, m, l, &expVecConsts, &ExpTermTable)
