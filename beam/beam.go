@@ -287,7 +287,6 @@ func Search(ctx context.Context, backend backend.Backend, prompts [][]int32, opt
 		return nil, err
 	}
 	res, err := s.run()
-	s.work.stop()
 	if cerr := s.releaseAll(); cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}

@@ -2,9 +2,9 @@ package beam
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 
+	"github.com/llamaloop/llamaloop/internal/parallel"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -20,13 +20,16 @@ type rowJob struct {
 	hist     *logits.History
 }
 
-// rowWork processes the rows of a step, in parallel on workers that live
-// as long as the search once a step is large enough.
+// rowWork processes the rows of a step, on the machine's cores once a step
+// is large enough (internal/parallel).
 type rowWork struct {
+	s    *search
 	jobs []rowJob
-	next chan int // indexes into jobs
 	wg   sync.WaitGroup
 }
+
+// Do processes row i.
+func (w *rowWork) Do(i int) { w.s.processRow(&w.jobs[i]) }
 
 // processAll turns each live beam's logits into the scores its rule ranks:
 // log-softmax (beam search) or a copy (greedy, sampling), then the
@@ -35,7 +38,7 @@ type rowWork struct {
 // parallel; llama.cpp's vocabularies make this the search's main cost.
 func (s *search) processAll() error {
 	w := &s.work
-	w.jobs = w.jobs[:0]
+	w.s, w.jobs = s, w.jobs[:0]
 	for _, g := range s.groups {
 		if g.prompt < 0 {
 			continue
@@ -48,39 +51,12 @@ func (s *search) processAll() error {
 			w.jobs = append(w.jobs, rowJob{src: src, dst: g.scores[j], hist: b.hist})
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(w.jobs))
-	if workers < 2 || len(w.jobs)*s.vocab < parallelEntries {
+	if len(w.jobs)*s.vocab < parallelEntries {
 		for i := range w.jobs {
 			s.processRow(&w.jobs[i])
 		}
 	} else {
-		if w.next == nil {
-			w.next = make(chan int, len(s.slot))
-			for range workers - 1 {
-				go func() {
-					for i := range w.next {
-						s.processRow(&w.jobs[i])
-						w.wg.Done()
-					}
-				}()
-			}
-		}
-		w.wg.Add(len(w.jobs))
-		for i := range w.jobs {
-			w.next <- i
-		}
-		// The search's goroutine works too.
-		for {
-			select {
-			case i := <-w.next:
-				s.processRow(&w.jobs[i])
-				w.wg.Done()
-				continue
-			default:
-			}
-			break
-		}
-		w.wg.Wait()
+		parallel.Run(len(w.jobs), w, &w.wg)
 	}
 	if s.opts.OutputScores {
 		for _, g := range s.groups {
@@ -101,12 +77,4 @@ func (s *search) processRow(job *rowJob) {
 		copy(job.dst, job.src)
 	}
 	s.pipe.Process(job.hist, job.dst)
-}
-
-// stop ends the workers.
-func (w *rowWork) stop() {
-	if w.next != nil {
-		close(w.next)
-		w.next = nil
-	}
 }

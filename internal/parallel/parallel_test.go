@@ -53,3 +53,28 @@ func TestRunAllocatesNothing(t *testing.T) {
 	Run(4, s, &wg) // start the workers
 	assert.Zero(t, testing.AllocsPerRun(100, func() { Run(4, s, &wg) }))
 }
+
+// nested runs a Run of its own in each part, as a beam step's rows run
+// their log-softmax's chunks.
+type nested struct {
+	inner []*squares
+	wgs   []sync.WaitGroup
+}
+
+func (n *nested) Do(i int) { Run(len(n.inner[i].out), n.inner[i], &n.wgs[i]) }
+
+// Parts that run parts of their own finish, every inner part once: a caller
+// that waits takes queued parts, its own or another's.
+func TestRunNested(t *testing.T) {
+	for range 100 {
+		n := &nested{wgs: make([]sync.WaitGroup, 6)}
+		for i := range 6 {
+			n.inner = append(n.inner, &squares{out: make([]int, 5+i)})
+		}
+		var wg sync.WaitGroup
+		Run(6, n, &wg)
+		for i, s := range n.inner {
+			assert.Equal(t, int32(5+i), s.calls.Load())
+		}
+	}
+}

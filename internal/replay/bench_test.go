@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/beam"
@@ -29,10 +30,15 @@ func chain() *genconfig.Config {
 }
 
 // BenchmarkReplayedStep is one token of one row (b.N tokens in one
-// request) at the vocabulary of bench-1b, by method; beam-4 is one step of
-// a 4-beam search.
+// request) at the vocabularies of bench-small and bench-1b, by method;
+// beam-4 is one step of a 4-beam search.
 func BenchmarkReplayedStep(b *testing.B) {
-	const vocab = 128256
+	for _, vocab := range []int{32000, 128256} {
+		b.Run(fmt.Sprintf("vocab=%d", vocab), func(b *testing.B) { benchmarkReplayedStep(b, vocab) })
+	}
+}
+
+func benchmarkReplayedStep(b *testing.B, vocab int) {
 	prompt := []int32{300, 301, 302, 303}
 	for _, m := range []struct {
 		name string
