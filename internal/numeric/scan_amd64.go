@@ -1,0 +1,44 @@
+//go:build amd64 && !purego
+
+package numeric
+
+import "golang.org/x/sys/cpu"
+
+// scanVector reports whether the scans compare with vector instructions
+// here (a variable so that tests can run the plain loops too).
+var scanVector = cpu.X86.HasAVX2
+
+// scanLen is how many of n scores the vector loops take: the longest whole
+// number of 8-score groups, 0 without AVX2 (or for n < 8).
+func scanLen(n int) int {
+	if !scanVector || n < 8 {
+		return 0
+	}
+	return n &^ 7
+}
+
+// maxAVX2 returns the largest number among the n scores at p (n > 0, a
+// multiple of 8), NaN ignored (-Inf when there is none), either zero for a
+// zero maximum, and whether a NaN is among them.
+//
+//go:noescape
+func maxAVX2(p *float32, n int) (m float32, nan bool)
+
+// firstAtLeastAVX2 is FirstAtLeast over the n scores at p (n > 0, a
+// multiple of 8): the index of the first that is >= thr, or n.
+//
+//go:noescape
+func firstAtLeastAVX2(p *float32, n int, thr float32) int
+
+// maskBelowAVX2 is MaskBelow over the n scores at p (n > 0, a multiple of
+// 8): it sets to -Inf the scores below thr up to the first that is not
+// (>= thr or NaN), and returns its index, or n.
+//
+//go:noescape
+func maskBelowAVX2(p *float32, n int, thr float32) int
+
+// firstAboveSumAVX2 is FirstAboveSum over the n scores at p (n > 0, a
+// multiple of 8): the index of the first x with float32(x+add) > thr, or n.
+//
+//go:noescape
+func firstAboveSumAVX2(p *float32, n int, add, thr float32) int

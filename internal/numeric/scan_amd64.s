@@ -1,0 +1,299 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The scans take 32 scores (four registers) a loop iteration and branch
+// once on the OR of their four comparisons; past the last whole 32, 8 at a
+// time. The comparisons put the threshold first, so that the scores come
+// straight from memory: x >= thr is thr <= x (LE_OQ), !(x < thr) is
+// !(thr > x) (NGT_UQ, true for NaN), x > thr is thr < x (LT_OQ). The _OQ
+// predicates are false when either side is NaN.
+
+DATA scanneginf<>+0(SB)/4, $0xff800000
+GLOBL scanneginf<>(SB), RODATA|NOPTR, $4
+
+// The index of each of 8 lanes.
+DATA scanlanes<>+0(SB)/4, $0
+DATA scanlanes<>+4(SB)/4, $1
+DATA scanlanes<>+8(SB)/4, $2
+DATA scanlanes<>+12(SB)/4, $3
+DATA scanlanes<>+16(SB)/4, $4
+DATA scanlanes<>+20(SB)/4, $5
+DATA scanlanes<>+24(SB)/4, $6
+DATA scanlanes<>+28(SB)/4, $7
+GLOBL scanlanes<>(SB), RODATA|NOPTR, $32
+
+// func maxAVX2(p *float32, n int) (m float32, nan bool)
+TEXT ·maxAVX2(SB), NOSPLIT, $0-21
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS scanneginf<>(SB), Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VXORPS Y4, Y4, Y4 // lanes that saw a NaN
+	VXORPS Y5, Y5, Y5
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+
+max32:
+	CMPQ AX, DX
+	JAE  max8
+	VMOVUPS (SI)(AX*4), Y6
+	VMOVUPS 32(SI)(AX*4), Y7
+	VMOVUPS 64(SI)(AX*4), Y8
+	VMOVUPS 96(SI)(AX*4), Y9
+	// VMAXPS returns its second source (the accumulator) when either is
+	// NaN: a NaN score leaves the maximum alone.
+	VMAXPS Y0, Y6, Y0
+	VMAXPS Y1, Y7, Y1
+	VMAXPS Y2, Y8, Y2
+	VMAXPS Y3, Y9, Y3
+	VCMPPS $0x03, Y7, Y6, Y10 // UNORD_Q: either is NaN
+	VCMPPS $0x03, Y9, Y8, Y11
+	VORPS  Y10, Y4, Y4
+	VORPS  Y11, Y5, Y5
+	ADDQ   $32, AX
+	JMP    max32
+
+max8:
+	CMPQ AX, CX
+	JAE  maxreduce
+	VMOVUPS (SI)(AX*4), Y6
+	VMAXPS  Y0, Y6, Y0
+	VCMPPS  $0x03, Y6, Y6, Y10
+	VORPS   Y10, Y4, Y4
+	ADDQ    $8, AX
+	JMP     max8
+
+maxreduce:
+	VMAXPS Y1, Y0, Y0
+	VMAXPS Y3, Y2, Y2
+	VMAXPS Y2, Y0, Y0
+	VORPS  Y5, Y4, Y4
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1 // swap the halves
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1 // swap within the halves
+	VMAXPS X1, X0, X0
+	VMOVMSKPS Y4, BX
+	TESTL BX, BX
+	SETNE BX
+	VMOVSS X0, m+16(FP)
+	MOVB BX, nan+20(FP)
+	VZEROUPPER
+	RET
+
+// func firstAtLeastAVX2(p *float32, n int, thr float32) int
+TEXT ·firstAtLeastAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS thr+16(FP), Y0
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+
+ge32:
+	CMPQ AX, DX
+	JAE  ge8
+	VCMPPS $0x12, (SI)(AX*4), Y0, Y1
+	VCMPPS $0x12, 32(SI)(AX*4), Y0, Y2
+	VCMPPS $0x12, 64(SI)(AX*4), Y0, Y3
+	VCMPPS $0x12, 96(SI)(AX*4), Y0, Y4
+	VORPS  Y2, Y1, Y5
+	VORPS  Y4, Y3, Y6
+	VORPS  Y6, Y5, Y5
+	VMOVMSKPS Y5, BX
+	TESTL  BX, BX
+	JNZ    gefound
+	ADDQ   $32, AX
+	JMP    ge32
+
+gefound: // the first of the four groups with a hit
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   gehit
+	ADDQ  $8, AX
+	VMOVMSKPS Y2, BX
+	TESTL BX, BX
+	JNZ   gehit
+	ADDQ  $8, AX
+	VMOVMSKPS Y3, BX
+	TESTL BX, BX
+	JNZ   gehit
+	ADDQ  $8, AX
+	VMOVMSKPS Y4, BX
+	JMP   gehit
+
+ge8:
+	CMPQ AX, CX
+	JAE  genone
+	VCMPPS $0x12, (SI)(AX*4), Y0, Y1
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   gehit
+	ADDQ  $8, AX
+	JMP   ge8
+
+gehit:
+	BSFL BX, BX
+	ADDQ BX, AX
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+
+genone:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+// func maskBelowAVX2(p *float32, n int, thr float32) int
+TEXT ·maskBelowAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS thr+16(FP), Y0
+	VBROADCASTSS scanneginf<>(SB), Y7
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+
+mask32:
+	CMPQ AX, DX
+	JAE  mask8
+	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
+	VCMPPS $0x1a, 32(SI)(AX*4), Y0, Y2
+	VCMPPS $0x1a, 64(SI)(AX*4), Y0, Y3
+	VCMPPS $0x1a, 96(SI)(AX*4), Y0, Y4
+	VORPS  Y2, Y1, Y5
+	VORPS  Y4, Y3, Y6
+	VORPS  Y6, Y5, Y5
+	VMOVMSKPS Y5, BX
+	TESTL  BX, BX
+	JNZ    maskfound
+	VMOVUPS Y7, (SI)(AX*4)
+	VMOVUPS Y7, 32(SI)(AX*4)
+	VMOVUPS Y7, 64(SI)(AX*4)
+	VMOVUPS Y7, 96(SI)(AX*4)
+	ADDQ   $32, AX
+	JMP    mask32
+
+maskfound: // the groups before the first with a hit are all below thr
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   maskhit
+	VMOVUPS Y7, (SI)(AX*4)
+	ADDQ  $8, AX
+	VMOVMSKPS Y2, BX
+	TESTL BX, BX
+	JNZ   maskhit
+	VMOVUPS Y7, (SI)(AX*4)
+	ADDQ  $8, AX
+	VMOVMSKPS Y3, BX
+	TESTL BX, BX
+	JNZ   maskhit
+	VMOVUPS Y7, (SI)(AX*4)
+	ADDQ  $8, AX
+	VMOVMSKPS Y4, BX
+	JMP   maskhit
+
+mask8:
+	CMPQ AX, CX
+	JAE  masknone
+	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   maskhit
+	VMOVUPS Y7, (SI)(AX*4)
+	ADDQ  $8, AX
+	JMP   mask8
+
+maskhit:
+	// The lanes before the hit are below thr: -Inf into them alone.
+	BSFL BX, BX
+	VMOVD BX, X8
+	VPBROADCASTD X8, Y8
+	VMOVDQU scanlanes<>(SB), Y9
+	VPCMPGTD Y9, Y8, Y8 // hit > lane
+	VMASKMOVPS Y7, Y8, (SI)(AX*4)
+	ADDQ BX, AX
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+
+masknone:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+// func firstAboveSumAVX2(p *float32, n int, add, thr float32) int
+TEXT ·firstAboveSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS add+16(FP), Y8
+	VBROADCASTSS thr+20(FP), Y0
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+
+sum32:
+	CMPQ AX, DX
+	JAE  sum8
+	// VADDPS rounds as ADDSS does (both under MXCSR, which Go leaves at
+	// round to nearest, no flush to zero): the sums are Go's.
+	VADDPS (SI)(AX*4), Y8, Y1
+	VADDPS 32(SI)(AX*4), Y8, Y2
+	VADDPS 64(SI)(AX*4), Y8, Y3
+	VADDPS 96(SI)(AX*4), Y8, Y4
+	VCMPPS $0x11, Y1, Y0, Y1
+	VCMPPS $0x11, Y2, Y0, Y2
+	VCMPPS $0x11, Y3, Y0, Y3
+	VCMPPS $0x11, Y4, Y0, Y4
+	VORPS  Y2, Y1, Y5
+	VORPS  Y4, Y3, Y6
+	VORPS  Y6, Y5, Y5
+	VMOVMSKPS Y5, BX
+	TESTL  BX, BX
+	JNZ    sumfound
+	ADDQ   $32, AX
+	JMP    sum32
+
+sumfound:
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   sumhit
+	ADDQ  $8, AX
+	VMOVMSKPS Y2, BX
+	TESTL BX, BX
+	JNZ   sumhit
+	ADDQ  $8, AX
+	VMOVMSKPS Y3, BX
+	TESTL BX, BX
+	JNZ   sumhit
+	ADDQ  $8, AX
+	VMOVMSKPS Y4, BX
+	JMP   sumhit
+
+sum8:
+	CMPQ AX, CX
+	JAE  sumnone
+	VADDPS (SI)(AX*4), Y8, Y1
+	VCMPPS $0x11, Y1, Y0, Y1
+	VMOVMSKPS Y1, BX
+	TESTL BX, BX
+	JNZ   sumhit
+	ADDQ  $8, AX
+	JMP   sum8
+
+sumhit:
+	BSFL BX, BX
+	ADDQ BX, AX
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+
+sumnone:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
