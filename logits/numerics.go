@@ -2,6 +2,7 @@ package logits
 
 import (
 	"math"
+	"slices"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
 )
@@ -16,40 +17,19 @@ func Argmax(scores []float32) int {
 	if len(scores) == 0 {
 		return -1
 	}
-	best, bestV := 0, scores[0]
-	if bestV != bestV {
-		return 0
+	_, i, nan := numeric.MaxIndex(scores)
+	if nan {
+		return slices.IndexFunc(scores, func(x float32) bool { return x != x })
 	}
-	for i := 1; i < len(scores); i++ {
-		// Fast path: four scores, none larger and none NaN.
-		if i+4 <= len(scores) {
-			b := scores[i : i+4 : i+4]
-			if b[0] <= bestV && b[1] <= bestV && b[2] <= bestV && b[3] <= bestV {
-				i += 3
-				continue
-			}
-		}
-		if x := scores[i]; !(x <= bestV) { // larger, or NaN
-			if x != x {
-				return i
-			}
-			best, bestV = i, x
-		}
-	}
-	return best
+	return max(i, 0) // -1: every score is -inf
 }
 
 // rowMax returns the largest score; NaN propagates (torch's max), so the result is NaN when the row
 // holds one. An empty row gives -inf.
 func rowMax(scores []float32) float32 {
-	m := negInf
-	for _, x := range scores {
-		if !(x <= m) { // larger, or NaN
-			if x != x {
-				return x
-			}
-			m = x
-		}
+	m, _, nan := numeric.MaxIndex(scores)
+	if nan {
+		return float32(math.NaN())
 	}
 	return m
 }

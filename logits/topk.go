@@ -149,34 +149,26 @@ func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32,
 		// Below cut, a score (or its quotient) is below the current k-th largest, which only grows.
 		root := b.Worst().Key
 		cut := cutFor(root, t)
-		ninf := negInf
-		for ; i < len(scores); i++ {
-			// Fast path: four scores below the cut at once (the common case once the heap is warm).
-			if i+4 <= len(scores) {
-				s := scores[i : i+4 : i+4]
-				if s[0] < cut && s[1] < cut && s[2] < cut && s[3] < cut {
-					s[0], s[1], s[2], s[3] = ninf, ninf, ninf, ninf
-					i += 3
-					continue
-				}
+		for {
+			// Nearly every score is below the cut once the heap is warm: MaskBelow
+			// sets them to -inf and stops at the next that is not (or a NaN).
+			if i = numeric.MaskBelow(scores, i, cut); i == len(scores) {
+				break
 			}
 			x := scores[i]
-			if x < cut {
-				scores[i] = ninf
-				continue
-			}
 			pending = append(pending, base+int32(i))
 			if !(x <= root) {
 				if x != x {
 					nNaN++
-					continue
-				}
-				b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
-				if w := b.Worst().Key; w != root {
-					root = w
-					cut = cutFor(root, t)
+				} else {
+					b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
+					if w := b.Worst().Key; w != root {
+						root = w
+						cut = cutFor(root, t)
+					}
 				}
 			}
+			i++
 		}
 	}
 	return pending, nNaN
