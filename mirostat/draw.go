@@ -390,36 +390,17 @@ func (s *Sampler) drawLogits(row []float32, u float64) (Step, error) {
 
 // collectAbove appends to dst the tokens of row with logits at least lo,
 // counting those at least floor (<= lo), and reports false once limit of
-// them are counted. Nearly every token is below floor: four are tested at
-// once.
+// them are counted. Nearly every token is below floor: numeric.FirstAtLeast
+// skips them.
 func collectAbove(dst []cand, row []float32, floor, lo float32, limit int) ([]cand, bool) {
 	n := 0
-	i := 0
-	for ; i+4 <= len(row); i += 4 {
-		r := row[i : i+4 : i+4]
-		if r[0] < floor && r[1] < floor && r[2] < floor && r[3] < floor {
-			continue
+	for i := numeric.FirstAtLeast(row, 0, floor); i < len(row); i = numeric.FirstAtLeast(row, i+1, floor) {
+		if x := row[i]; x >= lo {
+			v := float64(x)
+			dst = append(dst, cand{v: v, lv: v, id: int32(i)})
 		}
-		for j, x := range r {
-			if x >= floor {
-				n++
-				if x >= lo {
-					v := float64(x)
-					dst = append(dst, cand{v: v, lv: v, id: int32(i + j)})
-				}
-			}
-		}
-		if n >= limit {
+		if n++; n >= limit {
 			return dst, false
-		}
-	}
-	for ; i < len(row); i++ {
-		if x := row[i]; x >= floor {
-			n++
-			if x >= lo {
-				v := float64(x)
-				dst = append(dst, cand{v: v, lv: v, id: int32(i)})
-			}
 		}
 	}
 	return dst, n < limit

@@ -103,24 +103,7 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 // rowMax returns the largest logit and its smallest index, or index -1 when
 // every logit is -Inf or NaN.
 func rowMax(row []float32) (float64, int) {
-	m, best := float32(math.Inf(-1)), -1
-	i := 0
-	for ; i+4 <= len(row); i += 4 {
-		r := row[i : i+4 : i+4]
-		// One test per four tokens: the maximum rarely grows, about ln n times.
-		if r[0] > m || r[1] > m || r[2] > m || r[3] > m {
-			for j, x := range r {
-				if x > m {
-					m, best = x, i+j
-				}
-			}
-		}
-	}
-	for ; i < len(row); i++ {
-		if x := row[i]; x > m {
-			m, best = x, i
-		}
-	}
+	m, best, _ := numeric.MaxIndex(row)
 	return float64(m), best
 }
 
