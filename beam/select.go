@@ -78,16 +78,30 @@ func topScores(dst []cand, best *numeric.Best[float64], rows []table, n int, job
 }
 
 // topScoresOf offers the candidates of row j, r, to best in flat-index
-// order.
+// order. Once best is full, a candidate enters only when its key is above
+// the worst kept, w: when its float32 score is above the largest float32
+// at most w. numeric.FirstAboveSum skips the others.
 func topScoresOf(best *numeric.Best[float64], r table, j int) {
-	add := r.add
-	for v, x := range r.scores {
-		acc := x + add
-		key := float64(acc)
-		if !best.Admits(key) || acc != acc {
-			continue
+	add, scores := r.add, r.scores
+	v := 0
+	for ; v < len(scores) && !best.Full(); v++ {
+		if acc := scores[v] + add; acc == acc {
+			best.Offer(numeric.Entry[float64]{Key: float64(acc), Index: flatIndex(j, len(scores), v)})
 		}
-		best.Offer(numeric.Entry[float64]{Key: key, Index: flatIndex(j, len(r.scores), v)})
+	}
+	if best.Len() == 0 {
+		return // best keeps nothing
+	}
+	for ; v < len(scores); v++ {
+		w := best.Worst().Key
+		thr := float32(w) // w itself: every key is a float32's
+		if float64(thr) > w {
+			thr = math.Nextafter32(thr, float32(math.Inf(-1)))
+		}
+		if v = numeric.FirstAboveSum(scores, v, add, thr); v == len(scores) {
+			return
+		}
+		best.Replace(numeric.Entry[float64]{Key: float64(scores[v] + add), Index: flatIndex(j, len(scores), v)})
 	}
 }
 
