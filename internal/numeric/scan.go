@@ -20,9 +20,11 @@ var scanNegInf = float32(math.Inf(-1))
 // entry -Inf or NaN, or row empty), it returns -Inf and index -1.
 func MaxIndex(row []float32) (max float32, index int, nan bool) {
 	m, best, i := scanNegInf, -1, 0
+	from := 0 // where the vector pass's maximum first occurs, or before
 	if v := scanLen(len(row)); v > 0 {
-		m, nan = maxAVX2(&row[0], v)
-		i = v
+		var block int
+		m, block, nan = maxAVX2(&row[0], v)
+		from, i = block*maxBlock, v
 	}
 	for ; i+4 <= len(row); i += 4 {
 		r := row[i : i+4 : i+4]
@@ -49,11 +51,11 @@ func MaxIndex(row []float32) (max float32, index int, nan bool) {
 		return m, -1, nan
 	}
 	if best < 0 {
-		// The vector pass found the maximum but not where it is: its first
+		// The vector pass found the maximum and the block of its first
 		// occurrence (none of the tail's entries is larger, or best would be
 		// set). x >= m holds for the entries equal to m alone, either zero
 		// for a zero m.
-		best = FirstAtLeast(row, 0, m)
+		best = FirstAtLeast(row, from, m)
 	}
 	return row[best], best, nan
 }

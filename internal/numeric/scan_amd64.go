@@ -19,10 +19,14 @@ func scanLen(n int) int {
 
 // maxAVX2 returns the largest number among the n scores at p (n > 0, a
 // multiple of 8), NaN ignored (-Inf when there is none), either zero for a
-// zero maximum, and whether a NaN is among them.
+// zero maximum; the block of maxBlock scores that holds its first
+// occurrence (any block when m is -Inf); and whether a NaN is among them.
 //
 //go:noescape
-func maxAVX2(p *float32, n int) (m float32, nan bool)
+func maxAVX2(p *float32, n int) (m float32, block int, nan bool)
+
+// maxBlock is the length of maxAVX2's blocks.
+const maxBlock = 256
 
 // firstAtLeastAVX2 is FirstAtLeast over the n scores at p (n > 0, a
 // multiple of 8): the index of the first that is >= thr, or n.

@@ -23,66 +23,130 @@ DATA scanlanes<>+24(SB)/4, $6
 DATA scanlanes<>+28(SB)/4, $7
 GLOBL scanlanes<>(SB), RODATA|NOPTR, $32
 
-// func maxAVX2(p *float32, n int) (m float32, nan bool)
-TEXT ·maxAVX2(SB), NOSPLIT, $0-21
+// maxblock merges the maxima of a block, lane by lane in Y0-Y3, into the
+// running maxima Y12, and records the block's number, R8, in Y13 for the
+// lanes whose maximum it raised (strictly: a lane's record is the block of
+// the first occurrence of its maximum).
+#define maxblock \
+	VMAXPS Y1, Y0, Y0 \
+	VMAXPS Y3, Y2, Y2 \
+	VMAXPS Y2, Y0, Y0 \
+	VCMPPS $0x1e, Y12, Y0, Y10 \
+	VMAXPS Y12, Y0, Y12 \
+	VMOVD R8, X11 \
+	VPBROADCASTD X11, Y11 \
+	VBLENDVPS Y10, Y11, Y13, Y13
+
+// max32 takes the 32 scores at AX into the block's maxima Y0-Y3 and the
+// NaN lanes Y4-Y5, and moves AX on.
+#define max32 \
+	VMOVUPS (SI)(AX*4), Y6 \
+	VMOVUPS 32(SI)(AX*4), Y7 \
+	VMOVUPS 64(SI)(AX*4), Y8 \
+	VMOVUPS 96(SI)(AX*4), Y9 \
+	VMAXPS Y0, Y6, Y0 \
+	VMAXPS Y1, Y7, Y1 \
+	VMAXPS Y2, Y8, Y2 \
+	VMAXPS Y3, Y9, Y3 \
+	VCMPPS $0x03, Y7, Y6, Y10 \
+	VCMPPS $0x03, Y9, Y8, Y11 \
+	VORPS Y10, Y4, Y4 \
+	VORPS Y11, Y5, Y5 \
+	ADDQ $32, AX
+
+// func maxAVX2(p *float32, n int) (m float32, block int, nan bool)
+//
+// The scores go in blocks of 256, the last one shorter. VMAXPS returns its
+// second source (the maximum so far) when either is NaN: a NaN score leaves
+// the maximum alone; UNORD_Q between two registers of scores flags a NaN
+// in either.
+TEXT ·maxAVX2(SB), NOSPLIT, $0-33
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
-	VBROADCASTSS scanneginf<>(SB), Y0
-	VMOVAPS Y0, Y1
-	VMOVAPS Y0, Y2
-	VMOVAPS Y0, Y3
-	VXORPS Y4, Y4, Y4 // lanes that saw a NaN
-	VXORPS Y5, Y5, Y5
+	VBROADCASTSS scanneginf<>(SB), Y15
+	VMOVAPS Y15, Y12  // running maxima
+	VPXOR   Y13, Y13, Y13 // their blocks
+	VXORPS  Y4, Y4, Y4 // lanes that saw a NaN
+	VXORPS  Y5, Y5, Y5
 	XORQ AX, AX
+	XORQ R8, R8 // block number
 	MOVQ CX, DX
-	ANDQ $-32, DX
+	ANDQ $-256, DX
 
-max32:
+maxblocks:
 	CMPQ AX, DX
-	JAE  max8
-	VMOVUPS (SI)(AX*4), Y6
-	VMOVUPS 32(SI)(AX*4), Y7
-	VMOVUPS 64(SI)(AX*4), Y8
-	VMOVUPS 96(SI)(AX*4), Y9
-	// VMAXPS returns its second source (the accumulator) when either is
-	// NaN: a NaN score leaves the maximum alone.
-	VMAXPS Y0, Y6, Y0
-	VMAXPS Y1, Y7, Y1
-	VMAXPS Y2, Y8, Y2
-	VMAXPS Y3, Y9, Y3
-	VCMPPS $0x03, Y7, Y6, Y10 // UNORD_Q: either is NaN
-	VCMPPS $0x03, Y9, Y8, Y11
-	VORPS  Y10, Y4, Y4
-	VORPS  Y11, Y5, Y5
-	ADDQ   $32, AX
-	JMP    max32
+	JAE  maxrest
+	LEAQ 256(AX), R9
+	VMOVAPS Y15, Y0
+	VMOVAPS Y15, Y1
+	VMOVAPS Y15, Y2
+	VMOVAPS Y15, Y3
 
-max8:
+maxinner:
+	max32
+	CMPQ AX, R9
+	JB   maxinner
+	maxblock
+	INCQ R8
+	JMP  maxblocks
+
+maxrest: // the last block, fewer than 256
 	CMPQ AX, CX
 	JAE  maxreduce
+	VMOVAPS Y15, Y0
+	VMOVAPS Y15, Y1
+	VMOVAPS Y15, Y2
+	VMOVAPS Y15, Y3
+	MOVQ CX, R9
+	ANDQ $-32, R9
+
+maxrest32:
+	CMPQ AX, R9
+	JAE  maxrest8
+	max32
+	JMP  maxrest32
+
+maxrest8:
+	CMPQ AX, CX
+	JAE  maxrestdone
 	VMOVUPS (SI)(AX*4), Y6
 	VMAXPS  Y0, Y6, Y0
 	VCMPPS  $0x03, Y6, Y6, Y10
 	VORPS   Y10, Y4, Y4
 	ADDQ    $8, AX
-	JMP     max8
+	JMP     maxrest8
+
+maxrestdone:
+	maxblock
 
 maxreduce:
-	VMAXPS Y1, Y0, Y0
-	VMAXPS Y3, Y2, Y2
-	VMAXPS Y2, Y0, Y0
-	VORPS  Y5, Y4, Y4
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
+	// The maximum into every lane of X0.
+	VEXTRACTF128 $1, Y12, X1
+	VMAXPS X1, X12, X0
 	VPERMILPS $0x4e, X0, X1 // swap the halves
 	VMAXPS X1, X0, X0
 	VPERMILPS $0xb1, X0, X1 // swap within the halves
 	VMAXPS X1, X0, X0
+	// The first block among the lanes that hold it.
+	VBROADCASTSS X0, Y1
+	VCMPPS $0x00, Y1, Y12, Y1 // EQ_OQ
+	VPCMPEQD Y2, Y2, Y2
+	VPSRLD $1, Y2, Y2 // MaxInt32 in the other lanes
+	VBLENDVPS Y1, Y13, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMINSD X3, X2, X2
+	VPSHUFD $0x4e, X2, X3
+	VPMINSD X3, X2, X2
+	VPSHUFD $0xb1, X2, X3
+	VPMINSD X3, X2, X2
+	VMOVD X2, DX
+	VORPS  Y5, Y4, Y4
 	VMOVMSKPS Y4, BX
 	TESTL BX, BX
 	SETNE BX
 	VMOVSS X0, m+16(FP)
-	MOVB BX, nan+20(FP)
+	MOVQ DX, block+24(FP)
+	MOVB BX, nan+32(FP)
 	VZEROUPPER
 	RET
 

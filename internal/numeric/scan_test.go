@@ -129,6 +129,39 @@ func TestMaxIndex(t *testing.T) {
 	})
 }
 
+// Long rows span several of the vector pass's blocks of 256: the first of
+// tied maxima, in any lane of any block, and the first of two zeros.
+func TestMaxIndexLongRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 17))
+	negZero := float32(math.Copysign(0, -1))
+	scanModes(t, func(t *testing.T) {
+		for trial := range 2000 {
+			n := 1 + r.IntN(1200)
+			row := make([]float32, n)
+			for j := range row {
+				switch r.IntN(4) {
+				case 0:
+					row[j] = float32(r.IntN(3)) // ties at the maximum
+				case 1:
+					row[j] = specials[r.IntN(len(specials))]
+				default:
+					row[j] = float32(r.NormFloat64())
+				}
+			}
+			if trial%3 == 0 { // only zeros of both signs on top
+				for j, x := range row {
+					if x > 0 {
+						row[j] = []float32{0, negZero, -1}[r.IntN(3)]
+					}
+				}
+			}
+			m, i, nan := MaxIndex(row[:n])
+			wm, wi, wnan := maxIndexLoop(row[:n])
+			require.Equal(t, []any{math.Float32bits(wm), wi, wnan}, []any{math.Float32bits(m), i, nan}, "trial %d", trial)
+		}
+	})
+}
+
 func TestFirstAtLeast(t *testing.T) {
 	scanModes(t, func(t *testing.T) {
 		scanRows(t, func(t *testing.T, row []float32, i int, thr, _ float32) {
@@ -163,7 +196,7 @@ func TestFirstAboveSum(t *testing.T) {
 // scores around the row, in the same buffer, must stay as they are.
 func TestScanSingleHit(t *testing.T) {
 	scanModes(t, func(t *testing.T) {
-		const n = 131
+		const n = 600
 		buf := make([]float32, n+3)
 		for off := range 3 {
 			for hit := range n + 1 {
