@@ -23,6 +23,62 @@ DATA scanlanes<>+24(SB)/4, $6
 DATA scanlanes<>+28(SB)/4, $7
 GLOBL scanlanes<>(SB), RODATA|NOPTR, $32
 
+// scanstart loads p into SI and n into CX, and sets AX to 0 and DX to the
+// end of the whole 32s.
+#define scanstart \
+	MOVQ p+0(FP), SI \
+	MOVQ n+8(FP), CX \
+	XORQ AX, AX \
+	MOVQ CX, DX \
+	ANDQ $-32, DX
+
+// cmp4 compares thr, Y0, with the 32 scores at AX under predicate pred
+// into Y1-Y4.
+#define cmp4(pred) \
+	VCMPPS $pred, (SI)(AX*4), Y0, Y1 \
+	VCMPPS $pred, 32(SI)(AX*4), Y0, Y2 \
+	VCMPPS $pred, 64(SI)(AX*4), Y0, Y3 \
+	VCMPPS $pred, 96(SI)(AX*4), Y0, Y4
+
+// anyhit sets BX to the OR of the lanes of Y1-Y4 that matched, and ZF
+// when there is none.
+#define anyhit \
+	VORPS Y2, Y1, Y5 \
+	VORPS Y4, Y3, Y6 \
+	VORPS Y6, Y5, Y5 \
+	VMOVMSKPS Y5, BX \
+	TESTL BX, BX
+
+// skipgroup jumps to hit with the lanes of Y that matched in BX, or moves AX
+// past its group of 8 when none did.
+#define skipgroup(Y, hit) \
+	VMOVMSKPS Y, BX \
+	TESTL BX, BX \
+	JNZ hit \
+	ADDQ $8, AX
+
+// maskgroup is skipgroup, setting the group to -Inf (Y7) when it moves on.
+#define maskgroup(Y, hit) \
+	VMOVMSKPS Y, BX \
+	TESTL BX, BX \
+	JNZ hit \
+	VMOVUPS Y7, (SI)(AX*4) \
+	ADDQ $8, AX
+
+// hitat returns AX plus the index of the first lane set in BX.
+#define hitat \
+	BSFL BX, BX \
+	ADDQ BX, AX \
+	VZEROUPPER \
+	MOVQ AX, ret+24(FP) \
+	RET
+
+// nohit returns n.
+#define nohit \
+	VZEROUPPER \
+	MOVQ CX, ret+24(FP) \
+	RET
+
 // maxblock merges the maxima of a block, lane by lane in Y0-Y3, into the
 // running maxima Y12, and records the block's number, R8, in Y13 for the
 // lanes whose maximum it raised (strictly: a lane's record is the block of
@@ -152,160 +208,96 @@ maxreduce:
 
 // func firstAtLeastAVX2(p *float32, n int, thr float32) int
 TEXT ·firstAtLeastAVX2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
+	scanstart
 	VBROADCASTSS thr+16(FP), Y0
-	XORQ AX, AX
-	MOVQ CX, DX
-	ANDQ $-32, DX
 
 ge32:
 	CMPQ AX, DX
 	JAE  ge8
-	VCMPPS $0x12, (SI)(AX*4), Y0, Y1
-	VCMPPS $0x12, 32(SI)(AX*4), Y0, Y2
-	VCMPPS $0x12, 64(SI)(AX*4), Y0, Y3
-	VCMPPS $0x12, 96(SI)(AX*4), Y0, Y4
-	VORPS  Y2, Y1, Y5
-	VORPS  Y4, Y3, Y6
-	VORPS  Y6, Y5, Y5
-	VMOVMSKPS Y5, BX
-	TESTL  BX, BX
-	JNZ    gefound
-	ADDQ   $32, AX
-	JMP    ge32
+	cmp4(0x12)
+	anyhit
+	JNZ  gefound
+	ADDQ $32, AX
+	JMP  ge32
 
 gefound: // the first of the four groups with a hit
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   gehit
-	ADDQ  $8, AX
-	VMOVMSKPS Y2, BX
-	TESTL BX, BX
-	JNZ   gehit
-	ADDQ  $8, AX
-	VMOVMSKPS Y3, BX
-	TESTL BX, BX
-	JNZ   gehit
-	ADDQ  $8, AX
+	skipgroup(Y1, gehit)
+	skipgroup(Y2, gehit)
+	skipgroup(Y3, gehit)
 	VMOVMSKPS Y4, BX
-	JMP   gehit
+	JMP gehit
 
 ge8:
 	CMPQ AX, CX
 	JAE  genone
 	VCMPPS $0x12, (SI)(AX*4), Y0, Y1
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   gehit
-	ADDQ  $8, AX
-	JMP   ge8
+	skipgroup(Y1, gehit)
+	JMP ge8
 
 gehit:
-	BSFL BX, BX
-	ADDQ BX, AX
-	VZEROUPPER
-	MOVQ AX, ret+24(FP)
-	RET
+	hitat
 
 genone:
-	VZEROUPPER
-	MOVQ CX, ret+24(FP)
-	RET
+	nohit
 
 // func maskBelowAVX2(p *float32, n int, thr float32) int
 TEXT ·maskBelowAVX2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
+	scanstart
 	VBROADCASTSS thr+16(FP), Y0
 	VBROADCASTSS scanneginf<>(SB), Y7
-	XORQ AX, AX
-	MOVQ CX, DX
-	ANDQ $-32, DX
 
 mask32:
 	CMPQ AX, DX
 	JAE  mask8
-	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
-	VCMPPS $0x1a, 32(SI)(AX*4), Y0, Y2
-	VCMPPS $0x1a, 64(SI)(AX*4), Y0, Y3
-	VCMPPS $0x1a, 96(SI)(AX*4), Y0, Y4
-	VORPS  Y2, Y1, Y5
-	VORPS  Y4, Y3, Y6
-	VORPS  Y6, Y5, Y5
-	VMOVMSKPS Y5, BX
-	TESTL  BX, BX
-	JNZ    maskfound
+	cmp4(0x1a)
+	anyhit
+	JNZ  maskfound
 	VMOVUPS Y7, (SI)(AX*4)
 	VMOVUPS Y7, 32(SI)(AX*4)
 	VMOVUPS Y7, 64(SI)(AX*4)
 	VMOVUPS Y7, 96(SI)(AX*4)
-	ADDQ   $32, AX
-	JMP    mask32
+	ADDQ $32, AX
+	JMP  mask32
 
 maskfound: // the groups before the first with a hit are all below thr
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   maskhit
-	VMOVUPS Y7, (SI)(AX*4)
-	ADDQ  $8, AX
-	VMOVMSKPS Y2, BX
-	TESTL BX, BX
-	JNZ   maskhit
-	VMOVUPS Y7, (SI)(AX*4)
-	ADDQ  $8, AX
-	VMOVMSKPS Y3, BX
-	TESTL BX, BX
-	JNZ   maskhit
-	VMOVUPS Y7, (SI)(AX*4)
-	ADDQ  $8, AX
+	maskgroup(Y1, maskhit)
+	maskgroup(Y2, maskhit)
+	maskgroup(Y3, maskhit)
 	VMOVMSKPS Y4, BX
-	JMP   maskhit
+	JMP maskhit
 
 mask8:
 	CMPQ AX, CX
 	JAE  masknone
 	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   maskhit
-	VMOVUPS Y7, (SI)(AX*4)
-	ADDQ  $8, AX
-	JMP   mask8
+	maskgroup(Y1, maskhit)
+	JMP mask8
 
 maskhit:
 	// The lanes before the hit are below thr: -Inf into them alone.
-	BSFL BX, BX
-	VMOVD BX, X8
+	BSFL BX, DX
+	VMOVD DX, X8
 	VPBROADCASTD X8, Y8
 	VMOVDQU scanlanes<>(SB), Y9
 	VPCMPGTD Y9, Y8, Y8 // hit > lane
 	VMASKMOVPS Y7, Y8, (SI)(AX*4)
-	ADDQ BX, AX
-	VZEROUPPER
-	MOVQ AX, ret+24(FP)
-	RET
+	hitat
 
 masknone:
-	VZEROUPPER
-	MOVQ CX, ret+24(FP)
-	RET
+	nohit
 
 // func firstAboveSumAVX2(p *float32, n int, add, thr float32) int
+//
+// VADDPS rounds as ADDSS does (both under MXCSR, which Go leaves at round
+// to nearest, no flush to zero): the sums are Go's.
 TEXT ·firstAboveSumAVX2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
+	scanstart
 	VBROADCASTSS add+16(FP), Y8
 	VBROADCASTSS thr+20(FP), Y0
-	XORQ AX, AX
-	MOVQ CX, DX
-	ANDQ $-32, DX
 
 sum32:
 	CMPQ AX, DX
 	JAE  sum8
-	// VADDPS rounds as ADDSS does (both under MXCSR, which Go leaves at
-	// round to nearest, no flush to zero): the sums are Go's.
 	VADDPS (SI)(AX*4), Y8, Y1
 	VADDPS 32(SI)(AX*4), Y8, Y2
 	VADDPS 64(SI)(AX*4), Y8, Y3
@@ -314,50 +306,28 @@ sum32:
 	VCMPPS $0x11, Y2, Y0, Y2
 	VCMPPS $0x11, Y3, Y0, Y3
 	VCMPPS $0x11, Y4, Y0, Y4
-	VORPS  Y2, Y1, Y5
-	VORPS  Y4, Y3, Y6
-	VORPS  Y6, Y5, Y5
-	VMOVMSKPS Y5, BX
-	TESTL  BX, BX
-	JNZ    sumfound
-	ADDQ   $32, AX
-	JMP    sum32
+	anyhit
+	JNZ  sumfound
+	ADDQ $32, AX
+	JMP  sum32
 
 sumfound:
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   sumhit
-	ADDQ  $8, AX
-	VMOVMSKPS Y2, BX
-	TESTL BX, BX
-	JNZ   sumhit
-	ADDQ  $8, AX
-	VMOVMSKPS Y3, BX
-	TESTL BX, BX
-	JNZ   sumhit
-	ADDQ  $8, AX
+	skipgroup(Y1, sumhit)
+	skipgroup(Y2, sumhit)
+	skipgroup(Y3, sumhit)
 	VMOVMSKPS Y4, BX
-	JMP   sumhit
+	JMP sumhit
 
 sum8:
 	CMPQ AX, CX
 	JAE  sumnone
 	VADDPS (SI)(AX*4), Y8, Y1
 	VCMPPS $0x11, Y1, Y0, Y1
-	VMOVMSKPS Y1, BX
-	TESTL BX, BX
-	JNZ   sumhit
-	ADDQ  $8, AX
-	JMP   sum8
+	skipgroup(Y1, sumhit)
+	JMP sum8
 
 sumhit:
-	BSFL BX, BX
-	ADDQ BX, AX
-	VZEROUPPER
-	MOVQ AX, ret+24(FP)
-	RET
+	hitat
 
 sumnone:
-	VZEROUPPER
-	MOVQ CX, ret+24(FP)
-	RET
+	nohit
