@@ -9,14 +9,16 @@ import "math"
 // one branch (scan_amd64.s), so that a caller skips the bulk of a row and
 // handles the hits in Go, one call per hit; elsewhere, and for the last
 // scores of a row that do not fill 8 lanes, they are plain loops. Both give
-// the same result to the bit.
+// the same result to the bit. ShiftRow, a log-softmax's last pass over a
+// row, goes 32 scores at a time the same way. The searches start at an
+// index i >= 0; from len(row) on they find nothing.
 
 // scanNegInf is -Inf, which MaskBelow writes.
 var scanNegInf = float32(math.Inf(-1))
 
-// MaxIndex returns the largest number in row and the smallest index that
-// holds it (max is row[index], so of two zeros the first one's sign), NaN
-// ignored, and whether row holds a NaN. When no entry is above -Inf (every
+// MaxIndex returns the largest entry of row other than NaN (+Inf included)
+// and the smallest index that holds it (max is row[index], so of two zeros
+// the first one's sign), and whether row holds a NaN. When no entry is above -Inf (every
 // entry -Inf or NaN, or row empty), it returns -Inf and index -1.
 func MaxIndex(row []float32) (max float32, index int, nan bool) {
 	m, best, i := scanNegInf, -1, 0
