@@ -9,9 +9,12 @@ import "math"
 // one branch (scan_amd64.s), so that a caller skips the bulk of a row and
 // handles the hits in Go, one call per hit; elsewhere, and for the last
 // scores of a row that do not fill 8 lanes, they are plain loops. Both give
-// the same result to the bit. ShiftRow, a log-softmax's last pass over a
-// row, goes 32 scores at a time the same way. The searches start at an
-// index i >= 0; from len(row) on they find nothing.
+// the same result to the bit. The searches start at an index i >= 0; from
+// len(row) on they find nothing.
+
+// maxBlock is the length of the blocks of maxAVX2, which reports the block
+// of the maximum's first occurrence.
+const maxBlock = 256
 
 // scanNegInf is -Inf, which MaskBelow writes.
 var scanNegInf = float32(math.Inf(-1))

@@ -2,16 +2,10 @@
 
 package numeric
 
-import "golang.org/x/sys/cpu"
-
-// scanVector reports whether the scans compare with vector instructions
-// here (a variable so that tests can run the plain loops too).
-var scanVector = cpu.X86.HasAVX2
-
 // scanLen is how many of n scores the vector loops take: the longest whole
 // number of 8-score groups, 0 without AVX2 (or for n < 8).
 func scanLen(n int) int {
-	if !scanVector || n < 8 {
+	if !hasAVX2 || n < 8 {
 		return 0
 	}
 	return n &^ 7
@@ -24,9 +18,6 @@ func scanLen(n int) int {
 //
 //go:noescape
 func maxAVX2(p *float32, n int) (m float32, block int, nan bool)
-
-// maxBlock is the length of maxAVX2's blocks.
-const maxBlock = 256
 
 // firstAtLeastAVX2 is FirstAtLeast over the n scores at p (n > 0, a
 // multiple of 8): the index of the first that is >= thr, or n.

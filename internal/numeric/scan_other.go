@@ -2,12 +2,10 @@
 
 package numeric
 
-// scanVector reports whether the scans compare with vector instructions
-// here: never, so the AVX2 functions below are never called.
-var scanVector = false
-
-// maxBlock is the length of maxAVX2's blocks.
-const maxBlock = 256
+// hasAVX2 reports whether the vector loops run here: never, so the AVX2
+// functions below are never called. (A variable, as on amd64, so that the
+// tests can switch the vector loops off on either.)
+var hasAVX2 = false
 
 // scanLen is how many of n scores the vector loops take: none here.
 func scanLen(int) int { return 0 }

@@ -62,9 +62,9 @@ func firstAboveSumLoop(row []float32, i int, add, thr float32) int {
 // scanModes runs f with the vector loops and, where they exist, without.
 func scanModes(t *testing.T, f func(t *testing.T)) {
 	t.Run("vector", f)
-	if scanVector {
-		scanVector = false
-		defer func() { scanVector = true }()
+	if hasAVX2 {
+		hasAVX2 = false
+		defer func() { hasAVX2 = true }()
 		t.Run("plain", f)
 	}
 }
