@@ -101,28 +101,21 @@ func Softmax(dst, src []float32) {
 // entry can be drawn (every entry is -inf or NaN). transformers draws with torch.multinomial, whose
 // random stream Go cannot reproduce; this matches its distribution, not its draws.
 func SampleIndex(scores []float32, u float64) (index int, ok bool) {
-	m := negInf
-	nInf := 0
-	for _, x := range scores {
-		if x > m {
-			m = x
-		}
-		if x > math.MaxFloat32 {
-			nInf++
-		}
-	}
+	m, _, _ := numeric.MaxIndex(scores)
 	if m == negInf {
 		return -1, false
 	}
-	if nInf > 0 {
+	if m > math.MaxFloat32 { // +inf entries: their index by FirstAtLeast(+inf)
+		nInf := 0
+		for i := numeric.FirstAtLeast(scores, 0, m); i < len(scores); i = numeric.FirstAtLeast(scores, i+1, m) {
+			nInf++
+		}
 		target := int(u * float64(nInf))
-		for i, x := range scores {
-			if x > math.MaxFloat32 {
-				if target == 0 {
-					return i, true
-				}
-				target--
+		for i := numeric.FirstAtLeast(scores, 0, m); i < len(scores); i = numeric.FirstAtLeast(scores, i+1, m) {
+			if target == 0 {
+				return i, true
 			}
+			target--
 		}
 	}
 	return sampleFrom(scores, nil, m, u)

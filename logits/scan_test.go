@@ -60,6 +60,47 @@ func TestArgmaxLongRows(t *testing.T) {
 	}
 }
 
+// SampleIndex against its definition on long rows: -1 when no entry is
+// above -inf; with +inf entries the one whose rank among them is u times
+// their count; else the inverse CDF (sampleFrom) under the first largest.
+func TestSampleIndexLongRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 3000 {
+		row := scanTestRow(rng, 1+rng.IntN(300))
+		if trial%5 == 0 {
+			for range 1 + rng.IntN(4) {
+				row[rng.IntN(len(row))] = inf
+			}
+		}
+		if trial%11 == 0 {
+			for i := range row {
+				row[i] = []float32{ninf, nan}[rng.IntN(2)]
+			}
+		}
+		u := rng.Float64()
+		m := ninf
+		var infs []int
+		for i, x := range row {
+			if x > m {
+				m = x
+			}
+			if x == inf {
+				infs = append(infs, i)
+			}
+		}
+		want, wantOK := -1, false
+		switch {
+		case m == ninf:
+		case len(infs) > 0:
+			want, wantOK = infs[int(u*float64(len(infs)))], true
+		default:
+			want, wantOK = sampleFrom(row, nil, m, u)
+		}
+		got, ok := SampleIndex(row, u)
+		require.Equal(t, []any{want, wantOK}, []any{got, ok}, "trial %d: %v, u %v", trial, row, u)
+	}
+}
+
 // Top-k (with and without a temperature) against sorting: the k-th largest
 // with NaN first; with k NaN or more only the NaN stay, else every score at
 // least the k-th largest (and every NaN); the others become -inf, and the
