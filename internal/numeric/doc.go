@@ -25,6 +25,13 @@
 // Mirostat's samplers and of its lab's comparison samplers. [Log] is math.Log made right for
 // subnormal arguments.
 //
+// # Scans
+//
+// [MaxIndex], [FirstAtLeast], [MaskBelow] and [FirstAboveSum] find the few entries of a row that
+// matter (the maximum, the entries past a threshold), 32 scores an iteration with AVX2 on amd64,
+// plain loops elsewhere, with the same results to the bit; callers handle the hits in Go. [Shift]
+// is log-softmax's last pass, vectorized the same way.
+//
 // # Selection
 //
 // [Best] keeps the n best entries of a stream (largest key first, smaller index first among equal
