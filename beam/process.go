@@ -2,7 +2,6 @@ package beam
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/parallel"
 	"github.com/llamaloop/llamaloop/logits"
@@ -25,7 +24,7 @@ type rowJob struct {
 type rowWork struct {
 	s    *search
 	jobs []rowJob
-	wg   sync.WaitGroup
+	run  parallel.Runner
 }
 
 // Do processes row i.
@@ -56,7 +55,7 @@ func (s *search) processAll() error {
 			s.processRow(&w.jobs[i])
 		}
 	} else {
-		parallel.Run(len(w.jobs), w, &w.wg)
+		w.run.Run(len(w.jobs), w)
 	}
 	if s.opts.OutputScores {
 		for _, g := range s.groups {

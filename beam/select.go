@@ -2,7 +2,6 @@ package beam
 
 import (
 	"math"
-	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/internal/parallel"
@@ -60,7 +59,7 @@ func topScores(dst []cand, best *numeric.Best[float64], rows []table, n int, job
 		if len(job.best) < len(rows) {
 			job.best = make([]numeric.Best[float64], len(rows))
 		}
-		parallel.Run(len(rows), job, &job.wg)
+		job.run.Run(len(rows), job)
 		job.rows = nil
 		best.Reset(n)
 		for j := range rows {
@@ -114,7 +113,7 @@ type rowTops struct {
 	rows []table
 	n    int
 	best []numeric.Best[float64]
-	wg   sync.WaitGroup
+	run  parallel.Runner
 }
 
 // Do ranks row j.

@@ -21,11 +21,10 @@ type History struct {
 
 	cand candidates
 	// Scratch reused across steps so that Process does not allocate in steady state.
-	best   numeric.Best[float32]
-	chunks topKJob // the chunks of a parallel top-k pass
-	pairs  []scored
-	keys   []float32
-	dist   []float32
+	best  numeric.Best[float32]
+	pairs []scored
+	keys  []float32
+	dist  []float32
 }
 
 // candidates lists, in index order, the only entries of a scores row that are not -inf, once a

@@ -3,10 +3,8 @@ package logits
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
-	"github.com/llamaloop/llamaloop/internal/parallel"
 )
 
 // TopK is transformers' TopKLogitsWarper: with k' = min(max(k, min_tokens_to_keep), V), every score
@@ -81,12 +79,12 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	b := &r.best
 	var pending []int32
 	var nNaN int
-	if parts := topKParts(len(scores), k); parts > 1 {
-		pending, nNaN = r.topKChunks(scores, k, t, parts)
-	} else {
-		b.Reset(k)
-		pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0])
-	}
+	// One pass on the caller's core: with the vector scans a row of 128256
+	// takes about 20 µs, and splitting it over two cores took 50-100 µs on
+	// this project's VM (the row, just written by the caller, moves between
+	// the cores' caches, and a sleeping worker wakes in about 65 µs).
+	b.Reset(k)
+	pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0])
 	// The k-th largest, NaN ranking first.
 	kept := pending[:0]
 	if nNaN >= k {
@@ -170,77 +168,6 @@ func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32,
 			}
 			i++
 		}
-	}
-	return pending, nNaN
-}
-
-// topKChunkLen is the fewest scores a chunk of a parallel top-k pass takes:
-// a pass costs about a nanosecond a score, a hand-off to a core a few
-// microseconds. A variable so that tests can chunk small rows.
-var topKChunkLen = 1 << 14
-
-// topKWorkers is the number of cores a top-k pass may use (a variable so
-// that tests can ask for more chunks than the machine has cores).
-var topKWorkers = parallel.Workers
-
-// topKParts is the number of chunks top-k splits a row of n scores into: one
-// per core, each at least topKChunkLen long and longer than k.
-func topKParts(n, k int) int {
-	chunk := max(topKChunkLen, 4*k)
-	return max(1, min(topKWorkers(), n/chunk))
-}
-
-// topKChunk is one chunk of a parallel top-k pass.
-type topKChunk struct {
-	best    numeric.Best[float32]
-	pending []int32
-	nNaN    int
-}
-
-// topKJob splits a row into chunks for parallel.Run.
-type topKJob struct {
-	scores []float32
-	k      int
-	t      float32
-	chunks []topKChunk
-	wg     sync.WaitGroup
-}
-
-// Do scans chunk c.
-func (j *topKJob) Do(c int) {
-	n := len(j.scores)
-	lo, hi := c*n/len(j.chunks), (c+1)*n/len(j.chunks)
-	ch := &j.chunks[c]
-	ch.best.Reset(j.k)
-	ch.pending, ch.nNaN = scanTopK(&ch.best, j.scores[lo:hi], int32(lo), j.t, ch.pending[:0])
-}
-
-// topKChunks is scanTopK over parts chunks of scores at once. Each chunk
-// keeps its own k largest, so it removes only scores below its own k-th
-// largest, which is at most the row's: every score it removes, the
-// sequential pass removes too, and the settling after the pass removes the
-// rest of them. The chunks' k largest, merged into r.best, are the row's k
-// largest, and their pending lists, joined in chunk order, are in index
-// order: the row comes out as the sequential pass leaves it.
-func (r *History) topKChunks(scores []float32, k int, t float32, parts int) ([]int32, int) {
-	j := &r.chunks
-	if cap(j.chunks) < parts {
-		j.chunks = append(j.chunks[:cap(j.chunks)], make([]topKChunk, parts-cap(j.chunks))...)
-	}
-	j.scores, j.k, j.t, j.chunks = scores, k, t, j.chunks[:parts]
-	parallel.Run(parts, j, &j.wg)
-	j.scores = nil
-	b := &r.best
-	b.Reset(k)
-	pending := r.cand.idx[:0]
-	nNaN := 0
-	for c := range j.chunks {
-		ch := &j.chunks[c]
-		for _, e := range ch.best.Sorted() {
-			b.Offer(e)
-		}
-		pending = append(pending, ch.pending...)
-		nNaN += ch.nNaN
 	}
 	return pending, nNaN
 }

@@ -22,7 +22,7 @@ type expBlocks struct {
 	m     float64
 	sums  []float64
 	parts int
-	wg    sync.WaitGroup
+	run   parallel.Runner
 }
 
 var expBlocksPool = sync.Pool{New: func() any { return new(expBlocks) }}
@@ -49,7 +49,7 @@ func ExpSumParallel(row []float32, m float64) float64 {
 		t.sums = make([]float64, blocks)
 	}
 	t.row, t.m, t.sums, t.parts = row, m, t.sums[:blocks], min(parts, blocks)
-	parallel.Run(t.parts, t, &t.wg)
+	t.run.Run(t.parts, t)
 	z := 0.0
 	for _, s := range t.sums {
 		z += s

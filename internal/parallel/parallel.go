@@ -8,8 +8,10 @@
 package parallel
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Job is work split into parts: Do(i) does part i. Parts of one Run may run
@@ -18,73 +20,98 @@ type Job interface {
 	Do(part int)
 }
 
-type task struct {
-	job  Job
-	part int
-	wg   *sync.WaitGroup
+// MaxParts is the most parts one Run takes.
+const MaxParts = 1<<16 - 1
+
+// A Runner runs the parts of one job at a time on the caller's goroutine
+// and the shared workers. A caller keeps one in its long-lived state, so
+// that Run allocates nothing; the zero Runner is ready to use.
+//
+// Parts are claimed, not handed out: the caller claims parts until none is
+// left, so it never waits for a part that no worker has started. A
+// sleeping worker takes tens of microseconds to wake (65 on this project's
+// 2-core VM), often longer than a whole job; the Go scheduler also queues a
+// woken goroutine behind the one that woke it. A worker that wakes after
+// the job is done finds nothing to claim.
+type Runner struct {
+	// state is epoch<<32 | next<<16 | n: the Run it belongs to, the next
+	// part to claim and the number of parts.
+	state atomic.Uint64
+	job   Job
+	wg    sync.WaitGroup
+}
+
+// call is a wake-up for a worker: help r with its Run of that epoch.
+type call struct {
+	r     *Runner
+	epoch uint64
 }
 
 var (
-	start sync.Once
-	tasks chan task
+	start   sync.Once
+	calls   chan call
+	workers int
 )
 
 // Workers is how many goroutines may run parts at once: GOMAXPROCS at the
 // first Run, the caller's included.
 func Workers() int { return runtime.GOMAXPROCS(0) }
 
-// workers starts the shared goroutines once; they live as long as the
+// startWorkers starts the shared goroutines once; they live as long as the
 // process, blocked on a channel while idle.
-func workers() {
-	n := runtime.GOMAXPROCS(0) - 1
-	tasks = make(chan task, 64) // a part per 8192 logits of bench-1b's rows
-	for range n {
-		go work()
+func startWorkers() {
+	workers = runtime.GOMAXPROCS(0) - 1
+	calls = make(chan call, 4*max(workers, 1))
+	for range workers {
+		go func() {
+			for c := range calls {
+				c.r.help(c.epoch)
+			}
+		}()
 	}
 }
 
-// work runs tasks, sleeping on the channel between them.
-func work() {
-	for t := range tasks {
-		t.job.Do(t.part)
-		t.wg.Done()
+// help claims and does parts of the Run of the given epoch until none is
+// left.
+func (r *Runner) help(epoch uint64) {
+	for {
+		s := r.state.Load()
+		next, n := s>>16&MaxParts, s&MaxParts
+		if s>>32 != epoch || next >= n {
+			return
+		}
+		if !r.state.CompareAndSwap(s, s+1<<16) {
+			continue
+		}
+		r.job.Do(int(next))
+		r.wg.Done()
 	}
 }
 
-// Run does parts 0..n-1 of job and returns when all are done. The caller
-// does part 0 and every part no worker has taken by then; wg must be unused
-// by others during the call (a field of the caller's long-lived state, so
-// that Run allocates nothing). With one core, Run is a plain loop.
-func Run(n int, job Job, wg *sync.WaitGroup) {
+// Run does parts 0..n-1 of job and returns when all are done. Run must not
+// be called on the same Runner by two goroutines at once. With one core,
+// or one part, Run is a plain loop.
+func (r *Runner) Run(n int, job Job) {
+	if n > MaxParts {
+		panic(fmt.Sprintf("parallel: %d parts exceed %d", n, MaxParts))
+	}
 	if n <= 1 || runtime.GOMAXPROCS(0) < 2 {
 		for i := range n {
 			job.Do(i)
 		}
 		return
 	}
-	start.Do(workers)
-	wg.Add(n - 1)
-	for i := 1; i < n; i++ {
+	start.Do(startWorkers)
+	r.job = job
+	r.wg.Add(n)
+	epoch := r.state.Load()>>32 + 1
+	r.state.Store(epoch<<32 | uint64(n))
+	for range min(n-1, workers) {
 		select {
-		case tasks <- task{job: job, part: i, wg: wg}:
-		default: // every worker is busy: do it here
-			job.Do(i)
-			wg.Done()
+		case calls <- call{r, epoch}:
+		default: // the workers have calls enough
 		}
 	}
-	job.Do(0)
-	// The parts no worker has taken yet (a sleeping worker takes tens of
-	// microseconds to wake: 65 on this project's 2-core VM), and any other
-	// caller's: each is someone's to finish.
-	for {
-		select {
-		case t := <-tasks:
-			t.job.Do(t.part)
-			t.wg.Done()
-			continue
-		default:
-		}
-		break
-	}
-	wg.Wait()
+	r.help(epoch)
+	r.wg.Wait()
 }

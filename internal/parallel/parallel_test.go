@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -19,15 +20,16 @@ func (s *squares) Do(i int) {
 }
 
 func TestRunDoesEveryPartOnce(t *testing.T) {
-	var wg sync.WaitGroup
-	for _, n := range []int{0, 1, 2, 3, 17, 200} {
+	var r Runner
+	for _, n := range []int{0, 1, 2, 3, 17, 200, MaxParts} {
 		s := &squares{out: make([]int, n)}
-		Run(n, s, &wg)
+		r.Run(n, s)
 		assert.Equal(t, int32(n), s.calls.Load(), "n=%d", n)
 		for i, v := range s.out {
 			assert.Equal(t, i*i, v)
 		}
 	}
+	assert.Panics(t, func() { r.Run(MaxParts+1, &squares{}) })
 }
 
 func TestRunConcurrentCallers(t *testing.T) {
@@ -36,10 +38,10 @@ func TestRunConcurrentCallers(t *testing.T) {
 		outer.Add(1)
 		go func() {
 			defer outer.Done()
-			var wg sync.WaitGroup
+			var r Runner
 			for range 50 {
 				s := &squares{out: make([]int, 9+c)}
-				Run(len(s.out), s, &wg)
+				r.Run(len(s.out), s)
 				assert.Equal(t, int32(len(s.out)), s.calls.Load())
 			}
 		}()
@@ -48,33 +50,67 @@ func TestRunConcurrentCallers(t *testing.T) {
 }
 
 func TestRunAllocatesNothing(t *testing.T) {
-	var wg sync.WaitGroup
+	var r Runner
 	s := &squares{out: make([]int, 4)}
-	Run(4, s, &wg) // start the workers
-	assert.Zero(t, testing.AllocsPerRun(100, func() { Run(4, s, &wg) }))
+	r.Run(4, s) // start the workers
+	assert.Zero(t, testing.AllocsPerRun(100, func() { r.Run(4, s) }))
 }
 
 // nested runs a Run of its own in each part, as a beam step's rows run
 // their log-softmax's chunks.
 type nested struct {
-	inner []*squares
-	wgs   []sync.WaitGroup
+	inner   []*squares
+	runners []Runner
 }
 
-func (n *nested) Do(i int) { Run(len(n.inner[i].out), n.inner[i], &n.wgs[i]) }
+func (n *nested) Do(i int) { n.runners[i].Run(len(n.inner[i].out), n.inner[i]) }
 
-// Parts that run parts of their own finish, every inner part once: a caller
-// that waits takes queued parts, its own or another's.
+// Parts that run parts of their own finish, every inner part once.
 func TestRunNested(t *testing.T) {
+	var r Runner
 	for range 100 {
-		n := &nested{wgs: make([]sync.WaitGroup, 6)}
+		n := &nested{runners: make([]Runner, 6)}
 		for i := range 6 {
 			n.inner = append(n.inner, &squares{out: make([]int, 5+i)})
 		}
-		var wg sync.WaitGroup
-		Run(6, n, &wg)
+		r.Run(6, n)
 		for i, s := range n.inner {
 			assert.Equal(t, int32(5+i), s.calls.Load())
 		}
+	}
+}
+
+// slowParts records which goroutine-independent facts a late worker could
+// break: every part done once, none after Run returned.
+type slowParts struct {
+	done     []atomic.Int32
+	returned atomic.Bool
+	late     atomic.Int32
+}
+
+func (s *slowParts) Do(i int) {
+	if s.returned.Load() {
+		s.late.Add(1)
+	}
+	time.Sleep(time.Duration(i%3) * 50 * time.Microsecond)
+	s.done[i].Add(1)
+}
+
+// Runs one after the other on one Runner, with workers that wake late:
+// a call for an earlier Run never does a part of a later one, nor one after
+// its Run returned.
+func TestRunLateWorkers(t *testing.T) {
+	var r Runner
+	for iter := range 300 {
+		s := &slowParts{done: make([]atomic.Int32, 1+iter%7)}
+		r.Run(len(s.done), s)
+		s.returned.Store(true)
+		for i := range s.done {
+			assert.Equal(t, int32(1), s.done[i].Load(), "iter %d part %d", iter, i)
+		}
+		if iter%10 == 0 {
+			time.Sleep(200 * time.Microsecond) // let the workers sleep
+		}
+		assert.Zero(t, s.late.Load())
 	}
 }
