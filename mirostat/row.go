@@ -54,9 +54,9 @@ const maxRowLen = math.MaxInt32
 
 // logitStats validates a row of logits and computes its softmax normalizer:
 // the maximum m in a first pass, then Σ exp(x - m) in float64 in
-// numeric.ExpSum's order. A NaN makes the
-// sum NaN and a +Inf the maximum, so validation costs nothing until a row is
-// bad. When top is not nil, another pass collects the best tokens in it.
+// numeric.ExpSum's order. A NaN makes the sum NaN and a +Inf the maximum, so
+// validation costs nothing until a row is bad. When top is not nil, another
+// pass collects the best tokens in it.
 func logitStats(row []float32, top *topSet) (rowStats, error) {
 	return logitTerms(row, top, nil)
 }
