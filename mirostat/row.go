@@ -94,8 +94,8 @@ func logitTerms(row []float32, top *topSet, h *histogram) (rowStats, error) {
 		h.fill(row)
 	case top != nil:
 		thr := top.thr
-		for i, v := range row {
-			if x := float64(v); x > thr {
+		for i := numeric.FirstAtLeast(row, 0, float32Below(thr)); i < len(row); i = numeric.FirstAtLeast(row, i+1, float32Below(thr)) {
+			if x := float64(row[i]); x > thr {
 				thr = top.add(x, i)
 			}
 		}
