@@ -241,11 +241,16 @@ func (g *Generator) cancel(err error, q queue, emit func(*seq, Event) bool) {
 // the request's event. scores is the backend's logits row, processed in place.
 func (g *Generator) step(r *seq, scores []float32) Event {
 	req := r.req
-	r.pipe.Process(r.hist, scores)
+	withLogprobs := req.Logprobs || req.TopLogprobs > 0
+	if _, sampled := r.choose.(logits.Multinomial); sampled && req.ObserveScores == nil && !withLogprobs {
+		// Only the draw reads the row: top-k may skip writing -inf over it.
+		r.pipe.ProcessForSample(r.hist, scores)
+	} else {
+		r.pipe.Process(r.hist, scores)
+	}
 	if req.ObserveScores != nil {
 		req.ObserveScores(scores)
 	}
-	withLogprobs := req.Logprobs || req.TopLogprobs > 0
 	if withLogprobs {
 		if cap(g.logprobs) < len(scores) {
 			g.logprobs = make([]float32, len(scores))

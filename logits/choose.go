@@ -130,6 +130,7 @@ func checkNaN(hist *History, scores []float32) error {
 		if clean {
 			return nil
 		}
+		hist.materialize(scores)
 	}
 	for i, x := range scores {
 		if x != x {

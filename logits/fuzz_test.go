@@ -183,9 +183,14 @@ func FuzzPipeline(f *testing.F) {
 			for _, tok := range row.Tokens()[len(prompt):] {
 				rebuilt.Accept(tok)
 			}
-			other := slices.Clone(scores)
+			other, sparse := slices.Clone(scores), slices.Clone(scores)
+			sparseHist := p.NewHistory(prompt)
+			for _, tok := range row.Tokens()[len(prompt):] {
+				sparseHist.Accept(tok)
+			}
 			p.Process(row, scores)
 			p.Process(rebuilt, other)
+			p.ProcessForSample(sparseHist, sparse)
 			for i := range scores {
 				if math.Float32bits(scores[i]) != math.Float32bits(other[i]) && !(scores[i] != scores[i] && other[i] != other[i]) {
 					t.Fatalf("step %d: incremental row gives %v, rebuilt row %v", step, scores, other)
@@ -196,6 +201,9 @@ func FuzzPipeline(f *testing.F) {
 				i2, ok2 := SampleIndex(scores, u)
 				if i1 != i2 || ok1 != ok2 {
 					t.Fatalf("Sample %d,%v but SampleIndex %d,%v on %v", i1, ok1, i2, ok2, scores)
+				}
+				if i3, ok3 := p.Sample(sparseHist, sparse, u); i3 != i1 || ok3 != ok1 {
+					t.Fatalf("Sample after ProcessForSample %d,%v but after Process %d,%v on %v", i3, ok3, i1, ok1, scores)
 				}
 			}
 			if step >= 6 {

@@ -18,6 +18,7 @@ type History struct {
 	states    []State // parallel to p.stages; nil for stateless stages
 	stage     int     // index of the stage being run, for State
 	running   bool    // inside Pipeline.Process
+	forSample bool    // inside Pipeline.ProcessForSample: top-k may leave a stale row
 
 	cand candidates
 	// Scratch reused across steps so that Process does not allocate in steady state.
@@ -28,10 +29,13 @@ type History struct {
 }
 
 // candidates lists, in index order, the only entries of a scores row that are not -inf, once a
-// top-k stage has bounded them; later warpers and Pipeline.Sample then work on them alone.
+// top-k stage has bounded them; later warpers and Pipeline.Sample then work on them alone. A stale
+// row (Pipeline.ProcessForSample) still holds its old values outside the list: materialize writes
+// the -inf that the list stands for.
 type candidates struct {
 	idx   []int32
 	valid bool
+	stale bool
 	owner *float32 // &scores[0] of the row they describe
 	n     int      // len(scores)
 }
@@ -141,6 +145,26 @@ func (r *History) setCandidates(scores []float32) {
 	r.cand.valid = r.running && len(scores) > 0
 	if r.cand.valid {
 		r.cand.owner, r.cand.n = &scores[0], len(scores)
+	}
+}
+
+// materialize sets to -inf the entries of a stale scores row outside its candidates.
+func (r *History) materialize(scores []float32) {
+	if !r.cand.stale || !r.cand.describes(scores) {
+		return
+	}
+	r.cand.stale = false
+	next := 0
+	for _, i := range r.cand.idx {
+		fillNegInf(scores[next:i])
+		next = int(i) + 1
+	}
+	fillNegInf(scores[next:])
+}
+
+func fillNegInf(s []float32) {
+	for i := range s {
+		s[i] = negInf
 	}
 }
 

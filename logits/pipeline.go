@@ -39,12 +39,17 @@ type Pipeline struct {
 	names  []string
 	stages []Processor // execution order; a fused stage stands for two names
 	aware  []bool      // stage works on and maintains the candidate list
+	sparse []bool      // stage reads nothing of a row but its candidates (a stale row is fine)
 	sample bool        // the config samples (do_sample): Chooser is Multinomial
 }
 
 // candidateStage marks the built-in warpers that keep a row's candidate list valid (-inf stays -inf
 // and they only remove candidates), so that they and Pipeline.Sample can skip the rest of the row.
 type candidateStage interface{ keepsCandidates() }
+
+// sparseStage marks the warpers that, given a row's candidates, read and write nothing else of it,
+// even where they give up (a NaN or +inf candidate): a stale row may pass through them.
+type sparseStage interface{ readsCandidatesOnly() }
 
 // NewPipeline builds the processor list of transformers' _get_logits_processor for cfg (decoder-only,
 // the prompt as encoder input), in this order, each only when its condition holds:
@@ -194,6 +199,8 @@ func newPipeline(vocab int, list []Processor) *Pipeline {
 		p.stages = append(p.stages, stage)
 		_, aware := stage.(candidateStage)
 		p.aware = append(p.aware, aware)
+		_, sparse := stage.(sparseStage)
+		p.sparse = append(p.sparse, sparse)
 	}
 	return p
 }
@@ -245,19 +252,35 @@ func (p *Pipeline) NewHistory(prompt []int32) *History {
 // does not allocate in steady state. r should come from p.NewHistory; a history of another pipeline
 // is re-initialised from its tokens first.
 func (p *Pipeline) Process(r *History, scores []float32) {
+	p.process(r, scores, false)
+}
+
+// ProcessForSample is Process for a row that only [Pipeline.Sample] reads afterwards (the chain of a
+// sampling loop): a top-k stage may leave the scores it removes as they were instead of writing
+// -inf over them (at a vocabulary of 128256, a third of the chain's time), so that the row's
+// entries outside the candidates are unspecified until Sample, which draws the same index as after
+// Process. Use Process when anything else reads the row.
+func (p *Pipeline) ProcessForSample(r *History, scores []float32) {
+	p.process(r, scores, true)
+}
+
+func (p *Pipeline) process(r *History, scores []float32, forSample bool) {
 	if r.p != p || len(r.states) != len(p.stages) {
 		p.adopt(r)
 	}
-	r.running = true
-	r.cand.valid = false
+	r.running, r.forSample = true, forSample
+	r.cand.valid, r.cand.stale = false, false
 	for i, s := range p.stages {
 		r.stage = i
+		if !p.sparse[i] {
+			r.materialize(scores)
+		}
 		if !p.aware[i] {
 			r.cand.valid = false
 		}
 		s.Process(r, scores)
 	}
-	r.running = false
+	r.running, r.forSample = false, false
 }
 
 // adopt rebuilds r's states for p from r's history.
@@ -272,7 +295,7 @@ func (p *Pipeline) adopt(r *History) {
 
 // Sample draws the next token from scores as [SampleIndex] does (same index for the same u), but
 // when the last stages of p.Process bounded the candidates (top-k), it visits only those. scores must
-// be the slice that Process just processed for r, unchanged since.
+// be the slice that Process (or ProcessForSample) just processed for r, unchanged since.
 func (p *Pipeline) Sample(r *History, scores []float32, u float64) (index int, ok bool) {
 	if !r.cand.describes(scores) {
 		return SampleIndex(scores, u)
@@ -287,6 +310,7 @@ func (p *Pipeline) Sample(r *History, scores []float32, u float64) (index int, o
 		nInf = nInf || x > maxFloat32
 	}
 	if m == negInf || nInf {
+		r.materialize(scores)
 		return SampleIndex(scores, u)
 	}
 	return sampleFrom(scores, r.cand.idx, m, u)

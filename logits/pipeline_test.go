@@ -1,6 +1,7 @@
 package logits
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -210,6 +211,66 @@ func TestCandidatePathsAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ProcessForSample leaves the row stale outside the candidates, and the draw, the NaN check and
+// every fallback of Sample come out as after Process: chains of top-k with each warper after it
+// (the ones that read the whole row make the row whole first), rows with NaN, +inf and all -inf
+// candidates.
+func TestProcessForSampleDrawsAsProcess(t *testing.T) {
+	const v = 2000
+	rng := rand.New(rand.NewPCG(15, 16))
+	warpers := []func() Processor{
+		func() Processor { p, _ := NewTopP(0.8, 1); return p },
+		func() Processor { p, _ := NewMinP(0.02, 1); return p },
+		func() Processor { p, _ := NewTypical(0.7, 2); return p },
+		func() Processor { p, _ := NewEpsilon(0.01, 1); return p },
+		func() Processor { p, _ := NewEta(0.01, 3); return p },
+		func() Processor { return LogitNormalization{} },
+		func() Processor { p, _ := NewTemperature(0.7); return p },
+	}
+	stale := 0
+	for trial := range 300 {
+		src := make([]float32, v)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * 3)
+		}
+		switch trial % 5 {
+		case 1:
+			src[rng.IntN(v)] = float32(math.NaN())
+		case 2:
+			src[rng.IntN(v)] = float32(math.Inf(1))
+		case 3:
+			for i := range src[:v/2] {
+				src[i] = float32(math.Inf(-1))
+			}
+		}
+		topK, err := NewTopK(1+rng.IntN(100), 1)
+		require.NoError(t, err)
+		w := warpers[trial%len(warpers)]()
+		p, err := Chain(v, topK, w)
+		require.NoError(t, err)
+		a, b := slices.Clone(src), slices.Clone(src)
+		ra, rb := p.NewHistory(nil), p.NewHistory(nil)
+		p.Process(ra, a)
+		p.ProcessForSample(rb, b)
+		for i, x := range b {
+			if math.Float32bits(x) != math.Float32bits(a[i]) && !(x != x && a[i] != a[i]) {
+				stale++
+				require.Equal(t, float32(math.Inf(-1)), a[i], "trial %d: entry %d differs but Process kept it", trial, i)
+			}
+		}
+		for _, u := range []float64{0, 0.3, 0.99} {
+			i1, ok1 := p.Sample(ra, a, u)
+			i2, ok2 := p.Sample(rb, b, u)
+			require.Equal(t, []any{i1, ok1}, []any{i2, ok2}, "trial %d u %v", trial, u)
+		}
+		c1, err1 := Multinomial{}.Choose(ra, a, NewSource(uint64(trial)))
+		c2, err2 := Multinomial{}.Choose(rb, b, NewSource(uint64(trial)))
+		require.Equal(t, c1, c2, "trial %d", trial)
+		require.Equal(t, fmt.Sprint(err1), fmt.Sprint(err2), "trial %d", trial)
+	}
+	require.Positive(t, stale, "no row was left stale: the test checks nothing")
 }
 
 // TestTemperatureTopKFusion checks the one-pass Temperature+TopK against the two stages run apart,

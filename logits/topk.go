@@ -84,14 +84,14 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	// this project's VM (the row, just written by the caller, moves between
 	// the cores' caches, and a sleeping worker wakes in about 65 µs).
 	b.Reset(k)
-	pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0])
+	pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0], !r.forSample)
 	// The k-th largest, NaN ranking first.
 	kept := pending[:0]
 	if nNaN >= k {
 		// The k largest are NaN: every number goes. (torch would compare with a NaN threshold
 		// and remove nothing; the pass has already removed some numbers, as many as the order it
-		// met them in allowed, so keeping the rest would make the row depend on that order, and
-		// on how a parallel pass split it. A row with a NaN allows no choice either way.)
+		// met them in allowed, so keeping the rest would make the row depend on that order. A
+		// row with a NaN allows no choice either way.)
 		for _, j := range pending {
 			if x := scores[j]; x == x {
 				scores[j] = negInf
@@ -101,6 +101,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 		}
 		r.cand.idx = kept
 		r.setCandidates(scores)
+		r.cand.stale = r.forSample
 		return
 	}
 	thr := kthOf(b, scores, k, nNaN)
@@ -125,14 +126,16 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	}
 	r.cand.idx = kept
 	r.setCandidates(scores)
+	r.cand.stale = r.forSample
 }
 
 // scanTopK is top-k's pass over scores, whose first entry has index base in
 // the row: it offers every number to b (reset to k), sets to -inf each score
-// that cannot reach the k-th place of b, which only grows, and returns the
-// indices of the others (every NaN included), in index order, appended to
-// pending, with the number of NaN.
-func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32, pending []int32) ([]int32, int) {
+// that cannot reach the k-th place of b, which only grows (unless mask is
+// false: the caller then leaves a stale row), and returns the indices of the
+// others (every NaN included), in index order, appended to pending, with the
+// number of NaN.
+func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32, pending []int32, mask bool) ([]int32, int) {
 	nNaN := 0
 	i := 0
 	for ; i < len(scores) && !b.Full(); i++ {
@@ -150,7 +153,12 @@ func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32,
 		for {
 			// Nearly every score is below the cut once the heap is warm: MaskBelow
 			// sets them to -inf and stops at the next that is not (or a NaN).
-			if i = numeric.MaskBelow(scores, i, cut); i == len(scores) {
+			if mask {
+				i = numeric.MaskBelow(scores, i, cut)
+			} else {
+				i = numeric.FirstNotBelow(scores, i, cut)
+			}
+			if i == len(scores) {
 				break
 			}
 			x := scores[i]

@@ -37,6 +37,8 @@ func (*TopP) Name() string { return "TopPLogitsWarper" }
 
 func (*TopP) keepsCandidates() {}
 
+func (*TopP) readsCandidatesOnly() {}
+
 // Process removes the tokens outside the nucleus.
 func (p *TopP) Process(hist *History, scores []float32) {
 	hist, cand := warpInput(hist, scores)

@@ -82,6 +82,24 @@ func FirstAtLeast(row []float32, i int, thr float32) int {
 	return len(row)
 }
 
+// FirstNotBelow returns the smallest index j >= i whose entry is not below
+// thr (at least thr, or a NaN), or len(row) when there is none: the index
+// MaskBelow returns, without its writes. With a NaN thr it returns i.
+func FirstNotBelow(row []float32, i int, thr float32) int {
+	if v := scanLen(len(row) - i); v > 0 {
+		if j := firstNotBelowAVX2(&row[i], v, thr); j < v {
+			return i + j
+		}
+		i += v
+	}
+	for ; i < len(row); i++ {
+		if !(row[i] < thr) {
+			return i
+		}
+	}
+	return len(row)
+}
+
 // MaskBelow sets to -Inf each entry of row from index i on that is below
 // thr, up to the first entry that is not (one at least thr, or a NaN), and
 // returns that entry's index, or len(row) when there is none. The entries

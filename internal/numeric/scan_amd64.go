@@ -25,6 +25,13 @@ func maxAVX2(p *float32, n int) (m float32, block int, nan bool)
 //go:noescape
 func firstAtLeastAVX2(p *float32, n int, thr float32) int
 
+// firstNotBelowAVX2 is FirstNotBelow over the n scores at p (n > 0, a
+// multiple of 8): the index of the first that is not below thr (>= thr or
+// NaN), or n.
+//
+//go:noescape
+func firstNotBelowAVX2(p *float32, n int, thr float32) int
+
 // maskBelowAVX2 is MaskBelow over the n scores at p (n > 0, a multiple of
 // 8): it sets to -Inf the scores below thr up to the first that is not
 // (>= thr or NaN), and returns its index, or n.

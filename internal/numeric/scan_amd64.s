@@ -240,6 +240,40 @@ gehit:
 genone:
 	nohit
 
+// func firstNotBelowAVX2(p *float32, n int, thr float32) int
+TEXT ·firstNotBelowAVX2(SB), NOSPLIT, $0-32
+	scanstart
+	VBROADCASTSS thr+16(FP), Y0
+
+nb32:
+	CMPQ AX, DX
+	JAE  nb8
+	cmp4(0x1a)
+	anyhit
+	JNZ  nbfound
+	ADDQ $32, AX
+	JMP  nb32
+
+nbfound: // the first of the four groups with a hit
+	skipgroup(Y1, nbhit)
+	skipgroup(Y2, nbhit)
+	skipgroup(Y3, nbhit)
+	VMOVMSKPS Y4, BX
+	JMP nbhit
+
+nb8:
+	CMPQ AX, CX
+	JAE  nbnone
+	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
+	skipgroup(Y1, nbhit)
+	JMP nb8
+
+nbhit:
+	hitat
+
+nbnone:
+	nohit
+
 // func maskBelowAVX2(p *float32, n int, thr float32) int
 TEXT ·maskBelowAVX2(SB), NOSPLIT, $0-32
 	scanstart

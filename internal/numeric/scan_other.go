@@ -13,4 +13,5 @@ func scanLen(int) int { return 0 }
 func maxAVX2(*float32, int) (float32, int, bool)            { panic("numeric: no vector scan") }
 func firstAtLeastAVX2(*float32, int, float32) int           { panic("numeric: no vector scan") }
 func maskBelowAVX2(*float32, int, float32) int              { panic("numeric: no vector scan") }
+func firstNotBelowAVX2(*float32, int, float32) int          { panic("numeric: no vector scan") }
 func firstAboveSumAVX2(*float32, int, float32, float32) int { panic("numeric: no vector scan") }

@@ -182,6 +182,18 @@ func TestMaskBelow(t *testing.T) {
 	})
 }
 
+// FirstNotBelow stops where MaskBelow stops and writes nothing.
+func TestFirstNotBelow(t *testing.T) {
+	scanModes(t, func(t *testing.T) {
+		scanRows(t, func(t *testing.T, row []float32, i int, thr, _ float32) {
+			want, _ := maskBelowLoop(row, i, thr)
+			before := slices.Clone(row)
+			require.Equal(t, want, FirstNotBelow(row, i, thr), "%v from %d, thr %v", before, i, thr)
+			require.Equal(t, bits(before), bits(row))
+		})
+	})
+}
+
 func TestFirstAboveSum(t *testing.T) {
 	scanModes(t, func(t *testing.T) {
 		scanRows(t, func(t *testing.T, row []float32, i int, thr, add float32) {
@@ -209,6 +221,7 @@ func TestScanSingleHit(t *testing.T) {
 				}
 				assert.Equal(t, hit, FirstAtLeast(row, 0, 3))
 				assert.Equal(t, hit, FirstAboveSum(row, 0, 0.5, 3))
+				assert.Equal(t, hit, FirstNotBelow(row, 0, 2.5))
 				m, i, nan := MaxIndex(row)
 				if hit < n {
 					assert.Equal(t, []any{float32(3), hit, false}, []any{m, i, nan})
