@@ -167,20 +167,23 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(20, run))
 }
 
+// candidateWarpers make the warpers that may follow top-k, each keeping its candidates.
+var candidateWarpers = []func() Processor{
+	func() Processor { p, _ := NewTopP(0.8, 1); return p },
+	func() Processor { p, _ := NewMinP(0.02, 1); return p },
+	func() Processor { p, _ := NewTypical(0.7, 2); return p },
+	func() Processor { p, _ := NewEpsilon(0.01, 1); return p },
+	func() Processor { p, _ := NewEta(0.01, 3); return p },
+	func() Processor { return LogitNormalization{} },
+}
+
 // TestCandidatePathsAgree checks that the warpers give the same bits when they work on the
 // candidates left by TopK and when they scan the whole row, and that Pipeline.Sample draws what
 // SampleIndex draws.
 func TestCandidatePathsAgree(t *testing.T) {
 	const v = 3000
 	rng := rand.New(rand.NewPCG(5, 6))
-	warpers := []func() Processor{
-		func() Processor { p, _ := NewTopP(0.8, 1); return p },
-		func() Processor { p, _ := NewMinP(0.02, 1); return p },
-		func() Processor { p, _ := NewTypical(0.7, 2); return p },
-		func() Processor { p, _ := NewEpsilon(0.01, 1); return p },
-		func() Processor { p, _ := NewEta(0.01, 3); return p },
-		func() Processor { return LogitNormalization{} },
-	}
+	warpers := candidateWarpers
 	barrier := ProcessorFunc("barrier", func(*History, []float32) {}) // hides the candidates
 	for trial := range 30 {
 		src := make([]float32, v)
@@ -220,15 +223,7 @@ func TestCandidatePathsAgree(t *testing.T) {
 func TestProcessForSampleDrawsAsProcess(t *testing.T) {
 	const v = 2000
 	rng := rand.New(rand.NewPCG(15, 16))
-	warpers := []func() Processor{
-		func() Processor { p, _ := NewTopP(0.8, 1); return p },
-		func() Processor { p, _ := NewMinP(0.02, 1); return p },
-		func() Processor { p, _ := NewTypical(0.7, 2); return p },
-		func() Processor { p, _ := NewEpsilon(0.01, 1); return p },
-		func() Processor { p, _ := NewEta(0.01, 3); return p },
-		func() Processor { return LogitNormalization{} },
-		func() Processor { p, _ := NewTemperature(0.7); return p },
-	}
+	warpers := append(slices.Clone(candidateWarpers), func() Processor { p, _ := NewTemperature(0.7); return p })
 	stale := 0
 	for trial := range 300 {
 		src := make([]float32, v)

@@ -206,73 +206,46 @@ maxreduce:
 	VZEROUPPER
 	RET
 
+// firstwhere is the body of a scan for the first score that matches pred
+// against thr, which the caller broadcasts into Y0, with its labels named by
+// the caller: FirstAtLeast and FirstNotBelow differ in their predicate alone.
+#define firstwhere(pred, L32, L8, FOUND, HIT, NONE) \
+L32: \
+	CMPQ AX, DX \
+	JAE  L8 \
+	cmp4(pred) \
+	anyhit \
+	JNZ  FOUND \
+	ADDQ $32, AX \
+	JMP  L32 \
+FOUND: \
+	skipgroup(Y1, HIT) \
+	skipgroup(Y2, HIT) \
+	skipgroup(Y3, HIT) \
+	VMOVMSKPS Y4, BX \
+	JMP HIT \
+L8: \
+	CMPQ AX, CX \
+	JAE  NONE \
+	VCMPPS $pred, (SI)(AX*4), Y0, Y1 \
+	skipgroup(Y1, HIT) \
+	JMP L8 \
+HIT: \
+	hitat \
+NONE: \
+	nohit
+
 // func firstAtLeastAVX2(p *float32, n int, thr float32) int
 TEXT ·firstAtLeastAVX2(SB), NOSPLIT, $0-32
 	scanstart
 	VBROADCASTSS thr+16(FP), Y0
-
-ge32:
-	CMPQ AX, DX
-	JAE  ge8
-	cmp4(0x12)
-	anyhit
-	JNZ  gefound
-	ADDQ $32, AX
-	JMP  ge32
-
-gefound: // the first of the four groups with a hit
-	skipgroup(Y1, gehit)
-	skipgroup(Y2, gehit)
-	skipgroup(Y3, gehit)
-	VMOVMSKPS Y4, BX
-	JMP gehit
-
-ge8:
-	CMPQ AX, CX
-	JAE  genone
-	VCMPPS $0x12, (SI)(AX*4), Y0, Y1
-	skipgroup(Y1, gehit)
-	JMP ge8
-
-gehit:
-	hitat
-
-genone:
-	nohit
+	firstwhere(0x12, ge32, ge8, gefound, gehit, genone)
 
 // func firstNotBelowAVX2(p *float32, n int, thr float32) int
 TEXT ·firstNotBelowAVX2(SB), NOSPLIT, $0-32
 	scanstart
 	VBROADCASTSS thr+16(FP), Y0
-
-nb32:
-	CMPQ AX, DX
-	JAE  nb8
-	cmp4(0x1a)
-	anyhit
-	JNZ  nbfound
-	ADDQ $32, AX
-	JMP  nb32
-
-nbfound: // the first of the four groups with a hit
-	skipgroup(Y1, nbhit)
-	skipgroup(Y2, nbhit)
-	skipgroup(Y3, nbhit)
-	VMOVMSKPS Y4, BX
-	JMP nbhit
-
-nb8:
-	CMPQ AX, CX
-	JAE  nbnone
-	VCMPPS $0x1a, (SI)(AX*4), Y0, Y1
-	skipgroup(Y1, nbhit)
-	JMP nb8
-
-nbhit:
-	hitat
-
-nbnone:
-	nohit
+	firstwhere(0x1a, nb32, nb8, nbfound, nbhit, nbnone)
 
 // func maskBelowAVX2(p *float32, n int, thr float32) int
 TEXT ·maskBelowAVX2(SB), NOSPLIT, $0-32
