@@ -84,7 +84,7 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	// this project's VM (the row, just written by the caller, moves between
 	// the cores' caches, and a sleeping worker wakes in about 65 µs).
 	b.Reset(k)
-	pending, nNaN = scanTopK(b, scores, 0, t, r.cand.idx[:0], !r.forSample)
+	pending, nNaN = scanTopK(b, scores, 0, t, chunkFloor(scores, k), r.cand.idx[:0], !r.forSample)
 	// The k-th largest, NaN ranking first.
 	kept := pending[:0]
 	if nNaN >= k {
@@ -129,52 +129,65 @@ func (r *History) topK(scores []float32, k int, temp *Temperature) {
 	r.cand.stale = r.forSample
 }
 
-// scanTopK is top-k's pass over scores, whose first entry has index base in
-// the row: it offers every number to b (reset to k), sets to -inf each score
-// that cannot reach the k-th place of b, which only grows (unless mask is
-// false: the caller then leaves a stale row), and returns the indices of the
-// others (every NaN included), in index order, appended to pending, with the
-// number of NaN.
-func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t float32, pending []int32, mask bool) ([]int32, int) {
-	nNaN := 0
-	i := 0
-	for ; i < len(scores) && !b.Full(); i++ {
-		pending = append(pending, base+int32(i))
-		if x := scores[i]; x == x {
-			b.Offer(numeric.Entry[float32]{Key: x})
-		} else {
-			nNaN++
-		}
+// chunkFloor returns a floor under the k-th largest number of a long row: the
+// smallest of the maxima of k chunks of it (k numbers are at least that), so
+// that top-k's pass removes most scores before its heap is warm. It is -inf
+// (no floor) for a short row, or when a chunk holds a NaN or no number.
+func chunkFloor(scores []float32, k int) float32 {
+	n := len(scores)
+	if n < 64*k {
+		return negInf
 	}
-	if b.Full() {
-		// Below cut, a score (or its quotient) is below the current k-th largest, which only grows.
-		root := b.Worst().Key
-		cut := cutFor(root, t)
-		for {
-			// Nearly every score is below the cut once the heap is warm: MaskBelow
-			// sets them to -inf and stops at the next that is not (or a NaN).
-			if mask {
-				i = numeric.MaskBelow(scores, i, cut)
-			} else {
-				i = numeric.FirstNotBelow(scores, i, cut)
+	floor := float32(math.Inf(1))
+	for c := range k {
+		m, i, nan := numeric.MaxIndex(scores[c*n/k : (c+1)*n/k])
+		if nan || i < 0 {
+			return negInf
+		}
+		floor = min(floor, m)
+	}
+	return floor
+}
+
+// scanTopK is top-k's pass over scores, whose first entry has index base in
+// the row: it offers every number to b (reset to k) but those below floor,
+// sets to -inf each score that cannot reach the k-th place of b, which only
+// grows, or the floor (unless mask is false: the caller then leaves a stale
+// row), and returns the indices of the others (every NaN included), in index
+// order, appended to pending, with the number of NaN.
+func scanTopK(b *numeric.Best[float32], scores []float32, base int32, t, floor float32, pending []int32, mask bool) ([]int32, int) {
+	nNaN := 0
+	// Below cut, a score (or its quotient) is below the k-th largest.
+	low := cutFor(floor, t)
+	cut, root := low, negInf
+	for i := 0; ; i++ {
+		// Once the heap is warm nearly every score is below the cut: MaskBelow
+		// sets them to -inf and stops at the next that is not (or a NaN).
+		if mask {
+			i = numeric.MaskBelow(scores, i, cut)
+		} else {
+			i = numeric.FirstNotBelow(scores, i, cut)
+		}
+		if i == len(scores) {
+			break
+		}
+		x := scores[i]
+		pending = append(pending, base+int32(i))
+		switch {
+		case x != x:
+			nNaN++
+		case !b.Full():
+			b.Offer(numeric.Entry[float32]{Key: x})
+			if b.Full() {
+				root = b.Worst().Key
+				cut = max(low, cutFor(root, t))
 			}
-			if i == len(scores) {
-				break
+		case x > root:
+			b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
+			if w := b.Worst().Key; w != root {
+				root = w
+				cut = max(low, cutFor(root, t))
 			}
-			x := scores[i]
-			pending = append(pending, base+int32(i))
-			if !(x <= root) {
-				if x != x {
-					nNaN++
-				} else {
-					b.Replace(numeric.Entry[float32]{Key: x}) // x > root: it enters
-					if w := b.Worst().Key; w != root {
-						root = w
-						cut = cutFor(root, t)
-					}
-				}
-			}
-			i++
 		}
 	}
 	return pending, nNaN
