@@ -167,8 +167,8 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 	var upstream *llamaBenchRun
 	if o.llamaBench != "" {
 		st.set(fmt.Sprintf("%s: running llama-bench", mr.File))
-		upstream, err = runLlamaBench(ctx, o.llamaBench,
-			llamaBenchArgs(path, o.threads, o.gpuLayers, o.promptLengths, o.newTokens, o.reps))
+		upstream, err = runLlamaBenchAll(ctx, o.llamaBench,
+			llamaBenchArgs(path, o.threads, o.gpuLayers, o.promptLengths, o.promptTokens, o.newTokens, o.reps))
 		st.clear()
 		if err != nil {
 			return nil, err

@@ -101,7 +101,7 @@ func (r result) llamaBenchTest() string {
 	case groupPrompt:
 		return testName(r.PromptTokens, 0, 0)
 	case groupGeneration:
-		return testName(0, r.NewTokens, 0)
+		return testName(0, r.NewTokens, r.PromptTokens)
 	}
 	return ""
 }

@@ -342,7 +342,7 @@ func fakeLlamaBench(t *testing.T, out string) (script, args string) {
 	t.Helper()
 	dir := t.TempDir()
 	script, args = filepath.Join(dir, "llama-bench"), filepath.Join(dir, "args")
-	body := "#!/bin/sh\necho \"$@\" > " + args + "\n"
+	body := "#!/bin/sh\necho \"$@\" >> " + args + "\n"
 	if out == "" {
 		body += "echo 'main: loading' >&2\necho 'error: failed to load model' >&2\nexit 1\n"
 	} else {
@@ -359,7 +359,8 @@ func TestLlamaBenchComparison(t *testing.T) {
 	out := `[
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ts": 2000, "samples_ts": [ 2000 ]},
-  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 0, "avg_ts": 500, "samples_ts": [ 400, 600 ]}
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 0, "avg_ts": 900, "samples_ts": [ 900 ]},
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": 500, "samples_ts": [ 400, 600 ]}
 ]`
 	script, argsFile := fakeLlamaBench(t, out)
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
@@ -367,7 +368,9 @@ func TestLlamaBenchComparison(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	args, err := os.ReadFile(argsFile)
 	require.NoError(t, err)
-	assert.Equal(t, "-m "+tinyModel+" -t 1 -p 8,16 -n 3 -r 1 -ngl 99 -o json\n", string(args))
+	// Generation after the --prompt tokens, as llamabench's tg rows: llama-bench's depth.
+	assert.Equal(t, "-p 8,16 -n 0 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -o json\n"+
+		"-p 0 -n 3 -d 4 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -o json\n", string(args))
 
 	assert.Regexp(t, `measurement +median t/s +min t/s +of bound +llama.cpp +ratio  note`, res.Stdout)
 	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)

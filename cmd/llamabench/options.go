@@ -134,8 +134,9 @@ prompt evaluation, beside the ratios measured on the device where the profile
 has them.
 
 With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
-model (the same prompt lengths, --tg, threads and repetitions) and adds its
-tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows. Build it
+model (the same prompt lengths, --tg after --prompt tokens as llama-bench's
+depth -d, threads and repetitions) and adds its tokens/s and the ratio
+llamaloop / llama.cpp to the raw decode rows. Build it
 from the llama.cpp commit that llamabench --version names for a fair ratio.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
