@@ -44,3 +44,8 @@ func maskBelowAVX2(p *float32, n int, thr float32) int
 //
 //go:noescape
 func firstAboveSumAVX2(p *float32, n int, add, thr float32) int
+
+// shiftAVX2 is Shift over groups groups of 8 entries.
+//
+//go:noescape
+func shiftAVX2(dst, src *float32, groups int, m, c float32)

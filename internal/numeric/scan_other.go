@@ -15,3 +15,4 @@ func firstAtLeastAVX2(*float32, int, float32) int           { panic("numeric: no
 func maskBelowAVX2(*float32, int, float32) int              { panic("numeric: no vector scan") }
 func firstNotBelowAVX2(*float32, int, float32) int          { panic("numeric: no vector scan") }
 func firstAboveSumAVX2(*float32, int, float32, float32) int { panic("numeric: no vector scan") }
+func shiftAVX2(*float32, *float32, int, float32, float32)   { panic("numeric: no vector scan") }

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// hasAVX2 reports whether the vector loops (addLanes, Shift, the scans) run here.
+// hasAVX2 reports whether the vector loops (addLanes, the scans and Shift) run here.
 var hasAVX2 = cpu.X86.HasAVX2
 
 // expVecConsts holds, four times each (one vector register), the constants of the AVX2 loop:
