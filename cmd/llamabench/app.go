@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,6 +177,19 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 		mr.LlamaBenchBuild = upstream.Build
 		if mr.LlamaBenchBuild == "" {
 			mr.LlamaBenchBuild = "unknown"
+		}
+		if batched := findBatchedBench(o.llamaBench); batched != "" && len(o.batchRows) > 0 && !o.speculativeOnly() {
+			st.set(fmt.Sprintf("%s: running %s", mr.File, batchedBenchName))
+			seqs := batchSequences(o.batchRows)
+			rows := slices.DeleteFunc(slices.Clone(o.batchRows), func(r int) bool { return r > seqs })
+			measured, err := runBatchedBench(ctx, batched, batchedBenchArgs(path, o.threads, o.gpuLayers,
+				batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens, o.reps))
+			st.clear()
+			if err != nil {
+				return nil, err
+			}
+			upstream.Rows = append(upstream.Rows, measured...)
+			mr.LlamaBatchedBench = batched
 		}
 	}
 	tab.model(mr, o.threads)

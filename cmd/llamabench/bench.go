@@ -90,10 +90,14 @@ type result struct {
 	Speculation *speculation `json:"speculation,omitempty"`
 }
 
-// llamaBenchTest is llama-bench's name of the test that r measures too, or
-// "" when llama-bench has none: its pp and tg tests are the raw decode
-// loop's prompt processing and generation.
+// llamaBenchTest is the name of the llama.cpp test that r measures too, or
+// "" when llama.cpp's tools have none: llama-bench's pp and tg tests are the
+// raw decode loop's prompt processing and generation, and llama-batched-bench
+// generates several rows at once as the batch rows do.
 func (r result) llamaBenchTest() string {
+	if r.Group == groupBatch {
+		return batchedTestName(r.Rows, r.NewTokens, r.PromptTokens)
+	}
 	if r.Method != "raw" {
 		return ""
 	}
@@ -412,8 +416,8 @@ func (b *bench) batched(ctx context.Context) error {
 		return nil
 	}
 	p, g := b.o.promptTokens, b.o.newTokens
-	rows := min(slices.Max(b.o.batchRows), llamacpp.MaxSequences())
-	lc, err := b.newContext(fmt.Sprintf("--batch %d, --prompt %d, --tg %d", rows, p, g), rows*roundUp(p+g+1, 256), rows, false)
+	rows := batchSequences(b.o.batchRows)
+	lc, err := b.newContext(fmt.Sprintf("--batch %d, --prompt %d, --tg %d", rows, p, g), batchCells(rows, p, g), rows, false)
 	if err != nil {
 		return err
 	}
@@ -451,6 +455,15 @@ func (b *bench) batched(ctx context.Context) error {
 	}
 	return nil
 }
+
+// batchSequences is the number of sequences of the batch rows' context: the
+// most rows of batchRows that llama.cpp can decode together.
+func batchSequences(batchRows []int) int { return min(slices.Max(batchRows), llamacpp.MaxSequences()) }
+
+// batchCells is the size of the batch rows' KV cache: each of rows
+// sequences gets the cells that a prompt of p tokens and g+1 new ones take,
+// rounded up as llama.cpp pads a sequence's cells.
+func batchCells(rows, p, g int) int { return rows * roundUp(p+g+1, 256) }
 
 // beams measures beam search of one prompt for each beam count.
 func (b *bench) beams(ctx context.Context) error {

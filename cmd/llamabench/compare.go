@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -84,6 +86,35 @@ func runLlamaBenchAll(ctx context.Context, path string, argLists [][]string) (*l
 // runLlamaBench runs the llama-bench binary at path with args and parses
 // what it prints.
 func runLlamaBench(ctx context.Context, path string, args []string) (*llamaBenchRun, error) {
+	out, err := runTool(ctx, "--llama-bench "+path, path, args)
+	if err != nil {
+		return nil, err
+	}
+	run, err := parseLlamaBench(out)
+	if err != nil {
+		return nil, fmt.Errorf("--llama-bench %s: %w", path, err)
+	}
+	return run, nil
+}
+
+// runBatchedBench runs the llama-batched-bench binary at path with args and
+// parses what it prints.
+func runBatchedBench(ctx context.Context, path string, args []string) ([]llamaBenchRow, error) {
+	out, err := runTool(ctx, path, path, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := parseBatchedBench(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// runTool runs the binary at path with args and returns its standard
+// output; an error starts with what, and ends with the last line the tool
+// wrote to its standard error.
+func runTool(ctx context.Context, what, path string, args []string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -91,13 +122,9 @@ func runLlamaBench(ctx context.Context, path string, args []string) (*llamaBench
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("--llama-bench %s: %w%s", path, err, lastLine(stderr.String()))
+		return nil, fmt.Errorf("%s: %w%s", what, err, lastLine(stderr.String()))
 	}
-	run, err := parseLlamaBench(stdout.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("--llama-bench %s: %w", path, err)
-	}
-	return run, nil
+	return stdout.Bytes(), nil
 }
 
 // lastLine is ": " and the last non-empty line of s, or "" (what a failing
@@ -222,4 +249,100 @@ func parseLlamaBenchMarkdown(out []byte) (*llamaBenchRun, error) {
 		return nil, errors.New("it printed neither JSON nor a markdown table of results")
 	}
 	return run, nil
+}
+
+// batchedBenchName is the file name of llama.cpp's batched generation
+// benchmark, which llamabench looks for beside llama-bench.
+const batchedBenchName = "llama-batched-bench"
+
+// findBatchedBench returns the llama-batched-bench binary in the directory
+// of the llama-bench binary llamaBench (looked up in $PATH when it has no
+// directory), or "" when there is none.
+func findBatchedBench(llamaBench string) string {
+	path := llamaBench
+	if !strings.ContainsRune(path, filepath.Separator) {
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return ""
+		}
+		path = found
+	}
+	candidate := filepath.Join(filepath.Dir(path), batchedBenchName)
+	if info, err := os.Stat(candidate); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return ""
+	}
+	return candidate
+}
+
+// batchedBenchArgs are the arguments of the llama-batched-bench run that
+// measures what llamabench's batch rows measure: for each row count, every
+// row's prompt of promptTokens tokens, then newTokens steps that each decode
+// one token of every row, with the same threads in a KV cache of cells
+// cells shared by as many sequences as the largest row count, as llamabench's
+// batch context has. llama-batched-bench times each -npl value once, so each
+// row count appears reps times; it prints JSON lines.
+func batchedBenchArgs(model string, threads, gpuLayers, cells int, rows []int, promptTokens, newTokens, reps int) []string {
+	var npl []string
+	for _, r := range rows {
+		for range reps {
+			npl = append(npl, strconv.Itoa(r))
+		}
+	}
+	ngl := gpuLayers
+	if ngl < 0 {
+		ngl = 99
+	}
+	return []string{"-m", model, "-t", strconv.Itoa(threads), "-ngl", strconv.Itoa(ngl), "-c", strconv.Itoa(cells),
+		"-npp", strconv.Itoa(promptTokens), "-ntg", strconv.Itoa(newTokens), "-npl", strings.Join(npl, ","),
+		"--output-format", "jsonl"}
+}
+
+// batchedTestName names a llama-batched-bench measurement as llamabench's
+// batch row of the same shape is named, with the prompt as its depth.
+func batchedTestName(rows, newTokens, promptTokens int) string {
+	return fmt.Sprintf("batch %d x tg%d @ d%d", rows, newTokens, promptTokens)
+}
+
+// batchedBenchLine is the part of a llama-batched-bench JSON line that
+// llamabench reads: S_TG, the generation speed of all rows together.
+type batchedBenchLine struct {
+	NThreads int     `json:"n_threads"`
+	PP       int     `json:"pp"`
+	TG       int     `json:"tg"`
+	PL       int     `json:"pl"`
+	SpeedTG  float64 `json:"speed_tg"`
+}
+
+// parseBatchedBench reads llama-batched-bench's JSON lines (its other output,
+// logs and blank lines, is skipped) into one row per shape, whose samples
+// are the speeds of its repetitions.
+func parseBatchedBench(out []byte) ([]llamaBenchRow, error) {
+	var rows []llamaBenchRow
+	samples := map[string][]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var l batchedBenchLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, fmt.Errorf("reading its JSON line %q: %w", line, err)
+		}
+		if l.PL <= 0 || l.TG <= 0 || l.SpeedTG <= 0 {
+			return nil, fmt.Errorf("JSON line %q has no rows, generated tokens or generation speed", line)
+		}
+		name := batchedTestName(l.PL, l.TG, l.PP)
+		if _, seen := samples[name]; !seen {
+			rows = append(rows, llamaBenchRow{Test: name, Threads: l.NThreads})
+		}
+		samples[name] = append(samples[name], l.SpeedTG)
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("it printed no JSON line of results (--output-format jsonl)")
+	}
+	for i := range rows {
+		rows[i].TokensPerS = newStat(samples[rows[i].Test])
+	}
+	return rows, nil
 }

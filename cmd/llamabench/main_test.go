@@ -340,13 +340,19 @@ func TestParseLlamaBenchErrors(t *testing.T) {
 // prints out (or fails with a message when out is "").
 func fakeLlamaBench(t *testing.T, out string) (script, args string) {
 	t.Helper()
-	dir := t.TempDir()
-	script, args = filepath.Join(dir, "llama-bench"), filepath.Join(dir, "args")
+	return fakeTool(t, t.TempDir(), "llama-bench", out)
+}
+
+// fakeTool writes the script dir/name that records its arguments in
+// dir/name.args and prints out (or fails with a message when out is "").
+func fakeTool(t *testing.T, dir, name, out string) (script, args string) {
+	t.Helper()
+	script, args = filepath.Join(dir, name), filepath.Join(dir, name+".args")
 	body := "#!/bin/sh\necho \"$@\" >> " + args + "\n"
 	if out == "" {
 		body += "echo 'main: loading' >&2\necho 'error: failed to load model' >&2\nexit 1\n"
 	} else {
-		data := filepath.Join(dir, "out")
+		data := filepath.Join(dir, name+".out")
 		require.NoError(t, os.WriteFile(data, []byte(out), 0o644))
 		body += "cat " + data + "\n"
 	}
@@ -376,6 +382,7 @@ func TestLlamaBenchComparison(t *testing.T) {
 	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
 	assert.Regexp(t, `tg3 raw decode +[0-9.]+ +[0-9.]+ +[0-9]+% +500.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
 	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 repetitions; ratio = llamaloop / llama.cpp, medians")
+	assert.Contains(t, res.Stdout, "batch rows: not compared; no llama-batched-bench beside "+script+"\n")
 
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
@@ -399,6 +406,95 @@ func TestLlamaBenchComparison(t *testing.T) {
 		delete(want, r.Name)
 	}
 	assert.Empty(t, want, "rows without a ratio")
+}
+
+func TestParseBatchedBench(t *testing.T) {
+	data, err := os.ReadFile("testdata/llama-batched-bench.jsonl")
+	require.NoError(t, err)
+	rows, err := parseBatchedBench(data)
+	require.NoError(t, err)
+	assert.Equal(t, []llamaBenchRow{
+		{Test: "batch 1 x tg32 @ d32", Threads: 2, TokensPerS: newStat([]float64{274.308441, 269.156372})},
+		{Test: "batch 8 x tg32 @ d32", Threads: 2, TokensPerS: newStat([]float64{394.024384, 387.083527, 390.5})},
+	}, rows)
+	assert.Equal(t, 390.5, rows[1].TokensPerS.Median)
+
+	for name, out := range map[string]string{
+		"nothing":       "",
+		"markdown only": "|    PP |     TG |    B |\n|-------|--------|------|\n|    32 |     32 |    1 |\n",
+		"broken JSON":   `{"pp": 32, "tg": 32,`,
+		"no speed":      `{"n_threads": 2, "pp": 32, "tg": 32, "pl": 1}`,
+	} {
+		_, err := parseBatchedBench([]byte(out))
+		assert.Error(t, err, name)
+	}
+}
+
+func TestBatchedBenchComparison(t *testing.T) {
+	dir := t.TempDir()
+	script, _ := fakeTool(t, dir, "llama-bench", `[
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": 500, "samples_ts": [ 500 ]}
+]`)
+	// what llama-batched-bench prints for -npl 1,1,2,2: a line a run (the
+	// row count's repetitions), then its performance summary
+	batched, argsFile := fakeTool(t, dir, "llama-batched-bench", `{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 1, "n_kv": 7, "t_pp": 0.01, "speed_pp": 400, "t_tg": 0.01, "speed_tg": 300, "t": 0.02, "speed": 350}
+{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 1, "n_kv": 7, "t_pp": 0.01, "speed_pp": 400, "t_tg": 0.01, "speed_tg": 100, "t": 0.02, "speed": 350}
+{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 2, "n_kv": 14, "t_pp": 0.01, "speed_pp": 800, "t_tg": 0.01, "speed_tg": 600, "t": 0.02, "speed": 700}
+{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 2, "n_kv": 14, "t_pp": 0.01, "speed_pp": 800, "t_tg": 0.01, "speed_tg": 600, "t": 0.02, "speed": 700}
+
+`)
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	res := run(t, append(small, "-m", tinyModel, "--pp", "8", "-r", "2", "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	args, err := os.ReadFile(argsFile)
+	require.NoError(t, err)
+	// the batch context's cells: 2 sequences of 4 + 3 + 1 tokens, 256 each
+	assert.Equal(t, "-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,1,2,2 --output-format jsonl\n", string(args))
+	assert.Regexp(t, `batch 1 x tg3 +[0-9.]+ +[0-9.]+ +200.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
+	assert.Regexp(t, `batch 2 x tg3 +[0-9.]+ +[0-9.]+ +600.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
+	assert.Contains(t, res.Stdout, "batch rows: against "+batched+", its generation speed (S_TG) after the same prompts, in a KV cache of the same size\n")
+
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(data, &rep))
+	require.Len(t, rep.Models, 1)
+	assert.Equal(t, batched, rep.Models[0].LlamaBatchedBench)
+	want := map[string]float64{"pp8 raw decode": 1000, "tg3 raw decode": 500, "batch 1 x tg3": 200, "batch 2 x tg3": 600}
+	for _, r := range rep.Models[0].Results {
+		upstream, ok := want[r.Name]
+		if !ok {
+			assert.Nil(t, r.Ratio, r.Name)
+			continue
+		}
+		require.NotNil(t, r.LlamaCpp, r.Name)
+		require.NotNil(t, r.Ratio, r.Name)
+		assert.Equal(t, upstream, r.LlamaCpp.Median, r.Name)
+		assert.InDelta(t, r.TokensPerS.Median/upstream, *r.Ratio, 1e-12, r.Name)
+		delete(want, r.Name)
+	}
+	assert.Empty(t, want, "rows without a ratio")
+
+	// a failing llama-batched-bench fails the run, saying which and why
+	fakeTool(t, dir, "llama-batched-bench", "")
+	res = run(t, append(small, "-m", tinyModel, "--llama-bench", script)...)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "llamabench: "+batched+": exit status 1: error: failed to load model")
+}
+
+func TestFindBatchedBench(t *testing.T) {
+	dir := t.TempDir()
+	bench, _ := fakeTool(t, dir, "llama-bench", "[]")
+	assert.Empty(t, findBatchedBench(bench), "none beside it")
+	batched := filepath.Join(dir, "llama-batched-bench")
+	require.NoError(t, os.WriteFile(batched, []byte("#!/bin/sh\n"), 0o644))
+	assert.Empty(t, findBatchedBench(bench), "not executable")
+	require.NoError(t, os.Chmod(batched, 0o755))
+	assert.Equal(t, batched, findBatchedBench(bench))
+	t.Setenv("PATH", dir)
+	assert.Equal(t, batched, findBatchedBench("llama-bench"), "llama-bench found in $PATH")
+	assert.Empty(t, findBatchedBench("no-such-llama-bench"))
 }
 
 func TestLlamaBenchFailure(t *testing.T) {

@@ -57,9 +57,12 @@ type modelReport struct {
 	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
 	// LlamaBenchBuild is the build_commit of the llama-bench run on this
 	// model (with --llama-bench).
-	LlamaBenchBuild string          `json:"llama_bench_build,omitempty"`
-	Results         []result        `json:"results"`
-	Sampler         []samplerResult `json:"sampler"`
+	LlamaBenchBuild string `json:"llama_bench_build,omitempty"`
+	// LlamaBatchedBench is the llama-batched-bench binary that the batch
+	// rows were compared against: the one beside --llama-bench ("": none).
+	LlamaBatchedBench string          `json:"llama_batched_bench,omitempty"`
+	Results           []result        `json:"results"`
+	Sampler           []samplerResult `json:"sampler"`
 }
 
 func writeJSON(path string, stdout io.Writer, r any) error {
@@ -157,6 +160,14 @@ func (t *table) comparison(mr *modelReport, o *options) {
 	}
 	fmt.Fprintf(t.w, "\nllama.cpp: %s (build %s), same model, %s, %d repetitions; ratio = llamaloop / llama.cpp, medians\n",
 		o.llamaBench, mr.LlamaBenchBuild, plural(o.threads, "thread"), o.reps)
+	switch {
+	case len(o.batchRows) == 0:
+	case mr.LlamaBatchedBench != "":
+		fmt.Fprintf(t.w, "batch rows: against %s, its generation speed (S_TG) after the same prompts, in a KV cache of the same size\n",
+			mr.LlamaBatchedBench)
+	default:
+		fmt.Fprintf(t.w, "batch rows: not compared; no %s beside %s\n", batchedBenchName, o.llamaBench)
+	}
 }
 
 func (t *table) samplers(rs []samplerResult) {
