@@ -136,8 +136,10 @@ has them.
 With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
 model (the same prompt lengths, --tg after --prompt tokens as llama-bench's
 depth -d, threads and repetitions) and adds its tokens/s and the ratio
-llamaloop / llama.cpp to the raw decode rows. Build it
-from the llama.cpp commit that llamabench --version names for a fair ratio.
+llamaloop / llama.cpp to the raw decode rows. When llama-batched-bench lies
+beside it, it also runs that on the batch rows (the same --prompt and --tg, a
+KV cache of the same size) and sets its generation speed beside them. Build
+both from the llama.cpp commit that llamabench --version names for a fair ratio.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
 (package speculative): --tg tokens from a --prompt token prompt, greedy and with
