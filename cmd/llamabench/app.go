@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -164,60 +163,81 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 	if mr.Device == "CPU" && bandwidth > 0 && mr.BytesPerToken > 0 {
 		mr.BoundTokensPerS = bandwidth / float64(mr.BytesPerToken)
 	}
-	// llama-bench runs first, so that each raw row prints with its ratio.
-	var upstream *llamaBenchRun
-	if o.llamaBench != "" {
-		st.set(fmt.Sprintf("%s: running llama-bench", mr.File))
-		upstream, err = runLlamaBenchAll(ctx, o.llamaBench,
-			llamaBenchArgs(path, o.threads, o.gpuLayers, o.promptLengths, o.promptTokens, o.newTokens, o.reps))
-		st.clear()
-		if err != nil {
-			return nil, err
-		}
-		mr.LlamaBenchBuild = upstream.Build
-		if mr.LlamaBenchBuild == "" {
-			mr.LlamaBenchBuild = "unknown"
-		}
-		if batched := findBatchedBench(o.llamaBench); batched != "" && len(o.batchRows) > 0 && !o.speculativeOnly() {
-			st.set(fmt.Sprintf("%s: running %s", mr.File, batchedBenchName))
-			seqs := batchSequences(o.batchRows)
-			rows := slices.DeleteFunc(slices.Clone(o.batchRows), func(r int) bool { return r > seqs })
-			measured, err := runBatchedBench(ctx, batched, batchedBenchArgs(path, o.threads, o.gpuLayers,
-				batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens, o.reps))
-			st.clear()
-			if err != nil {
-				return nil, err
-			}
-			upstream.Rows = append(upstream.Rows, measured...)
-			mr.LlamaBatchedBench = batched
-		}
+	var cmp *comparison
+	if o.llamaBench != "" && !o.speculativeOnly() {
+		cmp = &comparison{o: o, model: path, llamaBench: o.llamaBench, batchedBench: findBatchedBench(o.llamaBench)}
 	}
-	tab.model(mr, o.threads)
+	tab.model(mr, o.threads, cmp != nil)
 
 	b := &bench{o: o, model: m, vocab: info.VocabSize, rng: rand.New(rand.NewPCG(1, 2))}
 	b.status = func(name string) { st.set(fmt.Sprintf("%s: measuring %s", mr.File, name)) }
+	// A step's rows wait for the tools' runs after the step, which their
+	// ratios include.
+	var pending []result
 	b.report = func(r result) {
+		st.clear()
+		pending = append(pending, r)
+	}
+	finish := func(r result) {
 		if r.Group == groupGeneration && r.Rows == 1 && mr.BoundTokensPerS > 0 {
 			f := r.TokensPerS.Median / mr.BoundTokensPerS
 			r.BoundFraction = &f
 		}
-		if test := r.llamaBenchTest(); upstream != nil && test != "" {
-			if row, ok := upstream.find(test, o.threads); ok && row.TokensPerS.Median > 0 {
+		if test := r.llamaBenchTest(); cmp != nil && test != "" {
+			if row, ok := cmp.measured.find(test, o.threads); ok && row.TokensPerS.Median > 0 {
 				ratio := r.TokensPerS.Median / row.TokensPerS.Median
 				r.LlamaCpp, r.Ratio = &row.TokensPerS, &ratio
 			}
 		}
-		st.clear()
 		tab.result(r)
 		mr.Results = append(mr.Results, r)
 	}
-	if o.speculativeOnly() {
-		return mr, b.speculative(ctx)
+	compare := func(step string, reps int) error {
+		if cmp == nil || step == "" {
+			return nil
+		}
+		tool := "llama-bench"
+		if step == compareBatched {
+			tool = batchedBenchName
+		}
+		st.set(fmt.Sprintf("%s: running %s beside the %s rows", mr.File, tool, step))
+		defer st.clear()
+		return cmp.run(ctx, step, reps)
 	}
-	for _, step := range []func(context.Context) error{b.promptProcessing, b.generation, b.batched, b.beams} {
-		if err := step(ctx); err != nil {
+	type step struct {
+		measure func(context.Context) error
+		compare string // the comparison step, "" for none
+	}
+	steps := []step{{b.promptProcessing, comparePrompt}, {b.generation, compareGeneration}, {b.batched, compareBatched}, {b.beams, ""}}
+	if o.speculativeOnly() {
+		steps = []step{{b.speculative, ""}}
+	}
+	for _, step := range steps {
+		if err := compare(step.compare, (o.reps+1)/2); err != nil {
 			return nil, err
 		}
+		if err := step.measure(ctx); err != nil {
+			return nil, err
+		}
+		if err := compare(step.compare, o.reps/2); err != nil {
+			return nil, err
+		}
+		for _, r := range pending {
+			finish(r)
+		}
+		pending = pending[:0]
+	}
+	if cmp != nil {
+		mr.LlamaBenchBuild = cmp.measured.Build
+		if mr.LlamaBenchBuild == "" {
+			mr.LlamaBenchBuild = "unknown"
+		}
+		if len(o.batchRows) > 0 {
+			mr.LlamaBatchedBench = cmp.batchedBench
+		}
+	}
+	if o.speculativeOnly() {
+		return mr, nil
 	}
 	tab.comparison(mr, o)
 	b.status("the samplers")

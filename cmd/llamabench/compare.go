@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,21 +67,79 @@ func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens
 	}
 }
 
-// runLlamaBenchAll runs llama-bench once for each argument list and joins
-// the tests they ran.
-func runLlamaBenchAll(ctx context.Context, path string, argLists [][]string) (*llamaBenchRun, error) {
-	all := &llamaBenchRun{}
-	for _, args := range argLists {
-		run, err := runLlamaBench(ctx, path, args)
-		if err != nil {
-			return nil, err
-		}
-		if all.Build == "" {
-			all.Build = run.Build
-		}
-		all.Rows = append(all.Rows, run.Rows...)
+// comparison runs llama.cpp's own tools beside llamabench's measurements of
+// one model. Each step of llamabench (prompts, generation, batch rows) is
+// bracketed: half of the tool's repetitions run just before the step and the
+// other half just after it, so that a machine whose speed drifts while
+// llamabench runs (other work, a virtual machine's neighbours) slows both
+// sides of a ratio alike. On this project's 2-core virtual machine, running
+// the tools first and llamabench a minute later gave single-run ratios from
+// 0.62 to 1.36 for the same build.
+type comparison struct {
+	o                        *options
+	model                    string
+	llamaBench, batchedBench string // batchedBench is "" when there is none
+	measured                 llamaBenchRun
+}
+
+// comparison steps: the parts of llamabench that the tools measure too.
+const (
+	comparePrompt     = "prompt"
+	compareGeneration = "generation"
+	compareBatched    = "batched"
+)
+
+// run measures with the tool that step compares with, reps repetitions,
+// and adds its samples to what was measured before.
+func (c *comparison) run(ctx context.Context, step string, reps int) error {
+	if reps == 0 {
+		return nil
 	}
-	return all, nil
+	o := c.o
+	switch step {
+	case comparePrompt, compareGeneration:
+		args := llamaBenchArgs(c.model, o.threads, o.gpuLayers, o.promptLengths, o.promptTokens, o.newTokens, reps)
+		i := 0
+		if step == compareGeneration {
+			i = 1
+		} else if len(o.promptLengths) == 0 {
+			return nil
+		}
+		run, err := runLlamaBench(ctx, c.llamaBench, args[i])
+		if err != nil {
+			return err
+		}
+		if c.measured.Build == "" {
+			c.measured.Build = run.Build
+		}
+		c.add(run.Rows)
+	case compareBatched:
+		if c.batchedBench == "" || len(o.batchRows) == 0 {
+			return nil
+		}
+		seqs := batchSequences(o.batchRows)
+		rows := slices.DeleteFunc(slices.Clone(o.batchRows), func(r int) bool { return r > seqs })
+		measured, err := runBatchedBench(ctx, c.batchedBench, batchedBenchArgs(c.model, o.threads, o.gpuLayers,
+			batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens, reps))
+		if err != nil {
+			return err
+		}
+		c.add(measured)
+	}
+	return nil
+}
+
+// add joins rows to the rows measured before, a test's samples to its own.
+func (c *comparison) add(rows []llamaBenchRow) {
+	for _, row := range rows {
+		i := slices.IndexFunc(c.measured.Rows, func(r llamaBenchRow) bool { return r.Test == row.Test && r.Threads == row.Threads })
+		if i < 0 {
+			c.measured.Rows = append(c.measured.Rows, row)
+			continue
+		}
+		prev := &c.measured.Rows[i]
+		prev.TokensPerS = newStat(append(slices.Clone(prev.TokensPerS.Samples), row.TokensPerS.Samples...))
+	}
 }
 
 // runLlamaBench runs the llama-bench binary at path with args and parses

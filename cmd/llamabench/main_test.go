@@ -432,7 +432,7 @@ func TestParseBatchedBench(t *testing.T) {
 
 func TestBatchedBenchComparison(t *testing.T) {
 	dir := t.TempDir()
-	script, _ := fakeTool(t, dir, "llama-bench", `[
+	script, benchArgsFile := fakeTool(t, dir, "llama-bench", `[
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": 500, "samples_ts": [ 500 ]}
 ]`)
@@ -445,12 +445,18 @@ func TestBatchedBenchComparison(t *testing.T) {
 
 `)
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	res := run(t, append(small, "-m", tinyModel, "--pp", "8", "-r", "2", "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
+	res := run(t, append(small, "-m", tinyModel, "--pp", "8", "-r", "3", "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	args, err := os.ReadFile(argsFile)
+	// Each step between two runs of its tool: two repetitions before, one after.
+	args, err := os.ReadFile(benchArgsFile)
+	require.NoError(t, err)
+	common := " -m " + tinyModel + " -t 1 -r %d -ngl 99 -o json\n"
+	assert.Equal(t, fmt.Sprintf("-p 8 -n 0"+common+"-p 8 -n 0"+common+"-p 0 -n 3 -d 4"+common+"-p 0 -n 3 -d 4"+common, 2, 1, 2, 1), string(args))
+	args, err = os.ReadFile(argsFile)
 	require.NoError(t, err)
 	// the batch context's cells: 2 sequences of 4 + 3 + 1 tokens, 256 each
-	assert.Equal(t, "-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,1,2,2 --output-format jsonl\n", string(args))
+	assert.Equal(t, "-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,1,2,2 --output-format jsonl\n"+
+		"-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,2 --output-format jsonl\n", string(args))
 	assert.Regexp(t, `batch 1 x tg3 +[0-9.]+ +[0-9.]+ +200.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
 	assert.Regexp(t, `batch 2 x tg3 +[0-9.]+ +[0-9.]+ +600.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
 	assert.Contains(t, res.Stdout, "batch rows: against "+batched+", its generation speed (S_TG) after the same prompts, in a KV cache of the same size\n")

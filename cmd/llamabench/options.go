@@ -133,9 +133,10 @@ greedy with as many rows, and the prompt through generation against the raw
 prompt evaluation, beside the ratios measured on the device where the profile
 has them.
 
-With --llama-bench PATH it first runs llama.cpp's own llama-bench on each
-model (the same prompt lengths, --tg after --prompt tokens as llama-bench's
-depth -d, threads and repetitions) and adds its tokens/s and the ratio
+With --llama-bench PATH it runs llama.cpp's own llama-bench on each model
+(the same prompt lengths, --tg after --prompt tokens as llama-bench's depth
+-d, threads and repetitions: half of them just before the matching rows are
+measured and half just after) and adds its tokens/s and the ratio
 llamaloop / llama.cpp to the raw decode rows. When llama-batched-bench lies
 beside it, it also runs that on the batch rows (the same --prompt and --tg, a
 KV cache of the same size) and sets its generation speed beside them. Build

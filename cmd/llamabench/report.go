@@ -103,7 +103,9 @@ func (t *table) machine(m machine, threads int, v cli.Version) {
 	fmt.Fprintf(t.w, "threads: %d\n", threads)
 }
 
-func (t *table) model(mr *modelReport, threads int) {
+// model starts a model's table; compared says whether it has llama.cpp's
+// columns.
+func (t *table) model(mr *modelReport, threads int, compared bool) {
 	fmt.Fprintf(t.w, "\nmodel %s: %s, %s of weights, %s parameters, vocabulary %d\n", mr.File, mr.Description,
 		formatBytes(float64(mr.SizeBytes)), formatCount(float64(mr.Params)), mr.VocabSize)
 	fmt.Fprintf(t.w, "ran on %s", mr.Device)
@@ -115,7 +117,7 @@ func (t *table) model(mr *modelReport, threads int) {
 	}
 	fmt.Fprintln(t.w)
 	t.headerDone = false
-	t.compared = mr.LlamaBenchBuild != ""
+	t.compared = compared
 }
 
 func (t *table) result(r result) {
