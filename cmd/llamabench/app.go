@@ -171,61 +171,48 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 
 	b := &bench{o: o, model: m, vocab: info.VocabSize, rng: rand.New(rand.NewPCG(1, 2))}
 	b.status = func(name string) { st.set(fmt.Sprintf("%s: measuring %s", mr.File, name)) }
-	// A step's rows wait for the tools' runs after the step, which their
-	// ratios include.
-	var pending []result
 	b.report = func(r result) {
 		st.clear()
-		pending = append(pending, r)
-	}
-	finish := func(r result) {
 		if r.Group == groupGeneration && r.Rows == 1 && mr.BoundTokensPerS > 0 {
 			f := r.TokensPerS.Median / mr.BoundTokensPerS
 			r.BoundFraction = &f
 		}
 		if test := r.llamaBenchTest(); cmp != nil && test != "" {
 			if row, ok := cmp.measured.find(test, o.threads); ok && row.TokensPerS.Median > 0 {
-				ratio := r.TokensPerS.Median / row.TokensPerS.Median
+				ratio := pairedRatio(r.TokensPerS.Samples, row.TokensPerS.Samples)
 				r.LlamaCpp, r.Ratio = &row.TokensPerS, &ratio
 			}
 		}
 		tab.result(r)
 		mr.Results = append(mr.Results, r)
 	}
-	compare := func(step string, reps int) error {
-		if cmp == nil || step == "" {
-			return nil
+	if cmp != nil {
+		b.pace = func(step string) error {
+			tool := "llama-bench"
+			if step == compareBatched {
+				tool = batchedBenchName
+			}
+			st.set(fmt.Sprintf("%s: running %s beside the %s rows", mr.File, tool, step))
+			defer st.clear()
+			if err := cmp.run(ctx, step); err != nil {
+				return err
+			}
+			select {
+			case <-time.After(o.settle):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-		tool := "llama-bench"
-		if step == compareBatched {
-			tool = batchedBenchName
-		}
-		st.set(fmt.Sprintf("%s: running %s beside the %s rows", mr.File, tool, step))
-		defer st.clear()
-		return cmp.run(ctx, step, reps)
 	}
-	type step struct {
-		measure func(context.Context) error
-		compare string // the comparison step, "" for none
-	}
-	steps := []step{{b.promptProcessing, comparePrompt}, {b.generation, compareGeneration}, {b.batched, compareBatched}, {b.beams, ""}}
+	steps := []func(context.Context) error{b.promptProcessing, b.generation, b.batched, b.beams}
 	if o.speculativeOnly() {
-		steps = []step{{b.speculative, ""}}
+		steps = []func(context.Context) error{b.speculative}
 	}
-	for _, step := range steps {
-		if err := compare(step.compare, (o.reps+1)/2); err != nil {
+	for _, measure := range steps {
+		if err := measure(ctx); err != nil {
 			return nil, err
 		}
-		if err := step.measure(ctx); err != nil {
-			return nil, err
-		}
-		if err := compare(step.compare, o.reps/2); err != nil {
-			return nil, err
-		}
-		for _, r := range pending {
-			finish(r)
-		}
-		pending = pending[:0]
 	}
 	if cmp != nil {
 		mr.LlamaBenchBuild = cmp.measured.Build

@@ -83,7 +83,9 @@ type result struct {
 	// LlamaCpp is llama-bench's tokens/s for the same test (raw decode rows,
 	// with --llama-bench).
 	LlamaCpp *stat `json:"llama_cpp_tokens_per_s,omitempty"`
-	// Ratio is TokensPerS.Median / LlamaCpp.Median.
+	// Ratio is the median of TokensPerS.Samples[i] / LlamaCpp.Samples[i],
+	// each llama.cpp sample taken just before the same repetition of ours
+	// (TokensPerS.Median / LlamaCpp.Median where the samples do not pair).
 	Ratio *float64 `json:"ratio_to_llama_cpp,omitempty"`
 	// Speculation describes a speculative decoding row (--draft,
 	// --prompt-lookup).
@@ -128,6 +130,9 @@ type bench struct {
 	// report receives each finished measurement; status names the next.
 	report func(result)
 	status func(name string)
+	// pace runs before each repetition of the rows that llama.cpp's tools
+	// measure too: one run of the tool of step (see comparison), or nothing.
+	pace func(step string) error
 }
 
 // randomPrompt returns n token ids drawn from the ordinary part of the
@@ -169,18 +174,59 @@ func (b *bench) newSingleContext(what string, cells int) (*llamacpp.Context, *ll
 
 // repeat runs f o.reps times and returns its samples.
 func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float64, error) {
-	var out []float64
-	for range b.o.reps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		v, err := f()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+	samples, err := b.repeatRows(ctx, "", 1, func(int) (float64, error) { return f() })
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return samples[0], nil
+}
+
+// repeatRows measures rows rows o.reps times, each repetition measuring
+// every row once, and returns each row's samples. With a step (the rows
+// llama.cpp's tools measure too) an untimed warm-up repetition comes first,
+// as llama-bench's. When b.pace runs the step's tool, each repetition
+// follows one run of it and an untimed repetition of its own, as the tool's
+// measurement follows its warm-up: sample i of a row and the tool's sample
+// i are taken seconds apart, under the same conditions. On this project's
+// 2-core virtual machine consecutive runs of llama-bench correlate (0.5
+// from one run to the next, ±10% spread), so that the ratio of such a pair
+// varies less than a ratio of runs taken further apart.
+func (b *bench) repeatRows(ctx context.Context, step string, rows int, measure func(row int) (float64, error)) ([][]float64, error) {
+	samples := make([][]float64, rows)
+	rep := func(keep bool) error {
+		for i := range rows {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			v, err := measure(i)
+			if err != nil {
+				return err
+			}
+			if keep {
+				samples[i] = append(samples[i], v)
+			}
+		}
+		return nil
+	}
+	if step != "" {
+		if err := rep(false); err != nil {
+			return nil, err
+		}
+	}
+	for range b.o.reps {
+		if step != "" && b.pace != nil {
+			if err := b.pace(step); err != nil {
+				return nil, err
+			}
+			if err := rep(false); err != nil {
+				return nil, err
+			}
+		}
+		if err := rep(true); err != nil {
+			return nil, err
+		}
+	}
+	return samples, nil
 }
 
 // promptProcessing measures the time to the first token of each prompt
@@ -194,34 +240,35 @@ func (b *bench) promptProcessing(ctx context.Context) error {
 	}
 	defer lc.Close()
 	defer batch.Close()
-	for _, n := range b.o.promptLengths {
+	samples, err := b.repeatRows(ctx, comparePrompt, len(b.o.promptLengths), func(i int) (float64, error) {
+		n := b.o.promptLengths[i]
 		b.status(fmt.Sprintf("pp%d raw decode", n))
-		samples, err := b.repeat(ctx, func() (float64, error) {
-			if err := lc.ClearCache(); err != nil {
-				return 0, err
-			}
-			p := b.randomPrompt(n)
-			start := time.Now()
-			last, err := decodePrompt(ctx, lc, batch, p)
-			if err != nil {
-				return 0, err
-			}
-			// llama_decode only queues the last batch on a GPU; reading the
-			// logits waits for it. Without this the raw loop timed the
-			// launch, not the evaluation, and generation (which must read
-			// the row) looked a quarter slower on an H200 (issue 12).
-			row, err := lc.Logits(last)
-			if err != nil {
-				return 0, err
-			}
-			_ = logits.Argmax(row)
-			return float64(n) / time.Since(start).Seconds(), nil
-		})
-		if err != nil {
-			return err
+		if err := lc.ClearCache(); err != nil {
+			return 0, err
 		}
+		p := b.randomPrompt(n)
+		start := time.Now()
+		last, err := decodePrompt(ctx, lc, batch, p)
+		if err != nil {
+			return 0, err
+		}
+		// llama_decode only queues the last batch on a GPU; reading the
+		// logits waits for it. Without this the raw loop timed the
+		// launch, not the evaluation, and generation (which must read
+		// the row) looked a quarter slower on an H200 (issue 12).
+		row, err := lc.Logits(last)
+		if err != nil {
+			return 0, err
+		}
+		_ = logits.Argmax(row)
+		return float64(n) / time.Since(start).Seconds(), nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, n := range b.o.promptLengths {
 		b.report(result{Name: fmt.Sprintf("pp%d raw decode", n), Group: groupPrompt, Method: "raw",
-			PromptTokens: n, Rows: 1, TokensPerS: newStat(samples)})
+			PromptTokens: n, Rows: 1, TokensPerS: newStat(samples[i])})
 	}
 	lb, err := llamabackend.New(lc)
 	if err != nil {
@@ -307,7 +354,7 @@ func (b *bench) generation(ctx context.Context) error {
 	defer lc.Close()
 	defer batch.Close()
 	b.status(fmt.Sprintf("tg%d raw decode", g))
-	samples, err := b.repeat(ctx, func() (float64, error) {
+	raw, err := b.repeatRows(ctx, compareGeneration, 1, func(int) (float64, error) {
 		if err := lc.ClearCache(); err != nil {
 			return 0, err
 		}
@@ -341,7 +388,7 @@ func (b *bench) generation(ctx context.Context) error {
 		return err
 	}
 	b.report(result{Name: fmt.Sprintf("tg%d raw decode", g), Group: groupGeneration, Method: "raw",
-		PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(samples)})
+		PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(raw[0])})
 
 	lb, err := llamabackend.New(lc)
 	if err != nil {
@@ -429,29 +476,27 @@ func (b *bench) batched(ctx context.Context) error {
 	defer lb.Close()
 	gen := generation.NewGenerator(lb, nil)
 	cfg := lengthConfig(genconfig.Default(), g+1)
-	for _, r := range b.o.batchRows {
-		if r > rows {
-			continue
+	counts := slices.DeleteFunc(slices.Clone(b.o.batchRows), func(r int) bool { return r > rows })
+	samples, err := b.repeatRows(ctx, compareBatched, len(counts), func(i int) (float64, error) {
+		b.status(fmt.Sprintf("batch %d x tg%d", counts[i], g))
+		reqs := make([]generation.Request, counts[i])
+		for j := range reqs {
+			reqs[j] = generation.Request{Prompt: b.randomPrompt(p), Config: cfg}
 		}
-		b.status(fmt.Sprintf("batch %d x tg%d", r, g))
-		samples, err := b.repeat(ctx, func() (float64, error) {
-			reqs := make([]generation.Request, r)
-			for i := range reqs {
-				reqs[i] = generation.Request{Prompt: b.randomPrompt(p), Config: cfg}
-			}
-			tps, _, err := timeStream(ctx, gen, reqs)
-			return tps, err
-		})
-		if err != nil {
-			return err
-		}
-		perRow := make([]float64, len(samples))
-		for i, s := range samples {
-			perRow[i] = s / float64(r)
+		tps, _, err := timeStream(ctx, gen, reqs)
+		return tps, err
+	})
+	if err != nil {
+		return err
+	}
+	for i, r := range counts {
+		perRow := make([]float64, len(samples[i]))
+		for j, s := range samples[i] {
+			perRow[j] = s / float64(r)
 		}
 		pr := newStat(perRow)
 		b.report(result{Name: fmt.Sprintf("batch %d x tg%d", r, g), Group: groupBatch, Method: "greedy",
-			PromptTokens: p, NewTokens: g, Rows: r, TokensPerS: newStat(samples), PerRowTokensPerS: &pr})
+			PromptTokens: p, NewTokens: g, Rows: r, TokensPerS: newStat(samples[i]), PerRowTokensPerS: &pr})
 	}
 	return nil
 }

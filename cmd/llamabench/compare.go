@@ -44,13 +44,13 @@ func (r *llamaBenchRun) find(test string, threads int) (llamaBenchRow, bool) {
 }
 
 // llamaBenchArgs are the arguments of the llama-bench runs that measure
-// what llamabench's raw rows measure, at the same threads and repetitions,
-// as JSON on stdout: each prompt length from an empty cache, then generation
+// what llamabench's raw rows measure, at the same threads, one repetition
+// (after llama-bench's warm-up), as JSON on stdout: each prompt length from an empty cache, then generation
 // of newTokens tokens after a prompt of promptTokens (llama-bench's depth,
 // -d). Generating after 32 tokens is some 7% slower than from an empty
 // cache (bench-small q4_0, one thread: 138 against 148 tokens/s), so without
 // the depth the ratio would compare two different things.
-func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens, newTokens, reps int) [][]string {
+func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens, newTokens int) [][]string {
 	lengths := make([]string, len(pp))
 	for i, n := range pp {
 		lengths[i] = strconv.Itoa(n)
@@ -60,7 +60,7 @@ func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens
 	if ngl < 0 {
 		ngl = 99
 	}
-	common := []string{"-m", model, "-t", strconv.Itoa(threads), "-r", strconv.Itoa(reps), "-ngl", strconv.Itoa(ngl), "-o", "json"}
+	common := []string{"-m", model, "-t", strconv.Itoa(threads), "-r", "1", "-ngl", strconv.Itoa(ngl), "-o", "json"}
 	return [][]string{
 		append([]string{"-p", strings.Join(lengths, ","), "-n", "0"}, common...),
 		append([]string{"-p", "0", "-n", strconv.Itoa(newTokens), "-d", strconv.Itoa(promptTokens)}, common...),
@@ -68,13 +68,13 @@ func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens
 }
 
 // comparison runs llama.cpp's own tools beside llamabench's measurements of
-// one model. Each step of llamabench (prompts, generation, batch rows) is
-// bracketed: half of the tool's repetitions run just before the step and the
-// other half just after it, so that a machine whose speed drifts while
-// llamabench runs (other work, a virtual machine's neighbours) slows both
-// sides of a ratio alike. On this project's 2-core virtual machine, running
-// the tools first and llamabench a minute later gave single-run ratios from
-// 0.62 to 1.36 for the same build.
+// one model: one run of one repetition just before each repetition of the
+// rows that the tool measures too (bench.repeatRows), so that a machine whose
+// speed drifts while llamabench runs (other work, a virtual machine's
+// neighbours) slows both sides of a pair alike; a row's ratio is the median
+// of its pairs' ratios (pairedRatio). On this project's 2-core virtual
+// machine, running the tools first and llamabench a minute later gave
+// single-run ratios from 0.62 to 1.36 for the same build.
 type comparison struct {
 	o                        *options
 	model                    string
@@ -89,16 +89,13 @@ const (
 	compareBatched    = "batched"
 )
 
-// run measures with the tool that step compares with, reps repetitions,
-// and adds its samples to what was measured before.
-func (c *comparison) run(ctx context.Context, step string, reps int) error {
-	if reps == 0 {
-		return nil
-	}
+// run measures one repetition with the tool that step compares with and
+// adds its samples to what was measured before.
+func (c *comparison) run(ctx context.Context, step string) error {
 	o := c.o
 	switch step {
 	case comparePrompt, compareGeneration:
-		args := llamaBenchArgs(c.model, o.threads, o.gpuLayers, o.promptLengths, o.promptTokens, o.newTokens, reps)
+		args := llamaBenchArgs(c.model, o.threads, o.gpuLayers, o.promptLengths, o.promptTokens, o.newTokens)
 		i := 0
 		if step == compareGeneration {
 			i = 1
@@ -120,13 +117,28 @@ func (c *comparison) run(ctx context.Context, step string, reps int) error {
 		seqs := batchSequences(o.batchRows)
 		rows := slices.DeleteFunc(slices.Clone(o.batchRows), func(r int) bool { return r > seqs })
 		measured, err := runBatchedBench(ctx, c.batchedBench, batchedBenchArgs(c.model, o.threads, o.gpuLayers,
-			batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens, reps))
+			batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens))
 		if err != nil {
 			return err
 		}
 		c.add(measured)
 	}
 	return nil
+}
+
+// pairedRatio is the median of ours[i] / theirs[i], the ratios of samples
+// taken one after the other, or the ratio of the medians when the two do
+// not pair (llama-bench's markdown gives one mean a run, which may stand for
+// several repetitions).
+func pairedRatio(ours, theirs []float64) float64 {
+	if len(ours) != len(theirs) || len(ours) == 0 {
+		return newStat(ours).Median / newStat(theirs).Median
+	}
+	ratios := make([]float64, len(ours))
+	for i := range ours {
+		ratios[i] = ours[i] / theirs[i]
+	}
+	return newStat(ratios).Median
 }
 
 // add joins rows to the rows measured before, a test's samples to its own.
@@ -338,14 +350,12 @@ func findBatchedBench(llamaBench string) string {
 // row's prompt of promptTokens tokens, then newTokens steps that each decode
 // one token of every row, with the same threads in a KV cache of cells
 // cells shared by as many sequences as the largest row count, as llamabench's
-// batch context has. llama-batched-bench times each -npl value once, so each
-// row count appears reps times; it prints JSON lines.
-func batchedBenchArgs(model string, threads, gpuLayers, cells int, rows []int, promptTokens, newTokens, reps int) []string {
-	var npl []string
-	for _, r := range rows {
-		for range reps {
-			npl = append(npl, strconv.Itoa(r))
-		}
+// batch context has. llama-batched-bench times each -npl value once (one
+// repetition) and prints JSON lines.
+func batchedBenchArgs(model string, threads, gpuLayers, cells int, rows []int, promptTokens, newTokens int) []string {
+	npl := make([]string, len(rows))
+	for i, r := range rows {
+		npl[i] = strconv.Itoa(r)
 	}
 	ngl := gpuLayers
 	if ngl < 0 {

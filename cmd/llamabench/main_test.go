@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,9 +62,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// small are settings that keep a run on the tiny model around a second.
+// small are settings that keep a run on the tiny model around a second
+// (with a fake llama-bench too: no pause after its runs).
 var small = []string{"--threads", "1", "-r", "1", "--pp", "8,16", "--prompt", "4", "--tg", "3",
-	"--batch", "1,2", "--beams", "2,3", "--sampler-iters", "5", "--bandwidth-mb", "8"}
+	"--batch", "1,2", "--beams", "2,3", "--sampler-iters", "5", "--bandwidth-mb", "8", "--settle", "0"}
 
 func run(t *testing.T, args ...string) clitest.Result {
 	t.Helper()
@@ -343,8 +345,13 @@ func fakeLlamaBench(t *testing.T, out string) (script, args string) {
 	return fakeTool(t, t.TempDir(), "llama-bench", out)
 }
 
+// nextRun separates the outputs of a fake tool's successive runs.
+const nextRun = "\n<next run>\n"
+
 // fakeTool writes the script dir/name that records its arguments in
-// dir/name.args and prints out (or fails with a message when out is "").
+// dir/name.args and prints out (or fails with a message when out is ""):
+// when out holds several outputs separated by nextRun, run k prints the
+// k-th, round and round.
 func fakeTool(t *testing.T, dir, name, out string) (script, args string) {
 	t.Helper()
 	script, args = filepath.Join(dir, name), filepath.Join(dir, name+".args")
@@ -352,26 +359,36 @@ func fakeTool(t *testing.T, dir, name, out string) (script, args string) {
 	if out == "" {
 		body += "echo 'main: loading' >&2\necho 'error: failed to load model' >&2\nexit 1\n"
 	} else {
-		data := filepath.Join(dir, name+".out")
-		require.NoError(t, os.WriteFile(data, []byte(out), 0o644))
-		body += "cat " + data + "\n"
+		outs := strings.Split(out, nextRun)
+		for k, o := range outs {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.out%d", name, k)), []byte(o), 0o644))
+		}
+		count := filepath.Join(dir, name+".count")
+		body += fmt.Sprintf("n=$(cat %s 2>/dev/null || echo 0)\necho $((n + 1)) > %s\ncat %s.out$((n %% %d))\n",
+			count, count, filepath.Join(dir, name), len(outs))
 	}
 	require.NoError(t, os.WriteFile(script, []byte(body), 0o755))
 	return script, args
 }
 
 func TestLlamaBenchComparison(t *testing.T) {
-	// llama-bench's JSON for the tests of the small settings, one thread
+	// llama-bench's JSON for the tests of the small settings, one thread: the
+	// prompt lengths' run, then generation's (with a row at depth 0 that
+	// must not be taken for generation after the prompt)
 	out := `[
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
-  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ts": 2000, "samples_ts": [ 2000 ]},
+  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ts": 2000, "samples_ts": [ 2000 ]}
+]` + nextRun + `[
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 0, "avg_ts": 900, "samples_ts": [ 900 ]},
   {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": 500, "samples_ts": [ 400, 600 ]}
 ]`
 	script, argsFile := fakeLlamaBench(t, out)
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	res := run(t, append(small, "-m", tinyModel, "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
+	// the pause after each of the two runs (the flag given last wins)
+	start := time.Now()
+	res := run(t, append(small, "-m", tinyModel, "--beams", "", "--llama-bench", script, "--json", jsonPath, "--settle", "600ms")...)
 	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.GreaterOrEqual(t, time.Since(start), 1200*time.Millisecond)
 	args, err := os.ReadFile(argsFile)
 	require.NoError(t, err)
 	// Generation after the --prompt tokens, as llamabench's tg rows: llama-bench's depth.
@@ -381,7 +398,7 @@ func TestLlamaBenchComparison(t *testing.T) {
 	assert.Regexp(t, `measurement +median t/s +min t/s +of bound +llama.cpp +ratio  note`, res.Stdout)
 	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
 	assert.Regexp(t, `tg3 raw decode +[0-9.]+ +[0-9.]+ +[0-9]+% +500.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
-	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 repetitions; ratio = llamaloop / llama.cpp, medians")
+	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 repetitions, each run just before one of llamaloop's; ratio = median of llamaloop / llama.cpp over those pairs\n")
 	assert.Contains(t, res.Stdout, "batch rows: not compared; no llama-batched-bench beside "+script+"\n")
 
 	data, err := os.ReadFile(jsonPath)
@@ -391,13 +408,21 @@ func TestLlamaBenchComparison(t *testing.T) {
 	assert.Equal(t, script, rep.Settings.LlamaBench)
 	require.Len(t, rep.Models, 1)
 	assert.Equal(t, "abc1234", rep.Models[0].LlamaBenchBuild)
-	want := map[string]float64{"pp8 raw decode": 1000, "pp16 raw decode": 2000, "tg3 raw decode": 500}
+	// tg3 at depth 4 gives two samples a run, which do not pair with the one
+	// repetition: its ratio is that of the medians
+	want := map[string][]float64{"pp8 raw decode": {1000}, "pp16 raw decode": {2000}, "tg3 raw decode": {400, 600}}
 	assertRatios(t, rep.Models[0].Results, want)
+	for _, r := range rep.Models[0].Results {
+		if r.Name == "tg3 raw decode" {
+			assert.InDelta(t, r.TokensPerS.Median/500, *r.Ratio, 1e-12)
+		}
+	}
 }
 
 // assertRatios asserts that exactly the rows named in want carry llama.cpp's
-// tokens/s, want's value, and the ratio of their own median to it.
-func assertRatios(t *testing.T, results []result, want map[string]float64) {
+// samples, want's, and a ratio that is the median of the ratios of their
+// own samples to those, one by one, when the two pair.
+func assertRatios(t *testing.T, results []result, want map[string][]float64) {
 	t.Helper()
 	for _, r := range results {
 		upstream, ok := want[r.Name]
@@ -408,11 +433,26 @@ func assertRatios(t *testing.T, results []result, want map[string]float64) {
 		}
 		require.NotNil(t, r.LlamaCpp, r.Name)
 		require.NotNil(t, r.Ratio, r.Name)
-		assert.Equal(t, upstream, r.LlamaCpp.Median, r.Name)
-		assert.InDelta(t, r.TokensPerS.Median/upstream, *r.Ratio, 1e-12, r.Name)
+		assert.Equal(t, upstream, r.LlamaCpp.Samples, r.Name)
+		if ours := r.TokensPerS.Samples; len(ours) == len(upstream) && len(ours)%2 == 1 {
+			ratios := make([]float64, len(ours))
+			for i := range ours {
+				ratios[i] = ours[i] / upstream[i]
+			}
+			sort.Float64s(ratios)
+			assert.InDelta(t, ratios[len(ratios)/2], *r.Ratio, 1e-12, r.Name)
+		}
 		delete(want, r.Name)
 	}
 	assert.Empty(t, want, "rows without a ratio")
+}
+
+func TestPairedRatio(t *testing.T) {
+	// pairs 1, 0.5 and 3: their median, not 20 / 10
+	assert.Equal(t, 1.0, pairedRatio([]float64{10, 20, 30}, []float64{10, 40, 10}))
+	assert.Equal(t, 0.75, pairedRatio([]float64{10, 20, 30, 40}, []float64{10, 40, 10, 80}))
+	// samples that do not pair: the ratio of the medians
+	assert.Equal(t, 2.0, pairedRatio([]float64{10, 20, 30}, []float64{5, 15}))
 }
 
 func TestParseBatchedBench(t *testing.T) {
@@ -437,34 +477,43 @@ func TestParseBatchedBench(t *testing.T) {
 	}
 }
 
+// batchedLine is what llama-batched-bench prints of one row count.
+func batchedLine(rows int, speedTG float64) string {
+	return fmt.Sprintf(`{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, `+
+		`"n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": %d, "n_kv": %d, "t_pp": 0.01, "speed_pp": 400, "t_tg": 0.01, `+
+		`"speed_tg": %g, "t": 0.02, "speed": 350}`, rows, 7*rows, speedTG)
+}
+
+// Each repetition of the compared rows follows one run of the tool, and each
+// ratio pairs a repetition with the run just before it.
 func TestBatchedBenchComparison(t *testing.T) {
 	dir := t.TempDir()
-	script, benchArgsFile := fakeTool(t, dir, "llama-bench", `[
-  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 1000, "samples_ts": [ 1000 ]},
-  {"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": 500, "samples_ts": [ 500 ]}
-]`)
-	// what llama-batched-bench prints for -npl 1,1,2,2: a line a run (the
-	// row count's repetitions), then its performance summary
-	batched, argsFile := fakeTool(t, dir, "llama-batched-bench", `{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 1, "n_kv": 7, "t_pp": 0.01, "speed_pp": 400, "t_tg": 0.01, "speed_tg": 300, "t": 0.02, "speed": 350}
-{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 1, "n_kv": 7, "t_pp": 0.01, "speed_pp": 400, "t_tg": 0.01, "speed_tg": 100, "t": 0.02, "speed": 350}
-{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 2, "n_kv": 14, "t_pp": 0.01, "speed_pp": 800, "t_tg": 0.01, "speed_tg": 600, "t": 0.02, "speed": 700}
-{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": 99, "n_threads": 1, "n_threads_batch": 1, "pp": 4, "tg": 3, "pl": 2, "n_kv": 14, "t_pp": 0.01, "speed_pp": 800, "t_tg": 0.01, "speed_tg": 600, "t": 0.02, "speed": 700}
-
-`)
+	// three runs for the prompt's repetitions, then three for generation's
+	pp := `[{"build_commit": "abc1234", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": %[1]g, "samples_ts": [ %[1]g ]}]`
+	tg := `[{"build_commit": "abc1234", "n_threads": 1, "n_prompt": 0, "n_gen": 3, "n_depth": 4, "avg_ts": %[1]g, "samples_ts": [ %[1]g ]}]`
+	script, benchArgsFile := fakeTool(t, dir, "llama-bench", strings.Join([]string{
+		fmt.Sprintf(pp, 1000.0), fmt.Sprintf(pp, 4000.0), fmt.Sprintf(pp, 250.0),
+		fmt.Sprintf(tg, 500.0), fmt.Sprintf(tg, 125.0), fmt.Sprintf(tg, 2000.0)}, nextRun))
+	// what llama-batched-bench prints for -npl 1,2: a line a row count, then
+	// its performance summary
+	var runs []string
+	for _, speeds := range [][2]float64{{300, 600}, {100, 2400}, {1200, 150}} {
+		runs = append(runs, batchedLine(1, speeds[0])+"\n"+batchedLine(2, speeds[1])+"\n\nllama_perf_context_print: total time\n")
+	}
+	batched, argsFile := fakeTool(t, dir, "llama-batched-bench", strings.Join(runs, nextRun))
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	res := run(t, append(small, "-m", tinyModel, "--pp", "8", "-r", "3", "--beams", "", "--llama-bench", script, "--json", jsonPath)...)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	// Each step between two runs of its tool: two repetitions before, one after.
+	// a run of one repetition before each repetition
 	args, err := os.ReadFile(benchArgsFile)
 	require.NoError(t, err)
-	common := " -m " + tinyModel + " -t 1 -r %d -ngl 99 -o json\n"
-	assert.Equal(t, fmt.Sprintf("-p 8 -n 0"+common+"-p 8 -n 0"+common+"-p 0 -n 3 -d 4"+common+"-p 0 -n 3 -d 4"+common, 2, 1, 2, 1), string(args))
+	common := " -m " + tinyModel + " -t 1 -r 1 -ngl 99 -o json\n"
+	assert.Equal(t, strings.Repeat("-p 8 -n 0"+common, 3)+strings.Repeat("-p 0 -n 3 -d 4"+common, 3), string(args))
 	args, err = os.ReadFile(argsFile)
 	require.NoError(t, err)
 	// the batch context's cells: 2 sequences of 4 + 3 + 1 tokens, 256 each
-	assert.Equal(t, "-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,1,2,2 --output-format jsonl\n"+
-		"-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,2 --output-format jsonl\n", string(args))
-	assert.Regexp(t, `batch 1 x tg3 +[0-9.]+ +[0-9.]+ +200.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
+	assert.Equal(t, strings.Repeat("-m "+tinyModel+" -t 1 -ngl 99 -c 512 -npp 4 -ntg 3 -npl 1,2 --output-format jsonl\n", 3), string(args))
+	assert.Regexp(t, `batch 1 x tg3 +[0-9.]+ +[0-9.]+ +300.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
 	assert.Regexp(t, `batch 2 x tg3 +[0-9.]+ +[0-9.]+ +600.0 +[0-9]+\.[0-9]{2}  [0-9.]+ t/s per row\n`, res.Stdout)
 	assert.Contains(t, res.Stdout, "batch rows: against "+batched+", its generation speed (S_TG) after the same prompts, in a KV cache of the same size\n")
 
@@ -474,7 +523,8 @@ func TestBatchedBenchComparison(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &rep))
 	require.Len(t, rep.Models, 1)
 	assert.Equal(t, batched, rep.Models[0].LlamaBatchedBench)
-	want := map[string]float64{"pp8 raw decode": 1000, "tg3 raw decode": 500, "batch 1 x tg3": 200, "batch 2 x tg3": 600}
+	want := map[string][]float64{"pp8 raw decode": {1000, 4000, 250}, "tg3 raw decode": {500, 125, 2000},
+		"batch 1 x tg3": {300, 100, 1200}, "batch 2 x tg3": {600, 2400, 150}}
 	assertRatios(t, rep.Models[0].Results, want)
 
 	// a failing llama-batched-bench fails the run, saying which and why
@@ -546,6 +596,8 @@ func TestErrors(t *testing.T) {
 		{"no threads", []string{"-m", tinyModel, "--threads", "0"}, 2, "--threads 0: must be from 1 to 512"},
 		{"no sampler iterations", []string{"-m", tinyModel, "--sampler-iters", "0"}, 2, "--sampler-iters 0: must be from 1 to 16777216"},
 		{"bad gpu layers", []string{"-m", tinyModel, "--gpu-layers", "-5"}, 2, "--gpu-layers -5: must be -1 (all) or from 0 up"},
+		{"negative settle", []string{"-m", tinyModel, "--settle", "-1s"}, 2, "--settle -1s: must be from 0 to 1m"},
+		{"long settle", []string{"-m", tinyModel, "--settle", "2m"}, 2, "--settle 2m0s: must be from 0 to 1m"},
 		{"text threads", []string{"-m", tinyModel, "--threads", "all"}, 2, `--threads "all": not an integer`},
 		{"bad quiet", []string{"-m", tinyModel, "--quiet=sometimes"}, 2, `--quiet "sometimes": not true or false`},
 		{"directory model", []string{"-m", empty}, 2, "-m " + empty + ": a directory, not a GGUF file"},

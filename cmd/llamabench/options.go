@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -36,6 +37,7 @@ type options struct {
 
 	replay     string
 	llamaBench string
+	settle     time.Duration
 
 	draft          string
 	draftTokens    int
@@ -90,7 +92,7 @@ var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
 	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
-	{Title: "Comparison", Flags: []string{"llama-bench"}},
+	{Title: "Comparison", Flags: []string{"llama-bench", "settle"}},
 	{Title: "Speculative decoding", Flags: []string{"draft", "draft-tokens", "draft-threshold", "prompt-lookup"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
 }
@@ -135,12 +137,13 @@ has them.
 
 With --llama-bench PATH it runs llama.cpp's own llama-bench on each model
 (the same prompt lengths, --tg after --prompt tokens as llama-bench's depth
--d, threads and repetitions: half of them just before the matching rows are
-measured and half just after) and adds its tokens/s and the ratio
-llamaloop / llama.cpp to the raw decode rows. When llama-batched-bench lies
-beside it, it also runs that on the batch rows (the same --prompt and --tg, a
-KV cache of the same size) and sets its generation speed beside them. Build
-both from the llama.cpp commit that llamabench --version names for a fair ratio.
+-d, the same threads), one repetition just before each of the matching rows'
+repetitions (which follow an untimed warm-up, as llama-bench's), and adds its
+tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows: the
+median of the ratios of those pairs. When llama-batched-bench lies beside it,
+it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
+the same size) and sets its generation speed beside them. Build both from the
+llama.cpp commit that llamabench --version names for a fair ratio.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
 (package speculative): --tg tokens from a --prompt token prompt, greedy and with
@@ -175,6 +178,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "with --llama-bench, wait `DURATION` (up to 1m) after each run of llama.cpp's tools before the repetition it pairs with: "+
+		"for about a second after such a run ended, this project's virtual machine generated some 8% slower")
 	fs.StringVar(&o.draft, "draft", "", "measure only speculative decoding beside plain decoding, with the draft model `FILE`")
 	fs.IntVar(&o.draftTokens, "draft-tokens", 5, "candidates `N` the draft model proposes per step (num_assistant_tokens)")
 	fs.Float64Var(&o.draftThreshold, "draft-threshold", 0.4, "the draft stops after a token it gives a probability below `P` (assistant_confidence_threshold)")
@@ -247,6 +252,8 @@ func (o *options) check() error {
 		return cli.Usagef("--draft-threshold %g: must be in [0, 1]", o.draftThreshold)
 	case o.promptLookup < 0 || o.promptLookup > maxLen:
 		return cli.Usagef("--prompt-lookup %d: must be 0 (off) or up to %d", o.promptLookup, maxLen)
+	case o.settle < 0 || o.settle > time.Minute:
+		return cli.Usagef("--settle %s: must be from 0 to 1m", o.settle)
 	}
 	for _, n := range o.promptLengths {
 		if n > maxLen {
