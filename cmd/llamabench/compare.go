@@ -45,9 +45,9 @@ func (r *llamaBenchRun) find(test string, threads int) (llamaBenchRow, bool) {
 
 // llamaBenchArgs are the arguments of the llama-bench runs that measure
 // what llamabench's raw rows measure, at the same threads, one repetition
-// (after llama-bench's warm-up), as JSON on stdout: each prompt length from an empty cache, then generation
-// of newTokens tokens after a prompt of promptTokens (llama-bench's depth,
-// -d). Generating after 32 tokens is some 7% slower than from an empty
+// (after llama-bench's warm-up), as JSON on stdout: each prompt length from
+// an empty cache, then generation of newTokens tokens after a prompt of
+// promptTokens (llama-bench's depth, -d). Generating after 32 tokens is some 7% slower than from an empty
 // cache (bench-small q4_0, one thread: 138 against 148 tokens/s), so without
 // the depth the ratio would compare two different things.
 func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens, newTokens int) [][]string {

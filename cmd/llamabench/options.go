@@ -138,9 +138,10 @@ has them.
 With --llama-bench PATH it runs llama.cpp's own llama-bench on each model
 (the same prompt lengths, --tg after --prompt tokens as llama-bench's depth
 -d, the same threads), one repetition just before each of the matching rows'
-repetitions (which follow an untimed warm-up, as llama-bench's), and adds its
-tokens/s and the ratio llamaloop / llama.cpp to the raw decode rows: the
-median of the ratios of those pairs. When llama-batched-bench lies beside it,
+repetitions, which follow a pause (--settle) and an untimed repetition, as
+llama-bench's measurement follows its warm-up, and adds its tokens/s and the
+ratio llamaloop / llama.cpp to the raw decode rows: the median of the ratios
+of those pairs. When llama-batched-bench lies beside it,
 it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
 the same size) and sets its generation speed beside them. Build both from the
 llama.cpp commit that llamabench --version names for a fair ratio.
