@@ -476,7 +476,7 @@ func (b *bench) batched(ctx context.Context) error {
 	defer lb.Close()
 	gen := generation.NewGenerator(lb, nil)
 	cfg := lengthConfig(genconfig.Default(), g+1)
-	counts := slices.DeleteFunc(slices.Clone(b.o.batchRows), func(r int) bool { return r > rows })
+	counts := batchCounts(b.o.batchRows)
 	samples, err := b.repeatRows(ctx, compareBatched, len(counts), func(i int) (float64, error) {
 		b.status(fmt.Sprintf("batch %d x tg%d", counts[i], g))
 		reqs := make([]generation.Request, counts[i])
@@ -504,6 +504,13 @@ func (b *bench) batched(ctx context.Context) error {
 // batchSequences is the number of sequences of the batch rows' context: the
 // most rows of batchRows that llama.cpp can decode together.
 func batchSequences(batchRows []int) int { return min(slices.Max(batchRows), llamacpp.MaxSequences()) }
+
+// batchCounts are the row counts of batchRows that the batch rows' context
+// can decode together (at most batchSequences).
+func batchCounts(batchRows []int) []int {
+	seqs := batchSequences(batchRows)
+	return slices.DeleteFunc(slices.Clone(batchRows), func(r int) bool { return r > seqs })
+}
 
 // batchCells is the size of the batch rows' KV cache: each of rows
 // sequences gets the cells that a prompt of p tokens and g+1 new ones take,

@@ -47,9 +47,10 @@ func (r *llamaBenchRun) find(test string, threads int) (llamaBenchRow, bool) {
 // what llamabench's raw rows measure, at the same threads, one repetition
 // (after llama-bench's warm-up), as JSON on stdout: each prompt length from
 // an empty cache, then generation of newTokens tokens after a prompt of
-// promptTokens (llama-bench's depth, -d). Generating after 32 tokens is some 7% slower than from an empty
-// cache (bench-small q4_0, one thread: 138 against 148 tokens/s), so without
-// the depth the ratio would compare two different things.
+// promptTokens (llama-bench's depth, -d). Generating after 32 tokens is
+// some 7% slower than from an empty cache (bench-small q4_0, one thread: 138
+// against 148 tokens/s), so without the depth the ratio would compare two
+// different things.
 func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens, newTokens int) [][]string {
 	lengths := make([]string, len(pp))
 	for i, n := range pp {
@@ -115,9 +116,8 @@ func (c *comparison) run(ctx context.Context, step string) error {
 			return nil
 		}
 		seqs := batchSequences(o.batchRows)
-		rows := slices.DeleteFunc(slices.Clone(o.batchRows), func(r int) bool { return r > seqs })
 		measured, err := runBatchedBench(ctx, c.batchedBench, batchedBenchArgs(c.model, o.threads, o.gpuLayers,
-			batchCells(seqs, o.promptTokens, o.newTokens), rows, o.promptTokens, o.newTokens))
+			batchCells(seqs, o.promptTokens, o.newTokens), batchCounts(o.batchRows), o.promptTokens, o.newTokens))
 		if err != nil {
 			return err
 		}
