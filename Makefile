@@ -23,8 +23,17 @@ OPT_FLAGS ?= -O3 $(ARCH_FLAGS)
 # ggml repack q4_0, q4_K and iq4_nl weights at load time into the interleaved
 # layouts of its AVX2/AVX-512/NEON kernels (about twice the 4-bit speed).
 # GGML_USE_LLAMAFILE, upstream's other CPU definition, the module already sets.
+#
+# When the flags target AMX (__AMX_INT8__ and __AVX512VNNI__: -march=native on
+# a Sapphire Rapids or later Xeon, -march=sapphirerapids), ggml's CPU backend
+# refers to its AMX kernels, which cgo/amx.cpp compiles from the module by
+# path; their includes need two more folders, searched after all others. Other
+# flags leave CGO_CPPFLAGS as it was, and so Go's build cache.
+CC ?= cc
+TARGETS_AMX := $(shell $(CC) $(OPT_FLAGS) -dM -E -x c /dev/null 2>/dev/null | grep -cE '__(AMX_INT8|AVX512VNNI)__ ')
+AMX_CPPFLAGS := $(if $(filter 2,$(TARGETS_AMX)),-idirafter $(OLLAMA_DIR)/ml/backend/ggml/ggml/src -idirafter $(OLLAMA_DIR)/ml/backend/ggml/ggml/src/ggml-cpu)
 export CGO_ENABLED := 1
-export CGO_CPPFLAGS := -DNDEBUG -DGGML_USE_CPU_REPACK -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+export CGO_CPPFLAGS := -DNDEBUG -DGGML_USE_CPU_REPACK -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include$(if $(AMX_CPPFLAGS), $(AMX_CPPFLAGS))
 export CGO_CFLAGS := $(OPT_FLAGS)
 export CGO_CXXFLAGS := $(OPT_FLAGS)
 
