@@ -52,7 +52,7 @@ LLAMA_TEST_PKGS = $(shell $(GO) list -test -f '{{if .ForTest}}{{.ForTest}} {{joi
 ASAN_FLAGS := -O1 $(ARCH_FLAGS) -fno-omit-frame-pointer
 ASAN_STAMP := build/.llama-asan-$(shell echo '$(CGO_CPPFLAGS) $(ASAN_FLAGS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle
+.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch
 
 all: build
 
@@ -80,6 +80,13 @@ test-asan:
 		LSAN_OPTIONS=suppressions=$(CURDIR)/build/lsan.supp:print_suppressions=0 \
 		$(GO) test -asan -ldflags='-s=false -w=false' -count=1 -timeout 60m $(LLAMA_TEST_PKGS)
 	@mkdir -p build && touch $(ASAN_STAMP)
+
+# check-arch compiles and links the commands and the llamacpp tests for
+# x86-64-v2, x86-64-v3, znver4, sapphirerapids and PORTABLE=1 (ARCHES=... for
+# some), and runs what this CPU can execute (build/check-arch.sh says how).
+ARCHES ?=
+check-arch:
+	build/check-arch.sh $(ARCHES)
 
 # test-gpu runs the llama.cpp-backed tests with every layer of every test
 # model offloaded to the GPU backend in build/lib (make cuda first).
