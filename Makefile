@@ -52,7 +52,7 @@ LLAMA_TEST_PKGS = $(shell $(GO) list -test -f '{{if .ForTest}}{{.ForTest}} {{joi
 ASAN_FLAGS := -O1 $(ARCH_FLAGS) -fno-omit-frame-pointer
 ASAN_STAMP := build/.llama-asan-$(shell echo '$(CGO_CPPFLAGS) $(ASAN_FLAGS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch
+.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch cpu-variants
 
 all: build
 
@@ -130,6 +130,13 @@ clean:
 CUDA_ARCH ?= native
 cuda:
 	build/backend.sh cuda "$(OLLAMA_DIR)" build/lib "$(CUDA_ARCH)"
+
+# cpu-variants builds the module's x86-64 CPU backends (baseline, SSE4.2, AVX,
+# AVX2, AVX-512, AVX-512 VNNI, AVX-VNNI) as shared libraries into build/lib:
+# a program built with PORTABLE=1 and run with LLAMALOOP_BACKEND_DIR naming
+# that folder computes with the best of them that the CPU runs. Needs CMake.
+cpu-variants:
+	build/backend.sh cpu "$(OLLAMA_DIR)" build/lib
 
 # metal: on macOS llama.cpp's Metal backend is the default GPU path; this
 # prints the recipe.

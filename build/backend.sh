@@ -10,8 +10,12 @@
 #               and ml/backend/ggml/ggml
 #   cuda        libggml-cuda.so; needs the CUDA toolkit (nvcc) and CMake.
 #               CUDA_ARCH: native (default) or a list such as 90 for H100/H200
-#   cpu         libggml-cpu-haswell.so (AVX2): a CPU backend built by the same
-#               recipe, to rehearse loading on machines without a GPU
+#   cpu         the module's x86-64 CPU variants, libggml-cpu-x64.so (baseline),
+#               -sse42, -sandybridge, -haswell (AVX2), -skylakex (AVX-512),
+#               -icelake (AVX-512 VBMI/VNNI) and -alderlake (AVX-VNNI): loaded
+#               beside a portable build, the best one this CPU runs computes
+#               (native speed from one binary); also rehearses loading a
+#               backend on machines without a GPU
 #   metal       prints the macOS recipe (untested on the project's machines)
 set -euo pipefail
 kind=${1:?backend: cuda, cpu or metal}
@@ -30,8 +34,11 @@ cuda)
 	extra=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
 	;;
 cpu)
-	target=ggml-cpu-haswell
-	extra=()
+	target=ggml-cpu
+	# The module's CMake project adds ggml/src without ggml's options, so
+	# GGML_CPU_REPACK (on in upstream's build and in the cgo flags) is off
+	# unless it is asked for.
+	extra=(-DGGML_CPU_REPACK=ON)
 	;;
 metal)
 	cat <<'MSG'
@@ -63,12 +70,16 @@ cmake --build "$build" --target "$target" -j "$jobs" || fail "building $target f
 
 mkdir -p "$out"
 found=0
-for lib in "$build"/lib/ollama/lib"$target".so* "$build"/lib/ollama/libggml-base.so*; do
+libs=("$build"/lib/ollama/lib"$target".so*)
+[ "$kind" = cpu ] && libs=("$build"/lib/ollama/libggml-cpu-*.so*)
+for lib in "${libs[@]}" "$build"/lib/ollama/libggml-base.so*; do
 	[ -e "$lib" ] || continue
 	cp -a "$lib" "$out"/
 	found=1
 done
 [ "$found" = 1 ] || fail "no lib$target.so under $build/lib/ollama"
-readelf -d "$out/lib$target.so" | grep -q 'R.*PATH.*\$ORIGIN' || fail "lib$target.so has no \$ORIGIN run path"
-echo "built $(cd "$out" && ls lib"$target".so* libggml-base.so* | tr '\n' ' ')in $out"
+check=lib$target.so
+[ "$kind" = cpu ] && check=libggml-cpu-x64.so
+readelf -d "$out/$check" | grep -q 'R.*PATH.*\$ORIGIN' || fail "$check has no \$ORIGIN run path"
+echo "built $(cd "$out" && ls lib"$target"*.so* libggml-base.so* | tr '\n' ' ')in $out"
 echo "run with LLAMALOOP_BACKEND_DIR=$(cd "$out" && pwd)"

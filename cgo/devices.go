@@ -43,8 +43,24 @@ func (d Device) Memory() (free, total uint64) {
 }
 
 // BackendLoad is ggml_backend_load; it reports whether a backend registered.
-func BackendLoad(path string) bool {
+func BackendLoad(path string) (Registry, bool) {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
-	return C.ggml_backend_load(cs) != nil
+	r := C.ggml_backend_load(cs)
+	return Registry{r}, r != nil
 }
+
+// Registry is a ggml_backend_reg_t: one backend and its devices.
+type Registry struct{ c C.ggml_backend_reg_t }
+
+// Registry is ggml_backend_dev_backend_reg.
+func (d Device) Registry() Registry { return Registry{C.ggml_backend_dev_backend_reg(d.c)} }
+
+// BuiltinCPURegistry is ggml_backend_cpu_reg of the CPU backend compiled into
+// the program (the one the cgo flags built).
+func BuiltinCPURegistry() Registry { return Registry{C.ggml_backend_cpu_reg()} }
+
+// Unload is ggml_backend_unload: it removes the backend and its devices from
+// ggml's registry and closes its library. Only for a backend loaded from a
+// library that nothing uses yet.
+func (r Registry) Unload() { C.ggml_backend_unload(r.c) }

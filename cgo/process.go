@@ -2,7 +2,7 @@ package cgo
 
 /*
 #cgo CXXFLAGS: -std=c++17
-#cgo LDFLAGS: -Wl,--wrap=ggml_backend_free
+#cgo LDFLAGS: -Wl,--wrap=ggml_backend_free -ldl
 #include "shim.h"
 */
 import "C"
@@ -72,6 +72,15 @@ func llamaloopGoProgress(progress C.float, handle C.uintptr_t) C.bool {
 
 // LogInstall routes llama.cpp's and ggml's logs through the handler.
 func LogInstall() { C.llamaloop_log_install() }
+
+// LogInstallLibrary routes the log of the ggml-base library at path, which
+// backends loaded from a folder link, through the handler too; it reports
+// whether that library is loaded.
+func LogInstallLibrary(path string) bool {
+	cs := C.CString(path)
+	defer C.free(unsafe.Pointer(cs))
+	return C.llamaloop_log_install_lib(cs) != 0
+}
 
 // BackendInit is llama_backend_init.
 func BackendInit() { C.llama_backend_init() }

@@ -3,6 +3,7 @@
 #include <string.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <dlfcn.h>
 #endif
 
 static volatile int llamaloop_log_min = GGML_LOG_LEVEL_NONE + 100; // nothing until Go asks
@@ -27,6 +28,20 @@ static void llamaloop_log_cb(enum ggml_log_level level, const char * text, void 
 }
 
 void llamaloop_log_install(void) { llama_log_set(llamaloop_log_cb, NULL); }
+
+int llamaloop_log_install_lib(const char * path) {
+	void * h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (h == NULL) {
+		return 0;
+	}
+	typedef void (*log_set_fn)(ggml_log_callback, void *);
+	log_set_fn set = (log_set_fn) dlsym(h, "ggml_log_set");
+	if (set != NULL) {
+		set(llamaloop_log_cb, NULL);
+	}
+	dlclose(h); // the backend that loaded it keeps its own reference
+	return set != NULL;
+}
 
 void llamaloop_log_set_min(int level) { llamaloop_log_min = level; }
 
@@ -175,4 +190,27 @@ int llamaloop_malloc_trim(void) {
 #else
 	return 0;
 #endif
+}
+
+struct ggml_threadpool * llamaloop_threadpool_new(struct ggml_threadpool_params * params, llamaloop_threadpool_free_fn * free) {
+	typedef struct ggml_threadpool * (*new_fn)(struct ggml_threadpool_params *);
+	new_fn make = ggml_threadpool_new;
+	*free = ggml_threadpool_free;
+	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+	if (dev != NULL) {
+		ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+		new_fn m = (new_fn) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+		llamaloop_threadpool_free_fn f = (llamaloop_threadpool_free_fn) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free");
+		if (m != NULL && f != NULL) {
+			make = m;
+			*free = f;
+		}
+	}
+	return make(params);
+}
+
+void llamaloop_threadpool_free(llamaloop_threadpool_free_fn free, struct ggml_threadpool * tp) {
+	if (tp != NULL) {
+		free(tp);
+	}
 }

@@ -13,6 +13,10 @@
 // Log forwarding: messages below the minimum level never cross into Go.
 void llamaloop_log_install(void);
 void llamaloop_log_set_min(int level);
+// Routes the log of a loaded library's own ggml-base copy (the libggml-base.so
+// beside dynamically loaded backends) through the same callback; returns 0
+// where the library is not loaded or has no ggml_log_set.
+int llamaloop_log_install_lib(const char * path);
 
 // Model loading with an optional progress callback into Go (handle != 0).
 // With capture != 0, every warning and error that llama.cpp and ggml log on
@@ -50,5 +54,12 @@ void llamaloop_set_abort_flag(struct llama_context * ctx, int32_t * flag);
 // Builds the candidate array from a logits row, as llama_sampler_sample does,
 // applies the sampler and returns the selected token.
 llama_token llamaloop_sampler_sample_row(struct llama_sampler * smpl, const float * logits, int32_t n, llama_token_data * scratch);
+
+// ggml_threadpool_new of the CPU backend that llama.cpp uses (the first CPU
+// device's registry), or the built-in one where that registry offers none;
+// *free receives the matching ggml_threadpool_free.
+typedef void (*llamaloop_threadpool_free_fn)(struct ggml_threadpool *);
+struct ggml_threadpool * llamaloop_threadpool_new(struct ggml_threadpool_params * params, llamaloop_threadpool_free_fn * free);
+void llamaloop_threadpool_free(llamaloop_threadpool_free_fn free, struct ggml_threadpool * tp);
 
 #endif

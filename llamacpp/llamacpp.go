@@ -70,6 +70,8 @@ var (
 		lines []string
 	}
 	initOnce sync.Once
+	// what CPUBackend reports
+	cpuBackend = "built in"
 )
 
 // initialize sets up logging and llama.cpp's backends once per process.
@@ -92,7 +94,8 @@ func initialize() {
 // then runs on the backends it has.
 func loadBackends(dir string) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "libggml-*"))
-	found := 0
+	found, cpuVariants := 0, 0
+	loaded := make(map[cgo.Registry]string)
 	for _, p := range paths {
 		name := filepath.Base(p)
 		// ggml-base is the backends' dependency, not a backend; versioned
@@ -102,17 +105,64 @@ func loadBackends(dir string) {
 		}
 		found++
 		takeLastError()
-		if !cgo.BackendLoad(p) {
-			reason := strings.TrimPrefix(takeLastError(), "load_backend: ")
-			if reason == "" {
-				reason = "ggml says this machine cannot run it"
-			}
-			slog.Warn(fmt.Sprintf("llamacpp: ggml backend %s not loaded: %s", p, reason))
+		variant := strings.HasPrefix(name, "libggml-cpu-")
+		if variant {
+			cpuVariants++
 		}
+		reg, ok := cgo.BackendLoad(p)
+		if ok {
+			loaded[reg] = p
+			continue
+		}
+		reason := takeLastError()
+		if variant && reason == "" {
+			continue // a variant for instruction sets this CPU lacks
+		}
+		reason = strings.TrimPrefix(reason, "load_backend: ")
+		if reason == "" {
+			reason = "ggml says this machine cannot run it"
+		}
+		slog.Warn(fmt.Sprintf("llamacpp: ggml backend %s not loaded: %s", p, reason))
 	}
 	if found == 0 {
 		slog.Warn(fmt.Sprintf("llamacpp: %s=%s holds no ggml backend library (libggml-NAME%s): running without it",
 			BackendDirEnv, dir, sharedLibrarySuffix()))
+	}
+	keepBestCPUVariant(dir, cpuVariants, loaded)
+	// The backends link the folder's own ggml-base, whose log would go to
+	// stderr: route it where llama.cpp's goes.
+	bases, _ := filepath.Glob(filepath.Join(dir, "libggml-base*"))
+	for _, p := range bases {
+		cgo.LogInstallLibrary(p)
+	}
+}
+
+// keepBestCPUVariant leaves one CPU backend from libraries registered beside
+// the built-in one. ggml ranks CPU variants (libggml-cpu-haswell.so,
+// -skylakex, -icelake, ...) by how many of their instruction sets this CPU
+// has, those it lacks refuse to load, and the built-in backend ranks last;
+// llama.cpp computes with the first CPU device, so the best variant is the
+// one that runs and the others are unloaded. Where none of the variants runs
+// here, the built-in backend computes (one warning).
+func keepBestCPUVariant(dir string, variants int, loaded map[cgo.Registry]string) {
+	var cpus []cgo.Registry
+	for i := range cgo.DeviceCount() {
+		if d := cgo.DeviceGet(i); d.Type() == cgo.DeviceCPU {
+			cpus = append(cpus, d.Registry())
+		}
+	}
+	builtin := cgo.BuiltinCPURegistry()
+	if len(cpus) > 0 && cpus[0] != builtin {
+		cpuBackend = loaded[cpus[0]]
+		for _, r := range cpus[1:] {
+			if r != builtin {
+				r.Unload()
+			}
+		}
+		return
+	}
+	if variants > 0 {
+		slog.Warn(fmt.Sprintf("llamacpp: none of the %d CPU variants in %s runs on this CPU: computing with the built-in CPU backend", variants, dir))
 	}
 }
 
@@ -192,6 +242,15 @@ func takeLastError() string {
 func SystemInfo() string {
 	initialize()
 	return cgo.SystemInfo()
+}
+
+// CPUBackend says which CPU backend llama.cpp computes with: the one built
+// into the program by the cgo flags, or the best of the CPU variants loaded
+// from LLAMALOOP_BACKEND_DIR (see `make cpu-variants`), which lets a portable
+// build run at this CPU's native speed.
+func CPUBackend() string {
+	initialize()
+	return cpuBackend
 }
 
 // MaxSequences is the largest n_seq_max llama.cpp accepts (LLAMA_MAX_SEQ).

@@ -43,6 +43,7 @@ func (a *app) main(args []string) int {
 		err = nil
 	case err == nil && o.version:
 		fmt.Fprintln(a.stdout, cli.BuildVersion())
+		fmt.Fprintln(a.stdout, "CPU backend:", llamacpp.CPUBackend())
 	case err == nil:
 		cli.LogWarnings(a.stderr, "llamagen", o.quiet)
 		o.readFile = a.readFile
