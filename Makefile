@@ -84,9 +84,12 @@ test-asan:
 # check-arch compiles and links the commands and the llamacpp tests for
 # x86-64-v2, x86-64-v3, znver4, sapphirerapids and PORTABLE=1 (ARCHES=... for
 # some), and runs what this CPU can execute (build/check-arch.sh says how).
+# CPU_VARIANTS=build/lib (after make cpu-variants) runs the portable build's
+# tests once more with the variants loaded.
 ARCHES ?=
+CPU_VARIANTS ?=
 check-arch:
-	build/check-arch.sh $(ARCHES)
+	CPU_VARIANTS='$(CPU_VARIANTS)' build/check-arch.sh $(ARCHES)
 
 # test-gpu runs the llama.cpp-backed tests with every layer of every test
 # model offloaded to the GPU backend in build/lib (make cuda first).

@@ -6,7 +6,9 @@
 # llamacpp (batched against token-by-token logits, the float64 reference, the
 # AMX buffer).
 #
-# usage: build/check-arch.sh [TARGET ...]
+# usage: [CPU_VARIANTS=build/lib] build/check-arch.sh [TARGET ...]
+#   CPU_VARIANTS  a folder of CPU variants (make cpu-variants): the portable
+#                 target's tests run once more with them loaded
 #   TARGET  a name below (default: all of them, in this order)
 #     x86-64-v2       SSE4.2, no AVX: the oldest CPUs a release still meets
 #     x86-64-v3       AVX2 and FMA (Haswell, Zen 1-3)
@@ -33,7 +35,7 @@ targets=("$@")
 # Instructions that compilers emit only through intrinsics llama.cpp does not
 # call (or, for AMX, calls only after ggml has asked the kernel for it at run
 # time) do not stop a binary from running here.
-runtime_checked='^__(AMX_[A-Z0-9]+|AVX512VP2INTERSECT|ENQCMD|PCONFIG|PKU|PTWRITE|SGX|UINTR|WAITPKG|WBNOINVD|BIGGEST_ALIGNMENT)__$'
+runtime_checked='^__(AMX_[A-Z0-9]+|AVX512VP2INTERSECT|CLZERO|ENQCMD|MWAITX|PCONFIG|PKU|PTWRITE|SGX|SSE4A|UINTR|WAITPKG|WBNOINVD|BIGGEST_ALIGNMENT)__$'
 isa_macros() { ${CC:-cc} "$@" -dM -E -x c /dev/null | awk '$1 == "#define" && $3 == "1" && $2 ~ /^__[A-Z0-9_]+__$/ {print $2}' | sort; }
 host_lacks() {
 	comm -23 <(isa_macros "$@") <(isa_macros -march=native) | grep -vE "$runtime_checked" || true
@@ -75,6 +77,17 @@ for t in "${targets[@]}"; do
 	fi
 	echo "   demo ran; tests passed:"
 	grep -E 'largest|SKIP|skipped|AMX' "$out/test.log" | grep -v '^=== ' | sed 's/^ */   /' | head -12
+	if [ "$t" = portable ] && [ -n "${CPU_VARIANTS:-}" ]; then
+		# The portable build beside the CPU variants (make cpu-variants): the
+		# best variant this CPU runs must compute, as exactly as the native build.
+		dir=$(cd "$CPU_VARIANTS" && pwd)
+		if ! (cd llamacpp && LLAMALOOP_BACKEND_DIR=$dir "../$out/llamacpp.test" -test.count=1 -test.v \
+			-test.run 'TestCPUBackend|TestQuantizeFileTypes|TestLogitsMatchReference') >"$out/variants.log" 2>&1; then
+			echo "   tests with the CPU variants in $dir FAILED (see $out/variants.log)"; failed+=("$t+variants"); continue
+		fi
+		echo "   with the CPU variants in $CPU_VARIANTS, tests passed:"
+		grep -E 'computing with|largest' "$out/variants.log" | sed 's/^ */   /' | head -8
+	fi
 done
 if ((${#failed[@]})); then
 	echo "check-arch: failed: ${failed[*]}" >&2
