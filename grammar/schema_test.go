@@ -40,11 +40,32 @@ func TestSchemaSentences(t *testing.T) {
 		{`{"type":"string","format":"uuid"}`, []string{`"0123abcd-0000-1111-2222-abcdefABCDEF"`}, []string{`"0123abcd-0000-1111-2222"`}},
 		{`{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"abc"`, `"a\"b"`, `"é😀"`}, []string{`"a"`, `"abcd"`}},
 		{`{"oneOf":[{"type":"object"},{"type":"array"}]}`, []string{`{"x":[1,{}]}`, `[]`}, []string{`1`}},
+		// Issue 27: every keyword enforced, each on its own type.
+		{`{"minItems":1}`, []string{`"foo"`, `12`, `[1]`, `{}`}, []string{`[]`}},
+		{`{"required":["foo"]}`, []string{`{"foo":1}`, `"x"`, `[]`}, []string{`{}`, `{"bar":1}`}},
+		{`{"type":"object","required":["foo"]}`, []string{`{"foo":null}`}, []string{`{}`}},
+		{`{"type":"string","pattern":"^a+$","maxLength":3}`, []string{`"a"`, `"aaa"`}, []string{`"aaaa"`, `""`}},
+		{`{"type":"string","enum":["a",1,null]}`, []string{`"a"`}, []string{`1`, `null`}},
+		{`{"const":"x","type":"integer","anyOf":[{}]}`, nil, nil},
+		{`{"type":"string","minLength":2}`, []string{`"ab"`, `"\ud83d\ude00\u0061"`}, []string{`"\ud83d\ude00"`, `"😀"`, `"\ud83d"`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"\u0061":"x"}`, `{"a":1,"\u0061":"x"}`}},
+		{`{"type":"string","pattern":"^.$"}`, []string{`"a"`, `"😀"`}, []string{"\"\u2028\"", "\"\u2029\"", `"\n"`, `"ab"`}},
+		{`{"type":"string","format":"date"}`, []string{`"2024-02-29"`, `"2000-02-29"`, `"2023-04-30"`}, []string{`"2023-02-29"`, `"1900-02-29"`, `"2024-02-30"`, `"2024-04-31"`}},
+		{`{"enum":["R&D","<b>"]}`, []string{`"R&D"`, `"<b>"`}, []string{`"R"`, `"R&D "`}},
+		{`{"type":"object","properties":{"a&b":{"const":1}},"required":["a&b"]}`, []string{`{"a&b":1}`}, nil},
+		{`{"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"}},"required":["kind"]}]}`,
+			[]string{`{"kind":"a","x":1}`, `{"kind":"b"}`}, []string{`{"kind":"c"}`, `{}`}},
+		{`{"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":2}`, []string{`"ab"`}, []string{`"abc"`, `1`}},
+		{`{"anyOf":[{"type":"string"},{"type":"integer"}],"minimum":3}`, []string{`"x"`, `3`}, []string{`2`}},
+		{`{"allOf":[{"type":"string"},{"maxLength":3},{"minLength":1}]}`, []string{`"abc"`}, []string{`"abcd"`, `""`, `1`}},
 		{`true`, []string{`1`, `"s"`, `[{}]`}, []string{`x`}},
-		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer","minimum":0,"maximum":9}]}`,
+		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer","minimum":0,"maximum":9}],"items":false,"minItems":2}`,
 			[]string{`["a",3]`, `[ "", 0 ]`}, []string{`["a"]`, `["a",10]`, `["a",3,4]`, `[3,"a"]`}},
+		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]}`,
+			[]string{`[]`, `["a"]`, `["a",3]`, `["a",3,{}]`}, []string{`[3]`, `["a","b"]`}},
 		{`{"prefixItems":[{"const":1}],"items":{"type":"boolean"},"maxItems":3}`,
-			[]string{`[1]`, `[1,true]`, `[1,true,false]`}, []string{`[1,true,false,true]`, `[1,2]`, `[]`}},
+			[]string{`[1]`, `[1,true]`, `[1,true,false]`, `[]`, `"x"`}, []string{`[1,true,false,true]`, `[1,2]`}},
 		{`{"items":[{"type":"null"}],"additionalItems":false}`, []string{`[null]`}, []string{`[null,null]`}},
 		{`{"$defs":{"named":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},
 		  "allOf":[{"$ref":"#/$defs/named"},{"properties":{"age":{"type":"integer","minimum":0}}}]}`,
@@ -56,6 +77,10 @@ func TestSchemaSentences(t *testing.T) {
 	}
 	for _, c := range cases {
 		g, err := FromJSONSchema([]byte(c.schema))
+		if c.accept == nil && c.reject == nil {
+			assert.ErrorContains(t, err, "matches no value", c.schema)
+			continue
+		}
 		require.NoError(t, err, c.schema)
 		m := NewMatcher(g, v)
 		for _, s := range c.accept {
@@ -68,43 +93,50 @@ func TestSchemaSentences(t *testing.T) {
 }
 
 func TestSchemaErrors(t *testing.T) {
-	cases := []struct{ schema, path, reason string }{
-		{`{"type":"integer","multipleOf":3}`, "/", `keyword "multipleOf" is not supported (the grammar cannot express it)`},
-		{`{"properties":{"a":{"allOf":[]}}}`, "/properties/a/allOf", `allOf must be a non-empty array`},
-		{`{"type":"number","minimum":3}`, "/", `minimum and maximum are supported with type integer only, not number`},
-		{`{"maximum":3}`, "/", `minimum and maximum are supported with type integer only`},
-		{`{"type":"integer","minimum":3,"exclusiveMaximum":3}`, "/", `the range [3, 2] holds no integer`},
-		{`{"type":"integer","exclusiveMinimum":true}`, "/exclusiveMinimum", `exclusiveMinimum must be a number (the boolean form of draft 4 is not supported)`},
-		{`{"type":"integer","minimum":1e17}`, "/", `the range allows no integer of at most 16 digits`},
-		{`{"allOf":[{"type":"string"},{"maxLength":3}]}`, "/allOf/0/type", `allOf merges object schemas only, not type "string"`},
-		{`{"allOf":[{"properties":{"a":{}}},{"properties":{"a":{}}}]}`, "/allOf/1/properties/a", `property "a" appears in two allOf members (their intersection is not supported)`},
-		{`{"allOf":[{"properties":{"a":{}},"additionalProperties":false},{}]}`, "/allOf/0", `keyword "additionalProperties" in an allOf of several schemas is not supported (only type object, properties and required merge)`},
-		{`{"prefixItems":[{},{}],"maxItems":1}`, "/", `maxItems 1 is below the 2 items of prefixItems`},
-		{`{"prefixItems":[{}],"items":false,"minItems":2}`, "/", `minItems 2 needs more than the 1 items of prefixItems, and no more are allowed`},
-		{`{"items":{},"additionalItems":{}}`, "/additionalItems", `additionalItems needs items as an array`},
-		{`{"type":"strin"}`, "/type", `unknown type "strin"`},
-		{`{"typo":1}`, "/", `unknown keyword "typo"`},
-		{`{"$ref":"http://x/y"}`, "/$ref", `$ref "http://x/y": only local references to #, #/$defs/NAME and #/definitions/NAME are supported, and the target must exist`},
-		{`{"type":"object","properties":{"a":{}},"required":["b"]}`, "/required", `required property "b" is not in properties`},
-		{`{"type":"string","pattern":"a+"}`, "/pattern", `pattern "a+" must start with ^ and end with $ (as llama.cpp requires)`},
-		{`{"type":"array","minItems":3,"maxItems":2}`, "/", `maxItems 2 below minItems 3`},
-		{`{"enum":[]}`, "/enum", `enum must be a non-empty array`},
-		{`false`, "/", `the schema false matches no value`},
+	cases := []struct{ schema, path, keyword, reason string }{
+		{`{"type":"integer","multipleOf":3}`, "", "multipleOf", `not supported (the grammar cannot express it)`},
+		{`{"properties":{"a":{"allOf":[]}}}`, "/properties/a", "allOf", `allOf must be a non-empty array`},
+		{`{"type":"number","minimum":3}`, "", "minimum", `minimum on numbers is supported with type integer only (a bounded decimal is not)`},
+		{`{"maximum":3}`, "", "maximum", `maximum on numbers is supported with type integer only (a bounded decimal is not)`},
+		{`{"type":"integer","minimum":3,"exclusiveMaximum":3}`, "", "maximum", `the range [3, 2] holds no integer`},
+		{`{"type":"integer","exclusiveMinimum":true}`, "", "exclusiveMinimum", `exclusiveMinimum must be a number (the boolean form of draft 4 is not supported)`},
+		{`{"type":"integer","minimum":1e17}`, "", "minimum", `the range allows no integer of at most 16 digits`},
+		{`{"allOf":[{"pattern":"^a$"},{"pattern":"^b$"}]}`, "/allOf/1", "pattern", `the intersection of two different patterns ("^a$" and "^b$") is not supported`},
+		{`{"prefixItems":[{},{}],"allOf":[{"prefixItems":[{}]}]}`, "/allOf/0", "prefixItems", `the intersection of two different prefixItems lists is not supported`},
+		{`{"oneOf":[{"type":"string"},{"maxLength":3}]}`, "", "oneOf", `branches 0 and 1 are not provably disjoint, so the grammar cannot enforce that exactly one matches (supported: branches of different types, with different const/enum values, or with a required property whose const/enum values differ)`},
+		{`{"type":"string","pattern":"^[a-z]+[0-9]+$","maxLength":3}`, "", "maxLength", `pattern "^[a-z]+[0-9]+$" with minLength 0 and maxLength 3: the lengths cannot be folded into the pattern (supported: at most one part of variable length, a repetition of a fixed-length item)`},
+		{`{"type":"string","pattern":"a+","maxLength":3}`, "", "maxLength", `minLength and maxLength beside a pattern that is not anchored with ^ and $ are not supported`},
+		{`{"type":"string","pattern":"^(?=a)"}`, "", "pattern", `pattern "^(?=a)": (?...) groups other than (?:...) are not supported (lookarounds, named groups, flags)`},
+		{`{"type":"string","pattern":"^\\p{L}$"}`, "", "pattern", `pattern "^\\p{L}$": the escape \p is not supported`},
+		{`{"type":"string","pattern":"^[\\S]$"}`, "", "pattern", `pattern "^[\\S]$": \S inside a character class is not supported`},
+		{`{"type":"string","pattern":"^a$|b^"}`, "", "pattern", `pattern "^a$|b^": ^ and $ are supported at the ends of the pattern (or of its top-level alternatives) only`},
+		{`{"type":"string","format":"date","pattern":"^2"}`, "", "pattern", `pattern beside format "date" is not supported`},
+		{`{"type":"array","minItems":3,"maxItems":2}`, "", "maxItems", `maxItems 2 below minItems 3`},
+		{`{"type":"strin"}`, "", "type", `unknown type "strin"`},
+		{`{"typo":1}`, "", "typo", `unknown keyword`},
+		{`{"$ref":"http://x/y"}`, "", "$ref", `$ref "http://x/y": only local references (#, #/$defs/NAME, any JSON pointer into the document) are supported, and the target must exist`},
+		{`{"properties":{"a":{"$id":"http://x/","$ref":"#/b"}}}`, "/properties/a", "$id", `an $id below the root changes what the $ref under it name: not supported`},
+		{`{"enum":[]}`, "", "enum", `enum must be a non-empty array`},
+		{`false`, "", "", `the schema matches no value`},
+		{`{"type":"string","enum":[1,2]}`, "", "", `the schema matches no value`},
 	}
 	for _, c := range cases {
 		_, err := FromJSONSchema([]byte(c.schema))
 		var se *SchemaError
 		require.True(t, errors.As(err, &se), "%s: %v", c.schema, err)
-		assert.Equal(t, c.path, se.Error()[len("json schema at "):len("json schema at ")+len(c.path)], c.schema)
+		assert.Equal(t, c.path, se.Path, c.schema)
+		assert.Equal(t, c.keyword, se.Keyword, c.schema)
 		assert.Equal(t, c.reason, se.Reason, c.schema)
 	}
 	_, err := FromJSONSchema([]byte(`{"type":`))
 	assert.ErrorContains(t, err, "json schema at /: not JSON")
+	_, err = FromJSONSchema([]byte(`{"properties":{"a/b":{"pattern":"("}}}`))
+	assert.ErrorContains(t, err, `json schema at /properties/a~1b, keyword "pattern": pattern "(": `)
 }
 
 func TestSchemaSelfReference(t *testing.T) {
 	_, err := FromJSONSchema([]byte(`{"$ref":"#"}`))
-	assert.EqualError(t, err, `json schema at /: the schema cannot be matched: grammar: line 1, column 1: left recursion: rule "ref-1" can reach itself without consuming input`)
+	assert.EqualError(t, err, `json schema at /, keyword "$ref": the schema cannot be matched: grammar: line 1, column 1: left recursion: rule "ref-1" can reach itself without consuming input`)
 }
 
 // TestSchemaIntegerRanges checks bounded integers against plain comparison, for every numeral
