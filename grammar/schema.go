@@ -24,14 +24,18 @@ type SchemaError struct {
 	Reason  string
 }
 
-// Error returns "json schema at PATH, keyword "KEYWORD": reason".
+// Error returns "json schema at PATH: keyword "KEYWORD": reason" (without the colon after the
+// keyword when the reason is a predicate, "is not supported ...").
 func (e *SchemaError) Error() string {
 	p := e.Path
 	if p == "" {
 		p = "/"
 	}
 	if e.Keyword != "" {
-		return fmt.Sprintf("json schema at %s, keyword %q: %s", p, e.Keyword, e.Reason)
+		if strings.HasPrefix(e.Reason, "is ") {
+			return fmt.Sprintf("json schema at %s: keyword %q %s", p, e.Keyword, e.Reason)
+		}
+		return fmt.Sprintf("json schema at %s: keyword %q: %s", p, e.Keyword, e.Reason)
 	}
 	return fmt.Sprintf("json schema at %s: %s", p, e.Reason)
 }
@@ -443,9 +447,9 @@ func check(s *node, path string) error {
 	for _, k := range s.keys {
 		switch {
 		case slices.Contains(unsupported, k):
-			return fail(path, k, "not supported (the grammar cannot express it)")
+			return fail(path, k, "is not supported (the grammar cannot express it)")
 		case !slices.Contains(known, k) && !isAnnotation(k):
-			return fail(path, k, "unknown keyword")
+			return fail(path, k, "is unknown")
 		}
 	}
 	if path != "" && s.get("$id") != nil && hasRef(s) {

@@ -94,7 +94,7 @@ func TestSchemaSentences(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, path, keyword, reason string }{
-		{`{"type":"integer","multipleOf":3}`, "", "multipleOf", `not supported (the grammar cannot express it)`},
+		{`{"type":"integer","multipleOf":3}`, "", "multipleOf", `is not supported (the grammar cannot express it)`},
 		{`{"properties":{"a":{"allOf":[]}}}`, "/properties/a", "allOf", `allOf must be a non-empty array`},
 		{`{"type":"number","minimum":3}`, "", "minimum", `minimum on numbers is supported with type integer only (a bounded decimal is not)`},
 		{`{"maximum":3}`, "", "maximum", `maximum on numbers is supported with type integer only (a bounded decimal is not)`},
@@ -113,7 +113,7 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"type":"string","format":"date","pattern":"^2"}`, "", "pattern", `pattern beside format "date" is not supported`},
 		{`{"type":"array","minItems":3,"maxItems":2}`, "", "maxItems", `maxItems 2 below minItems 3`},
 		{`{"type":"strin"}`, "", "type", `unknown type "strin"`},
-		{`{"typo":1}`, "", "typo", `unknown keyword`},
+		{`{"typo":1}`, "", "typo", `is unknown`},
 		{`{"$ref":"http://x/y"}`, "", "$ref", `$ref "http://x/y": only local references (#, #/$defs/NAME, any JSON pointer into the document) are supported, and the target must exist`},
 		{`{"properties":{"a":{"$id":"http://x/","$ref":"#/b"}}}`, "/properties/a", "$id", `an $id below the root changes what the $ref under it name: not supported`},
 		{`{"enum":[]}`, "", "enum", `enum must be a non-empty array`},
@@ -131,12 +131,14 @@ func TestSchemaErrors(t *testing.T) {
 	_, err := FromJSONSchema([]byte(`{"type":`))
 	assert.ErrorContains(t, err, "json schema at /: not JSON")
 	_, err = FromJSONSchema([]byte(`{"properties":{"a/b":{"pattern":"("}}}`))
-	assert.ErrorContains(t, err, `json schema at /properties/a~1b, keyword "pattern": pattern "(": `)
+	assert.ErrorContains(t, err, `json schema at /properties/a~1b: keyword "pattern": pattern "(": `)
+	_, err = FromJSONSchema([]byte(`{"type":"integer","multipleOf":3}`))
+	assert.EqualError(t, err, `json schema at /: keyword "multipleOf" is not supported (the grammar cannot express it)`)
 }
 
 func TestSchemaSelfReference(t *testing.T) {
 	_, err := FromJSONSchema([]byte(`{"$ref":"#"}`))
-	assert.EqualError(t, err, `json schema at /, keyword "$ref": the schema cannot be matched: grammar: line 1, column 1: left recursion: rule "ref-1" can reach itself without consuming input`)
+	assert.EqualError(t, err, `json schema at /: keyword "$ref": the schema cannot be matched: grammar: line 1, column 1: left recursion: rule "ref-1" can reach itself without consuming input`)
 }
 
 // TestSchemaIntegerRanges checks bounded integers against plain comparison, for every numeral
