@@ -494,7 +494,10 @@ func TestServeErrorStatuses(t *testing.T) {
 	}{
 		{"bad JSON", "POST", "/v1/completions", `{"prompt": "x",`, 400, ""},
 		{"not an object", "POST", "/v1/completions", `[1]`, 400, ""},
-		{"unknown field", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[]}`, 400, "tools"},
+		{"unknown field", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tool":[]}`, 400, "tool"},
+		{"first unknown field", "POST", "/v1/completions", `{"prompt":"x","zz":1,"aa":2,"mm":3}`, 400, "zz"},
+		{"tools", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools"},
+		{"audio modality", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"modalities":["text","audio"]}`, 400, "modalities"},
 		{"wrong type", "POST", "/v1/completions", `{"prompt":"x","max_tokens":"ten"}`, 400, "max_tokens"},
 		{"no prompt", "POST", "/v1/completions", `{"model":"demo"}`, 400, "prompt"},
 		{"bad role", "POST", "/v1/chat/completions", `{"messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].role"},
