@@ -3,7 +3,10 @@ package grammar
 import (
 	"errors"
 	"math"
+	"math/big"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,6 +61,8 @@ func TestSchemaSentences(t *testing.T) {
 			[]string{`{"kind":"a","x":1}`, `{"kind":"b"}`}, []string{`{"kind":"c"}`, `{}`}},
 		{`{"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":2}`, []string{`"ab"`}, []string{`"abc"`, `1`}},
 		{`{"anyOf":[{"type":"string"},{"type":"integer"}],"minimum":3}`, []string{`"x"`, `3`}, []string{`2`}},
+		{`{"maximum":3}`, []string{`"x"`, `3`, `-1.5`, `2.999`, `{}`}, []string{`3.001`, `4`}},
+		{`{"type":"number","exclusiveMinimum":0,"maximum":1}`, []string{`0.5`, `1`, `1.0`, `0.0001`}, []string{`0`, `0.0`, `1.01`, `-0.5`}},
 		{`{"allOf":[{"type":"string"},{"maxLength":3},{"minLength":1}]}`, []string{`"abc"`}, []string{`"abcd"`, `""`, `1`}},
 		{`true`, []string{`1`, `"s"`, `[{}]`}, []string{`x`}},
 		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer","minimum":0,"maximum":9}],"items":false,"minItems":2}`,
@@ -96,8 +101,8 @@ func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, path, keyword, reason string }{
 		{`{"type":"integer","multipleOf":3}`, "", "multipleOf", `is not supported (the grammar cannot express it)`},
 		{`{"properties":{"a":{"allOf":[]}}}`, "/properties/a", "allOf", `allOf must be a non-empty array`},
-		{`{"type":"number","minimum":3}`, "", "minimum", `minimum on numbers is supported with type integer only (a bounded decimal is not)`},
-		{`{"maximum":3}`, "", "maximum", `maximum on numbers is supported with type integer only (a bounded decimal is not)`},
+		{`{"type":"number","minimum":1e-70}`, "", "minimum", `a bound of a number with more than 64 fractional digits is not supported`},
+		{`{"type":"number","minimum":3,"exclusiveMaximum":3}`, "", "", `the schema matches no value`},
 		{`{"type":"integer","minimum":3,"exclusiveMaximum":3}`, "", "maximum", `the range [3, 2] holds no integer`},
 		{`{"type":"integer","exclusiveMinimum":true}`, "", "exclusiveMinimum", `exclusiveMinimum must be a number (the boolean form of draft 4 is not supported)`},
 		{`{"type":"integer","minimum":1e17}`, "", "minimum", `the range allows no integer of at most 16 digits`},
@@ -194,5 +199,75 @@ func TestSchemaIntegerRanges(t *testing.T) {
 		}
 		require.False(t, matches(m, "-0"), schema)
 		require.Equal(t, hi >= 1e15, matches(m, "1000000000000000"), "%s on 10^15", schema)
+	}
+}
+
+// TestSchemaNumberRanges checks bounded numbers against exact comparison: every decimal of a
+// grid around each bound, for bounds inclusive and exclusive, integral and fractional, negative
+// and positive, open on either side.
+func TestSchemaNumberRanges(t *testing.T) {
+	v := byteVocab(t)
+	bounds := []string{"", "0", "-0", "1", "-1", "2.5", "-2.5", "0.05", "-0.05", "0.1", "10", "-10", "99.99", "0.999", "1.25e1", "-7.125", "3.0", "0.0001", "1e-20", "0.12345678901234565"}
+	var docs []string
+	for i := -13; i <= 13; i++ {
+		for _, f := range []string{"", ".0", ".00", ".05", ".049", ".051", ".1", ".09", ".125", ".124", ".126", ".25", ".5", ".4999", ".5001", ".99", ".999", ".9991", ".0001", ".00009", ".00011"} {
+			s := strconv.Itoa(i) + f
+			docs = append(docs, s)
+			if i == 0 {
+				docs = append(docs, "-"+s)
+			}
+		}
+	}
+	docs = append(docs, "99.99", "99.990", "99.991", "99.98", "100", "-100", "1e1", "01", "1.", ".5", "-", "--1", "0.1234567890123456", "0.12345678901234567")
+	rat := func(s string) *big.Rat {
+		r, ok := new(big.Rat).SetString(s)
+		require.True(t, ok, s)
+		return r
+	}
+	numeral := regexp.MustCompile(`^-?(0|[1-9][0-9]{0,15})(\.[0-9]{1,16})?$`)
+	for _, lo := range bounds {
+		for _, hi := range bounds {
+			if lo == "" && hi == "" {
+				continue // the number primitive, exponents and all
+			}
+			for _, ex := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				schema := `{"type":"number"`
+				if lo != "" {
+					schema += map[bool]string{false: `,"minimum":`, true: `,"exclusiveMinimum":`}[ex[0]] + lo
+				}
+				if hi != "" {
+					schema += map[bool]string{false: `,"maximum":`, true: `,"exclusiveMaximum":`}[ex[1]] + hi
+				}
+				schema += "}"
+				in := func(s string) bool {
+					if !numeral.MatchString(s) {
+						return false
+					}
+					x := rat(s)
+					if lo != "" && (x.Cmp(rat(lo)) < 0 || ex[0] && x.Cmp(rat(lo)) == 0) {
+						return false
+					}
+					return !(hi != "" && (x.Cmp(rat(hi)) > 0 || ex[1] && x.Cmp(rat(hi)) == 0))
+				}
+				g, err := FromJSONSchema([]byte(schema))
+				if err != nil {
+					require.ErrorContains(t, err, "matches no value", schema)
+					for _, d := range docs {
+						require.False(t, in(d), "%s refused but %s is in range", schema, d)
+					}
+					continue
+				}
+				m := NewMatcher(g, v)
+				for _, d := range docs {
+					want, got := in(d), matches(m, d)
+					if strings.HasPrefix(d, "-0") && !strings.ContainsAny(d[2:], "123456789") {
+						// -0, -0.0: the value zero, which a bounded number never writes so.
+						require.False(t, got && !in(d), "%s accepts %s", schema, d)
+						continue
+					}
+					require.Equal(t, want, got, "%s on %s", schema, d)
+				}
+			}
+		}
 	}
 }

@@ -367,11 +367,22 @@ func (c *converter) number(s *node, intOnly bool, path string) (string, error) {
 		return "number", nil
 	}
 	if !intOnly {
-		for _, k := range numericKeywords {
-			if s.get(k) != nil {
-				return "", fail(path, k, "%s on numbers is supported with type integer only (a bounded decimal is not)", k)
+		lo, loEx, hi, hiEx, err := numberBounds(s, path)
+		if err != nil {
+			return "", err
+		}
+		e, ok := numberRange(lo, loEx, hi, hiEx)
+		if !ok {
+			for _, k := range numericKeywords {
+				if s.get(k) != nil {
+					return "", fail(path, k, "a bound of a number with more than 64 fractional digits is not supported")
+				}
 			}
 		}
+		if e == "" {
+			return "", nil
+		}
+		return c.rule("number", e), nil
 	}
 	lo, hi, err := integerBounds(s, path)
 	if err != nil {

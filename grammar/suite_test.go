@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// debugSuite (JSON_SCHEMA_SUITE_DEBUG=1) logs every refusal and every valid instance rejected.
+var debugSuite = os.Getenv("JSON_SCHEMA_SUITE_DEBUG") == "1"
+
 // suiteDir holds the vendored cases of JSON-Schema-Test-Suite (see its PROVENANCE file).
 const suiteDir = "testdata/json-schema-test-suite"
 
@@ -147,6 +150,9 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 			gram, err := FromJSONSchema(g.Schema)
 			if err != nil {
 				f.refused++
+				if debugSuite {
+					t.Logf("%s: %s: refused: %v", name, g.Description, err)
+				}
 				var se *SchemaError
 				if assert.True(t, errors.As(err, &se), "%s: %s: not a SchemaError: %v", name, g.Description, err) {
 					assert.True(t, se.Keyword != "" || se.Reason == "the schema matches no value",
@@ -175,6 +181,8 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 					case !tc.Valid && ok:
 						leaked = true
 						t.Errorf("%s: %s: %s: the grammar accepts the invalid instance %s (%s)\nschema: %s", name, g.Description, tc.Description, doc, sp.name, g.Schema)
+					case tc.Valid && !ok && sp.name == "compact" && debugSuite:
+						t.Logf("%s: %s: %s: valid instance rejected: %s", name, g.Description, tc.Description, doc)
 					case tc.Valid && ok && sp.name == "compact":
 						f.validAccepted++
 					case tc.Valid && ok && sp.name == "pretty":
