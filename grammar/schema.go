@@ -87,7 +87,7 @@ func convertSchema(schema []byte) (string, *Grammar, error) {
 
 // convertNode returns the GBNF of schema s, a part of the document root found at path.
 func convertNode(root, s *node, path string) (string, *Grammar, error) {
-	c := &converter{root: root, rules: map[string]string{}, refs: map[string]string{}}
+	c := &converter{root: root, rules: map[string]string{}, refs: map[string]string{}, memo: map[string]string{}, memoUsed: map[string]bool{}}
 	expr, err := c.visit(s, path)
 	if err != nil {
 		return "", nil, err
@@ -375,6 +375,10 @@ type converter struct {
 	order []string
 	refs  map[string]string // $ref -> rule name
 	n     int
+	// memo: the rule of each flattened schema by its JSON text; memoUsed: those referred to
+	// while being built (recursion).
+	memo     map[string]string
+	memoUsed map[string]bool
 }
 
 // rule adds a named rule for expr (sharing an identical one) and returns its name.
@@ -489,11 +493,7 @@ func (c *converter) visit(s *node, path string) (string, error) {
 		return c.ref(ref, path)
 	}
 	if s.get("$ref") != nil || s.get("allOf") != nil {
-		f, err := c.flat(s, path, 0)
-		if err != nil || isFalse(f) {
-			return "", err
-		}
-		s = f
+		return c.shared(s, path)
 	} else {
 		var err error
 		if s, err = normalizeTuples(s, path); err != nil {
@@ -506,6 +506,47 @@ func (c *converter) visit(s *node, path string) (string, error) {
 		}
 	}
 	return c.typed(s, path)
+}
+
+// shared returns the rule of a schema with allOf, or $ref beside other keywords: its
+// intersection, flattened, under a rule shared by every identical schema. The rule is named before
+// the intersection is visited, so that a recursive $ref under it, which flattening meets again
+// as the same schema, ends there.
+func (c *converter) shared(s *node, path string) (string, error) {
+	key := string(s.raw)
+	if name, ok := c.memo[key]; ok {
+		if c.rules[name] == "" {
+			c.memoUsed[name] = true
+		}
+		return name, nil
+	}
+	c.n++
+	name := fmt.Sprintf("all-%d", c.n)
+	c.memo[key] = name
+	c.order = append(c.order, name)
+	c.rules[name] = "" // reserved
+	drop := func() {
+		delete(c.memo, key)
+		c.order = slices.DeleteFunc(c.order, func(n string) bool { return n == name })
+		delete(c.rules, name)
+	}
+	f, err := c.flat(s, path, 0)
+	e := ""
+	if err == nil && !isFalse(f) {
+		e, err = c.visit(f, path)
+	}
+	switch {
+	case err != nil:
+		drop()
+		return "", err
+	case e == "" && c.memoUsed[name]:
+		return "", fail(path, "allOf", "a recursive schema that matches no value")
+	case e == "":
+		drop()
+		return "", nil
+	}
+	c.rules[name] = e
+	return name, nil
 }
 
 // normalizeTuples rewrites draft 7's tuples (items as a list, additionalItems) as prefixItems and

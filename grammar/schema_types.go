@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -36,9 +37,11 @@ func (c *converter) object(s *node, path string) (string, error) {
 				return "", fail(path, "required", "required must be an array of names")
 			}
 			required[name] = true
-			if props.get(name) == nil {
+			if props.get(name) == nil && !required[name+"\x00listed"] {
+				// Not a declared property: its value is an additional one.
+				required[name+"\x00listed"] = true
 				names = append(names, name)
-				schemas = append(schemas, trueNode)
+				schemas = append(schemas, cmp.Or(addl, trueNode))
 			}
 		}
 	}
