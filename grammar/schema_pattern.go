@@ -173,11 +173,20 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 		if end {
 			parts = parts[:len(parts)-1]
 		}
+		if lo > 0 || hi >= 0 {
+			// The free ends of a pattern that is not anchored count towards the length: any
+			// characters, as OpAnyChar (which no pattern yields, for "(?s)" is refused).
+			pad := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
+			if !begin {
+				parts = append([]*syntax.Regexp{pad}, parts...)
+			}
+			if !end {
+				parts = append(parts[:len(parts):len(parts)], pad)
+			}
+			begin, end = true, true
+		}
 		core := &syntax.Regexp{Op: syntax.OpConcat, Sub: parts}
 		if lo > 0 || hi >= 0 {
-			if !begin || !end {
-				return "", fail(path, lengthKeyword(lo), "minLength and maxLength beside a pattern that is not anchored with ^ and $ are not supported")
-			}
 			var ok, none bool
 			if core, ok, none = foldLength(core, lo, hi); none {
 				continue
@@ -402,6 +411,10 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 			return alts[0], nil
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
+	case syntax.OpAnyChar:
+		// The free end of a pattern that is not anchored, bounded by minLength or maxLength: any
+		// character, an escaped surrogate pair counting as one.
+		return "(" + lenChar + ")", nil
 	case syntax.OpAnyCharNotNL:
 		return `[^"\\\x7F\x00-\x1F\u2028\u2029]`, nil
 	case syntax.OpCapture:

@@ -297,16 +297,51 @@ const (
 	formatUUID = `[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}`
 )
 
-// stringFormats are the formats the grammar enforces, with the least and most characters of
-// their strings. The others are annotations.
+// Sound subsets of the other formats of JSON Schema 2020-12: every string they match is valid
+// under the format's RFC, though most valid strings are left out (no IP literals in e-mail
+// addresses, only absolute URIs with a host name, no Unicode in the IDN formats).
+const (
+	formatLabel    = `[a-zA-Z0-9]{1,10} ( "-" [a-zA-Z0-9]{1,10} ){0,2}` // no "--", so never an A-label
+	formatHostname = formatLabel + ` ( "." ` + formatLabel + ` ){0,3}`
+	formatAtext    = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]{1,16}"
+	formatEmail    = formatAtext + ` ( "." ` + formatAtext + ` ){0,2} "@" ( ` + formatHostname + ` )`
+	formatOctet    = `( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9] )`
+	formatIPv4     = formatOctet + ` ( "." ` + formatOctet + ` ){3}`
+	formatIPv6     = `[0-9a-fA-F]{1,4} ( ":" [0-9a-fA-F]{1,4} ){7}`
+	formatURIChar  = `( [a-zA-Z0-9\-._~!$&'()*+,;=:@] | "%" [0-9a-fA-F]{2} )`
+	formatURI      = `[a-zA-Z] [a-zA-Z0-9+.\-]{0,10} "://" ( ` + formatHostname + ` ) ( ":" [1-9] [0-9]{0,3} )? ( "/" ` + formatURIChar + `{0,20} ){0,5}` +
+		` ( "?" ( ` + formatURIChar + ` | [/?] ){0,30} )? ( "#" ( ` + formatURIChar + ` | [/?] ){0,30} )?`
+	formatPointer  = `( "/" ( [^"\\\x7F\x00-\x1F~/] | "~" [01] ){0,20} ){0,5}`
+	formatDuration = `"P" ( [0-9]{1,4} [YMWD] | "T" [0-9]{1,4} [HMS] )`
+	formatTemplate = `( [a-zA-Z0-9\-._~/:?#@!$&()*+,;=] | "{" [a-zA-Z0-9_]{1,10} "}" ){0,40}`
+)
+
+// stringFormats are the formats that the grammar enforces, with the least and most characters of
+// their strings (-1: not worked out, so that maxLength beside them is refused). A format that
+// JSON Schema does not define is an annotation, as validators treat it.
 var stringFormats = map[string]struct {
 	rule     string
 	min, max int
 }{
-	"date":      {formatDate, 10, 10},
-	"time":      {formatTime, 9, 24},
-	"date-time": {"( " + formatDate + ` ) [Tt] ` + formatTime, 20, 35},
-	"uuid":      {formatUUID, 36, 36},
+	"date":                  {formatDate, 10, 10},
+	"time":                  {formatTime, 9, 24},
+	"date-time":             {"( " + formatDate + ` ) [Tt] ` + formatTime, 20, 35},
+	"uuid":                  {formatUUID, 36, 36},
+	"duration":              {formatDuration, 3, 7},
+	"email":                 {formatEmail, 3, -1},
+	"idn-email":             {formatEmail, 3, -1},
+	"hostname":              {formatHostname, 1, -1},
+	"idn-hostname":          {formatHostname, 1, -1},
+	"ipv4":                  {formatIPv4, 7, 15},
+	"ipv6":                  {formatIPv6, 15, 39},
+	"uri":                   {formatURI, 4, -1},
+	"uri-reference":         {formatURI, 4, -1},
+	"iri":                   {formatURI, 4, -1},
+	"iri-reference":         {formatURI, 4, -1},
+	"uri-template":          {formatTemplate, 0, -1},
+	"json-pointer":          {formatPointer, 0, -1},
+	"relative-json-pointer": {`( "0" | [1-9] [0-9]{0,3} ) ( "#" | ` + formatPointer + ` )`, 1, -1},
+	"regex":                 {`[a-zA-Z0-9 ]{0,20}`, 0, 20},
 }
 
 func knownFormat(f *node) bool {
@@ -338,11 +373,11 @@ func (c *converter) str(s *node, path string) (string, error) {
 			switch {
 			case pat != nil:
 				return "", fail(path, "pattern", "pattern beside format %q is not supported", name)
-			case sf.max < lo || hi >= 0 && sf.min > hi:
+			case sf.max >= 0 && sf.max < lo || hi >= 0 && sf.min > hi:
 				return "", nil
 			case sf.min < lo:
 				return "", fail(path, "minLength", "minLength %d beside format %q (%d to %d characters) is not supported", lo, name, sf.min, sf.max)
-			case hi >= 0 && sf.max > hi:
+			case hi >= 0 && (sf.max < 0 || sf.max > hi):
 				return "", fail(path, "maxLength", "maxLength %d beside format %q (%d to %d characters) is not supported", hi, name, sf.min, sf.max)
 			}
 			return c.rule(name, `"\"" ( `+sf.rule+` ) "\"" space`), nil

@@ -1,0 +1,161 @@
+package grammar
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// realSchemas are schemas of the kinds that real callers send (OpenAI strict mode, Pydantic and
+// zod exports) and of the kinds issue 27 found leaking.
+var realSchemas = []string{
+	// OpenAI strict mode: every property required, no other keys, anyOf of objects, $defs and a
+	// recursive $ref, enum, nullable types.
+	`{"type":"object","properties":{
+		"name":{"type":"string"},
+		"nick":{"type":["string","null"]},
+		"role":{"type":"string","enum":["admin","user","R&D <lab>"]},
+		"item":{"anyOf":[
+			{"type":"object","properties":{"kind":{"type":"string","const":"a"},"x":{"type":"number"}},"required":["kind","x"],"additionalProperties":false},
+			{"$ref":"#/$defs/node"}]},
+		"tree":{"$ref":"#/$defs/node"}},
+	 "required":["name","nick","role","item","tree"],"additionalProperties":false,
+	 "$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},
+		"required":["value","children"],"additionalProperties":false}}}`,
+	// Pydantic: annotated $ref in allOf, Optional as anyOf with null, defaults, titles,
+	// constrained types.
+	`{"$defs":{"Address":{"properties":{"city":{"title":"City","type":"string","minLength":1,"maxLength":8},"zip":{"title":"Zip","type":"string","pattern":"^[0-9]{5}$"}},
+		"required":["city","zip"],"title":"Address","type":"object"}},
+	  "properties":{"id":{"title":"Id","type":"integer","minimum":1,"maximum":9999},
+		"score":{"title":"Score","type":"number","exclusiveMinimum":0,"maximum":1},
+		"address":{"allOf":[{"$ref":"#/$defs/Address"}],"description":"where"},
+		"email":{"anyOf":[{"type":"string","format":"email"},{"type":"null"}],"default":null,"title":"Email"},
+		"born":{"type":"string","format":"date"},
+		"seen":{"type":"string","format":"date-time"},
+		"token":{"type":"string","format":"uuid"},
+		"kind":{"enum":["a","b"],"title":"Kind","type":"string"}},
+	  "required":["id","address","born"],"title":"User","type":"object"}`,
+	// zod: $schema, additionalProperties false, a discriminated union.
+	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
+		"shape":{"oneOf":[
+			{"type":"object","properties":{"type":{"type":"string","const":"circle"},"r":{"type":"number","minimum":0}},"required":["type","r"],"additionalProperties":false},
+			{"type":"object","properties":{"type":{"type":"string","const":"rect"},"w":{"type":"integer"},"h":{"type":"integer"}},"required":["type","w","h"],"additionalProperties":false}]},
+		"tags":{"type":"array","items":{"type":"string","maxLength":3},"minItems":1,"maxItems":3}},
+	  "required":["shape"],"additionalProperties":false}`,
+	// The kinds that leaked: pattern and maxLength, required without properties, typeless
+	// keywords, keys that must not come back escaped, code-point lengths.
+	`{"type":"object","properties":{
+		"code":{"type":"string","pattern":"^[a-z]+$","maxLength":3},
+		"obj":{"type":"object","required":["foo"]},
+		"any":{"minItems":1,"maxLength":2,"required":["k"],"minimum":-1.5},
+		"emoji":{"type":"string","minLength":2,"maxLength":2},
+		"dot":{"type":"string","pattern":"^.{1,3}$"}},
+	  "required":["code","obj","any","emoji","dot"],"additionalProperties":{"type":"boolean"}}`,
+	`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"},"required":["a"]}`,
+	`{"enum":["R&D","<b>",1,1.5,null,{"k":[true]}],"type":["string","number","object"]}`,
+	`{"allOf":[{"$ref":"#/$defs/s"},{"maxLength":4}],"$defs":{"s":{"type":"string","pattern":"^ab"}}}`,
+	`{"type":"array","prefixItems":[{"type":"integer","exclusiveMaximum":0},{"type":"string","format":"time"}],"items":{"type":"boolean"},"maxItems":4}`,
+}
+
+// sample walks the grammar from its start, a byte at a time, picking uniformly among the bytes
+// the matcher allows, and stops at a complete document with probability 1/8 per step (always
+// past half of maxLen). false: no complete document within maxLen bytes.
+func sample(m *Matcher, rng *rand.Rand, maxLen int) ([]byte, bool) {
+	s := m.Start()
+	var out []byte
+	var allowed []int32
+	for len(out) < maxLen {
+		if m.Complete(s) && (rng.IntN(8) == 0 || len(out) > maxLen/2) {
+			return out, true
+		}
+		allowed = m.Allowed(allowed[:0], s)
+		if len(allowed) == 0 {
+			return out, m.Complete(s)
+		}
+		t := allowed[rng.IntN(len(allowed))]
+		out = append(out, byte(t))
+		s = m.Accept(s, t)
+	}
+	return out, false
+}
+
+// TestSampledDocumentsAreValid samples documents from the grammar of each schema above and of
+// every JSON-Schema-Test-Suite schema that converts, and checks each against the schema with an
+// independent validator (santhosh-tekuri/jsonschema, which passes the suite, formats asserted):
+// none may be invalid.
+func TestSampledDocumentsAreValid(t *testing.T) {
+	type schemaCase struct {
+		name   string
+		schema []byte
+		draft  *jsonschema.Draft
+		n      int
+	}
+	var cases []schemaCase
+	for i, s := range realSchemas {
+		cases = append(cases, schemaCase{"real-" + string(rune('0'+i)), []byte(s), jsonschema.Draft2020, 300})
+	}
+	files, err := filepath.Glob(suiteDir + "/*/*.json")
+	require.NoError(t, err)
+	more, err := filepath.Glob(suiteDir + "/*/optional/format/*.json")
+	require.NoError(t, err)
+	for _, file := range append(files, more...) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var groups []suiteGroup
+		require.NoError(t, json.Unmarshal(data, &groups))
+		draft := jsonschema.Draft2020
+		if strings.Contains(file, "draft7") {
+			draft = jsonschema.Draft7
+		}
+		for _, g := range groups {
+			cases = append(cases, schemaCase{file + ": " + g.Description, g.Schema, draft, 30})
+		}
+	}
+	if testing.Short() {
+		for i := range cases {
+			cases[i].n = max(3, cases[i].n/10)
+		}
+	}
+	v := byteVocabulary()
+	rng := rand.New(rand.NewPCG(27, 1))
+	converted, documents, incomplete := 0, 0, 0
+	for _, c := range cases {
+		g, err := FromJSONSchema(c.schema)
+		if err != nil {
+			require.False(t, strings.HasPrefix(c.name, "real-"), "%s: %v", c.name, err)
+			continue
+		}
+		converted++
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(c.schema)))
+		require.NoError(t, err, c.name)
+		comp := jsonschema.NewCompiler()
+		comp.DefaultDraft(c.draft)
+		comp.AssertFormat()
+		require.NoError(t, comp.AddResource("schema.json", doc), c.name)
+		sch, err := comp.Compile("schema.json")
+		require.NoError(t, err, c.name)
+		m := NewMatcher(g, v)
+		for range c.n {
+			out, ok := sample(m, rng, 3000)
+			if !ok {
+				incomplete++
+				continue
+			}
+			documents++
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(out)))
+			if !assert.NoError(t, err, "%s: not JSON: %q", c.name, out) {
+				continue
+			}
+			assert.NoError(t, sch.Validate(inst), "%s: the grammar produced an invalid document %q\nschema: %s", c.name, out, c.schema)
+		}
+	}
+	t.Logf("%d schemas converted of %d, %d documents sampled and validated (%d walks cut at 3000 bytes)", converted, len(cases), documents, incomplete)
+	assert.Greater(t, documents, 1000)
+}
