@@ -97,7 +97,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
-	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut")
+	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut, a stream with an error event")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429); a reply counts until its generation ends, not until it is written")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "cut a connection whose client reads nothing of its reply for `DURATION`")
 	fs.Int64Var(&o.maxBuffer, "max-buffer", serve.DefaultMaxBufferedBytes, "cut a stream whose events waiting for a slow client exceed `BYTES`")
