@@ -140,4 +140,3 @@ func TestServePenalties(t *testing.T) {
 	assert.Equal(t, "presence_penalty", apiErr.Param)
 	assert.True(t, strings.Contains(apiErr.Message, "[-2, 2]"), apiErr.Message)
 }
-
