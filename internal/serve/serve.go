@@ -176,11 +176,12 @@ func (s *Server) Abort() { s.abort() }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	// A client that reads nothing cannot hold a handler forever: every
-	// write must go through within the write timeout (the replies that
-	// write for longer move the deadline as they go).
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	// write must go through within the write timeout of the response's
+	// start (the replies that write for longer move the deadline as they
+	// go).
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, timeout: s.cfg.WriteTimeout}
+	sw.deadline()
 	// The pattern, not the path, labels the metrics: their number stays
 	// bounded whatever paths clients ask for.
 	_, path := s.mux.Handler(r)
@@ -191,16 +192,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.metrics.count(path, sw.status)
 }
 
-// statusWriter records the status of a response.
+// statusWriter records the status of a response, and moves the write
+// deadline to the write timeout from its start: an answer written after a
+// long generation (an error, a 503) has the whole timeout.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status  int
+	wrote   bool
+	timeout time.Duration
+}
+
+func (w *statusWriter) deadline() {
+	http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.timeout))
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		w.deadline()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

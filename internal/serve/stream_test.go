@@ -154,3 +154,42 @@ func TestContentTypeStatus(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Equal(t, "the body is not valid UTF-8", errorOf(t, resp).Error.Message)
 }
+
+// A request that waits longer than the write timeout for its answer still
+// gets it: Abort's 503 comes after the requests queued for the one
+// sequence have waited 300 ms, with a write timeout of 50 ms.
+func TestAnswerAfterLongWait(t *testing.T) {
+	ts, _ := newServer(t, 1, Config{WriteTimeout: 50 * time.Millisecond})
+	srv := ts.Config.Handler.(*Server)
+	body := fmt.Sprintf(`{"prompt":"The model","max_tokens":250,"n":16,"logit_bias":{"%d":-100}}`, testmodel.EOS)
+	statuses := make(chan int, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var e apiError
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+				errs <- err
+				return
+			}
+			statuses <- resp.StatusCode
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.Abort()
+	for range 2 {
+		select {
+		case err := <-errs:
+			t.Fatalf("no answer: %v", err)
+		case status := <-statuses:
+			assert.Equal(t, http.StatusServiceUnavailable, status)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer within 30 s")
+		}
+	}
+}
