@@ -103,9 +103,11 @@ func convertNode(root, s *node, path string) (string, *Grammar, error) {
 	b.WriteString(jsonPrimitives)
 	src := b.String()
 	g, err := Parse(src)
-	if err != nil {
-		// Only a $ref cycle that consumes nothing (left recursion) gets here.
+	switch {
+	case err != nil && strings.Contains(err.Error(), "left recursion"):
 		return "", nil, fail(path, "$ref", "the schema cannot be matched: %v", err)
+	case err != nil:
+		return "", nil, fail(path, "", "the grammar of the schema cannot be built: %v", err)
 	}
 	return src, g, nil
 }

@@ -250,6 +250,9 @@ func (c *converter) array(s *node, path string) (string, error) {
 	return c.rule("array", `"[" space `+build(0)+` "]" space`), nil
 }
 
+// maxCount bounds minItems, maxItems, minLength and maxLength, which the grammar unrolls.
+const maxCount = 1 << 18
+
 // sizeBounds reads a pair of count keywords (minItems and maxItems, minLength and maxLength):
 // lo defaults to 0 and hi to -1, unbounded.
 func sizeBounds(s *node, path, minKey, maxKey string) (lo, hi int, err error) {
@@ -261,7 +264,10 @@ func sizeBounds(s *node, path, minKey, maxKey string) (lo, hi int, err error) {
 		}
 		n, ok := v.integer()
 		if !ok {
-			return 0, 0, fail(path, k, "%s must be a non-negative integer (at most 2^30)", k)
+			return 0, 0, fail(path, k, "%s must be a non-negative integer", k)
+		}
+		if n > maxCount {
+			return 0, 0, fail(path, k, "%s %d is more than the grammar unrolls (at most %d)", k, n, maxCount)
 		}
 		if k == minKey {
 			lo = n
