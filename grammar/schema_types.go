@@ -159,8 +159,10 @@ func (c *converter) notStrings(words []string) string {
 // classChar escapes r for use inside a GBNF character class.
 func classChar(r rune) string {
 	switch r {
-	case ']', '[', '\\', '-', '^', '"':
+	case ']', '[', '\\', '"':
 		return `\` + string(r)
+	case '-', '^':
+		return fmt.Sprintf(`\x%02X`, r) // llama.cpp knows no \- nor \^
 	}
 	if r < 0x20 || r == 0x7F {
 		return fmt.Sprintf(`\x%02X`, r)
@@ -299,7 +301,7 @@ func repeatSuffix(lo, hi int) string {
 const (
 	formatDate = `[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) )` +
 		` | ( [0-9]{2} ( [02468] [48] | [13579] [26] | [2468] "0" ) | ( [02468] [048] | [13579] [26] ) "00" ) "-02-29"`
-	formatTime = `( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [Zz] | [+\-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`
+	formatTime = `( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [Zz] | [+\x2D] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`
 	formatUUID = `[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}`
 )
 
@@ -309,17 +311,17 @@ const (
 const (
 	formatLabel    = `[a-zA-Z0-9]{1,10} ( "-" [a-zA-Z0-9]{1,10} ){0,2}` // no "--", so never an A-label
 	formatHostname = formatLabel + ` ( "." ` + formatLabel + ` ){0,3}`
-	formatAtext    = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]{1,16}"
+	formatAtext    = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\x2D]{1,16}"
 	formatEmail    = formatAtext + ` ( "." ` + formatAtext + ` ){0,2} "@" ( ` + formatHostname + ` )`
 	formatOctet    = `( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9] )`
 	formatIPv4     = formatOctet + ` ( "." ` + formatOctet + ` ){3}`
 	formatIPv6     = `[0-9a-fA-F]{1,4} ( ":" [0-9a-fA-F]{1,4} ){7}`
-	formatURIChar  = `( [a-zA-Z0-9\-._~!$&'()*+,;=:@] | "%" [0-9a-fA-F]{2} )`
-	formatURI      = `[a-zA-Z] [a-zA-Z0-9+.\-]{0,10} "://" ( ` + formatHostname + ` ) ( ":" [1-9] [0-9]{0,3} )? ( "/" ` + formatURIChar + `{0,20} ){0,5}` +
+	formatURIChar  = `( [a-zA-Z0-9\x2D._~!$&'()*+,;=:@] | "%" [0-9a-fA-F]{2} )`
+	formatURI      = `[a-zA-Z] [a-zA-Z0-9+.\x2D]{0,10} "://" ( ` + formatHostname + ` ) ( ":" [1-9] [0-9]{0,3} )? ( "/" ` + formatURIChar + `{0,20} ){0,5}` +
 		` ( "?" ( ` + formatURIChar + ` | [/?] ){0,30} )? ( "#" ( ` + formatURIChar + ` | [/?] ){0,30} )?`
 	formatPointer  = `( "/" ( [^"\\\x7F\x00-\x1F~/] | "~" [01] ){0,20} ){0,5}`
 	formatDuration = `"P" ( [0-9]{1,4} [YMWD] | "T" [0-9]{1,4} [HMS] )`
-	formatTemplate = `( [a-zA-Z0-9\-._~/:?#@!$&()*+,;=] | "{" [a-zA-Z0-9_]{1,10} "}" ){0,40}`
+	formatTemplate = `( [a-zA-Z0-9\x2D._~/:?#@!$&()*+,;=] | "{" [a-zA-Z0-9_]{1,10} "}" ){0,40}`
 )
 
 // stringFormats are the formats that the grammar enforces, with the least and most characters of
