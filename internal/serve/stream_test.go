@@ -157,11 +157,12 @@ func TestContentTypeStatus(t *testing.T) {
 
 // A request that waits longer than the write timeout for its answer still
 // gets it: Abort's 503 comes after the requests queued for the one
-// sequence have waited 300 ms, with a write timeout of 50 ms.
+// sequence (8000 tokens, seconds of work) have waited 600 ms, with a write
+// timeout of 150 ms.
 func TestAnswerAfterLongWait(t *testing.T) {
-	ts, _ := newServer(t, 1, Config{WriteTimeout: 50 * time.Millisecond})
+	ts, _ := newServer(t, 1, Config{WriteTimeout: 150 * time.Millisecond})
 	srv := ts.Config.Handler.(*Server)
-	body := fmt.Sprintf(`{"prompt":"The model","max_tokens":250,"n":16,"logit_bias":{"%d":-100}}`, testmodel.EOS)
+	body := fmt.Sprintf(`{"prompt":"The model","max_tokens":250,"n":32,"logit_bias":{"%d":-100}}`, testmodel.EOS)
 	statuses := make(chan int, 2)
 	errs := make(chan error, 2)
 	for range 2 {
@@ -180,7 +181,7 @@ func TestAnswerAfterLongWait(t *testing.T) {
 			statuses <- resp.StatusCode
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	srv.Abort()
 	for range 2 {
 		select {
