@@ -42,6 +42,12 @@ var realSchemas = []string{
 		"token":{"type":"string","format":"uuid"},
 		"kind":{"enum":["a","b"],"title":"Kind","type":"string"}},
 	  "required":["id","address","born"],"title":"User","type":"object"}`,
+	// Pydantic: a discriminated union (OpenAPI's discriminator is an annotation; the const
+	// tags make the oneOf provably disjoint).
+	`{"$defs":{"Cat":{"properties":{"pet_type":{"const":"cat","title":"Pet Type","type":"string"},"meows":{"type":"integer","minimum":0}},"required":["pet_type","meows"],"title":"Cat","type":"object"},
+		"Dog":{"properties":{"pet_type":{"const":"dog","title":"Pet Type","type":"string"},"barks":{"type":"number"}},"required":["pet_type","barks"],"title":"Dog","type":"object"}},
+	  "properties":{"pet":{"discriminator":{"mapping":{"cat":"#/$defs/Cat","dog":"#/$defs/Dog"},"propertyName":"pet_type"},"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"title":"Pet"}},
+	  "required":["pet"],"title":"Model","type":"object"}`,
 	// zod: $schema, additionalProperties false, a discriminated union.
 	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
 		"shape":{"oneOf":[
