@@ -414,6 +414,12 @@ func isAnnotation(k string) bool {
 	return slices.Contains(annotations, k) || strings.HasPrefix(k, "x-")
 }
 
+// isAnnotationIn reports whether key k of s constrains nothing: an annotation, or uniqueItems
+// false.
+func isAnnotationIn(s *node, k string) bool {
+	return isAnnotation(k) || k == "uniqueItems" && isFalse(s.get(k))
+}
+
 func fail(path, keyword, format string, args ...any) error {
 	return &SchemaError{Path: path, Keyword: keyword, Reason: fmt.Sprintf(format, args...)}
 }
@@ -450,8 +456,10 @@ func literal(s string) string {
 
 // check refuses the keywords of s that the converter does not know or cannot express.
 func check(s *node, path string) error {
-	for _, k := range s.keys {
+	for i, k := range s.keys {
 		switch {
+		case k == "uniqueItems" && isFalse(s.vals[i]):
+			// No constraint: an annotation.
 		case slices.Contains(unsupported, k):
 			return fail(path, k, "is not supported (the grammar cannot express it)")
 		case !slices.Contains(known, k) && !isAnnotation(k):
@@ -474,7 +482,7 @@ func hasRef(n *node) bool {
 
 // constraining reports whether s has a keyword that is not an annotation.
 func constraining(s *node) bool {
-	return slices.ContainsFunc(s.keys, func(k string) bool { return !isAnnotation(k) })
+	return slices.ContainsFunc(s.keys, func(k string) bool { return !isAnnotationIn(s, k) })
 }
 
 // visit returns a GBNF expression for the values valid under schema s at path, or "" when no
@@ -654,7 +662,7 @@ func (c *converter) flat(s *node, path string, depth int) (*node, error) {
 	}
 	acc := &node{kind: 'o'}
 	for i, k := range s.keys {
-		if k != "allOf" && k != "$ref" && !isAnnotation(k) {
+		if k != "allOf" && k != "$ref" && !isAnnotationIn(s, k) {
 			acc.keys, acc.vals = append(acc.keys, k), append(acc.vals, s.vals[i])
 		}
 	}
@@ -947,7 +955,7 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 	}
 	for _, s := range []*node{a, b} {
 		for _, k := range s.keys {
-			if !done[k] && !isAnnotation(k) {
+			if !done[k] && !isAnnotationIn(s, k) {
 				return nil, fail(path, k, "keyword %q cannot be intersected with the schemas beside it", k)
 			}
 		}

@@ -26,7 +26,7 @@ func (c *converter) object(s *node, path string) (string, error) {
 		names = append(names, props.keys...)
 		schemas = append(schemas, props.vals...)
 	}
-	required := map[string]bool{}
+	required, listed := map[string]bool{}, map[string]bool{}
 	if req != nil {
 		if req.kind != 'a' {
 			return "", fail(path, "required", "required must be an array of names")
@@ -37,9 +37,9 @@ func (c *converter) object(s *node, path string) (string, error) {
 				return "", fail(path, "required", "required must be an array of names")
 			}
 			required[name] = true
-			if props.get(name) == nil && !required[name+"\x00listed"] {
+			if props.get(name) == nil && !listed[name] {
 				// Not a declared property: its value is an additional one.
-				required[name+"\x00listed"] = true
+				listed[name] = true
 				names = append(names, name)
 				schemas = append(schemas, cmp.Or(addl, trueNode))
 			}
