@@ -82,12 +82,14 @@ func convertSchema(schema []byte) (string, *Grammar, error) {
 	if err != nil {
 		return "", nil, &SchemaError{Reason: "not JSON: " + err.Error()}
 	}
-	return convertNode(root, root, "")
+	return convertNode(&converter{root: root, steps: new(int)}, root, "")
 }
 
-// convertNode returns the GBNF of schema s, a part of the document root found at path.
-func convertNode(root, s *node, path string) (string, *Grammar, error) {
-	c := &converter{root: root, rules: map[string]string{}, refs: map[string]string{}, memo: map[string]string{}, memoUsed: map[string]bool{}}
+// convertNode returns the GBNF of schema s, a part of the document c.root found at path, with
+// a fresh converter that shares c's root, step budget and nesting of enum checks.
+func convertNode(c *converter, s *node, path string) (string, *Grammar, error) {
+	c = &converter{root: c.root, rules: map[string]string{}, refs: map[string]string{}, memo: map[string]string{},
+		memoUsed: map[string]bool{}, steps: c.steps, enumDepth: c.enumDepth}
 	expr, err := c.visit(s, path)
 	if err != nil {
 		return "", nil, err
@@ -381,7 +383,18 @@ type converter struct {
 	// while being built (recursion).
 	memo     map[string]string
 	memoUsed map[string]bool
+	steps    *int // intersections built, by this conversion and its enum checks: at most maxSteps
+	// enumDepth counts the enum checks (each a conversion of its own) that this one is inside.
+	enumDepth int
 }
+
+// maxEnumDepth bounds the nesting of enum checks: an enum beside keywords is checked against a
+// grammar of those keywords, which may hold enums of their own.
+const maxEnumDepth = 4
+
+// maxSteps bounds the intersections that one conversion builds, which distributing anyOf and
+// oneOf over their siblings can multiply.
+const maxSteps = 20000
 
 // rule adds a named rule for expr (sharing an identical one) and returns its name.
 func (c *converter) rule(hint, expr string) string {
@@ -523,6 +536,20 @@ func (c *converter) visit(s *node, path string) (string, error) {
 // the intersection is visited, so that a recursive $ref under it, which flattening meets again
 // as the same schema, ends there.
 func (c *converter) shared(s *node, path string) (string, error) {
+	return c.memoized(s, path, func() (string, error) {
+		f, err := c.flat(s, path, 0)
+		if err != nil || isFalse(f) {
+			return "", err
+		}
+		return c.visit(f, path)
+	})
+}
+
+// memoized returns the rule of schema s, built by build under a name shared by every identical
+// schema and reserved while it is built: a schema that meets itself again (a recursive $ref
+// met through an intersection) refers to the rule, which ends the recursion, in a value or, when
+// it consumes nothing first, as the left recursion that the grammar refuses.
+func (c *converter) memoized(s *node, path string, build func() (string, error)) (string, error) {
 	key := string(s.raw)
 	if name, ok := c.memo[key]; ok {
 		if c.rules[name] == "" {
@@ -540,11 +567,12 @@ func (c *converter) shared(s *node, path string) (string, error) {
 		c.order = slices.DeleteFunc(c.order, func(n string) bool { return n == name })
 		delete(c.rules, name)
 	}
-	f, err := c.flat(s, path, 0)
-	e := ""
-	if err == nil && !isFalse(f) {
-		e, err = c.visit(f, path)
+	*c.steps++
+	if *c.steps > maxSteps {
+		drop()
+		return "", fail(path, "", "the schema needs more than %d intersections: too complex", maxSteps)
 	}
+	e, err := build()
 	switch {
 	case err != nil:
 		drop()
@@ -709,10 +737,20 @@ func (c *converter) flat(s *node, path string, depth int) (*node, error) {
 // conj returns the schema of the values valid under every one of parts.
 func conj(parts ...*node) *node {
 	var keep []*node
-	for _, p := range parts {
-		if p != nil && !isTrue(p) {
+	var add func(p *node)
+	add = func(p *node) {
+		switch {
+		case p == nil || isTrue(p):
+		case p.kind == 'o' && len(p.keys) == 1 && p.keys[0] == "allOf" && p.vals[0].kind == 'a':
+			for _, m := range p.vals[0].arr {
+				add(m)
+			}
+		case !slices.ContainsFunc(keep, func(k *node) bool { return string(k.raw) == string(p.raw) }):
 			keep = append(keep, p)
 		}
+	}
+	for _, p := range parts {
+		add(p)
 	}
 	switch len(keep) {
 	case 0:
@@ -1100,7 +1138,14 @@ func (c *converter) alternatives(s *node, kw, path string) (string, error) {
 	}
 	var alts []string
 	for i, b := range branches {
-		e, err := c.visit(b, fmt.Sprintf("%s/%s/%d", path, kw, i))
+		at := fmt.Sprintf("%s/%s/%d", path, kw, i)
+		var e string
+		var err error
+		if constraining(rest) {
+			e, err = c.memoized(b, at, func() (string, error) { return c.visit(b, at) })
+		} else {
+			e, err = c.visit(b, at)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -1279,7 +1324,10 @@ func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, 
 	rest := s.with("enum", nil).with("const", nil).with("type", nil)
 	var m *Matcher
 	if constraining(rest) {
-		_, g, err := convertNode(c.root, rest, path)
+		if c.enumDepth >= maxEnumDepth {
+			return "", fail(path, "enum", "enum or const beside other keywords, nested in %d others: too deep", maxEnumDepth)
+		}
+		_, g, err := convertNode(&converter{root: c.root, steps: c.steps, enumDepth: c.enumDepth + 1}, rest, path)
 		var se *SchemaError
 		switch {
 		case errors.As(err, &se) && se.Reason == "the schema matches no value":
