@@ -263,6 +263,29 @@ func randomSchema(rng *rand.Rand, depth int, defs []string) any {
 	return s
 }
 
+// randomValue builds a random JSON value of the words and numbers that randomSchema uses.
+func randomValue(rng *rand.Rand, depth int) any {
+	scalars := []any{1, 0, -3, 2.5, 0.25, 7.5, 10, 11, "a", "b", "aa", "abc", "ab", "cd", "x", "y", "xy", "12", "é", "éé", "😀", "x\u2028", "R&D", "\"q",
+		"2024-02-29", "2023-02-29", "12:00:00Z", "a@b.c", "1.2.3.4", "0123abcd-0000-1111-2222-abcdefABCDEF", "http://x.y/z", "", nil, true, false}
+	if depth <= 0 || rng.IntN(3) == 0 {
+		return scalars[rng.IntN(len(scalars))]
+	}
+	if rng.IntN(2) == 0 {
+		var a []any
+		for range rng.IntN(4) {
+			a = append(a, randomValue(rng, depth-1))
+		}
+		return a
+	}
+	o := map[string]any{}
+	for _, k := range []string{"a", "b", "c", "\"q", "ü", "d"} {
+		if rng.IntN(2) == 0 {
+			o[k] = randomValue(rng, depth-1)
+		}
+	}
+	return o
+}
+
 func anySlice(s []string) []any {
 	out := make([]any, len(s))
 	for i, v := range s {
@@ -287,7 +310,7 @@ func TestRandomSchemasAreSound(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(27, seed))
 	v := byteVocabulary()
-	converted, refused, documents, skipped := 0, 0, 0, 0
+	converted, refused, documents, skipped, accepted := 0, 0, 0, 0, 0
 	for i := range schemas {
 		defs := []string{"d0", "d1"}
 		root := randomSchema(rng, 3, defs)
@@ -321,6 +344,27 @@ func TestRandomSchemasAreSound(t *testing.T) {
 		sch, err := comp.Compile("schema.json")
 		require.NoError(t, err, "%s", text)
 		m := NewMatcher(g, v)
+		// Random values of the schemas' own vocabulary, in every spelling: each one the grammar
+		// accepts must be valid.
+		for range samples {
+			val, err := json.Marshal(randomValue(rng, 3))
+			require.NoError(t, err)
+			inst, err := decodeOrdered(val)
+			require.NoError(t, err)
+			for _, sp := range spellings {
+				doc := spell(inst, sp, 0)
+				st := m.AcceptBytes(m.Start(), []byte(doc))
+				if m.Dead(st) || !m.Complete(st) {
+					continue
+				}
+				accepted++
+				parsed, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+				require.NoError(t, err, doc)
+				if err, ok := validate(sch, parsed); ok && err != nil {
+					t.Errorf("schema %d: the grammar accepts the invalid document %s: %v\nschema: %s", i, doc, err, text)
+				}
+			}
+		}
 		for range samples {
 			out, ok := sample(m, rng, 2000)
 			if !ok {
@@ -341,5 +385,6 @@ func TestRandomSchemasAreSound(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d random schemas: %d converted, %d refused; %d sampled documents validated (%d with a number the validator cannot read)", schemas, converted, refused, documents-skipped, skipped)
+	t.Logf("%d random schemas: %d converted, %d refused; %d sampled documents validated (%d with a number the validator cannot read); %d random values accepted by a grammar and validated",
+		schemas, converted, refused, documents-skipped, skipped, accepted)
 }
