@@ -67,6 +67,7 @@ func TestSchemaSentences(t *testing.T) {
 		{`{"type":"string","pattern":"^ab","maxLength":4}`, []string{`"ab"`, `"abcd"`, `"ab\ud83d\ude00\n"`}, []string{`"abcde"`, `"a"`, `"ab\ud83d\ude00\n\n"`}},
 		{`{"type":"string","pattern":"b$","minLength":3}`, []string{`"aab"`, `"bbb"`}, []string{`"ab"`, `"abc"`}},
 		{`{"type":"array","uniqueItems":false,"items":{"type":"integer"}}`, []string{`[1,1]`}, []string{`["x"]`}},
+		{`{"format":"uri","maxLength":2083,"minLength":1,"type":"string"}`, []string{`"https://example.org/a?b#c"`}, []string{`"example"`}},
 		{`{"maximum":3}`, []string{`"x"`, `3`, `-1.5`, `2.999`, `{}`}, []string{`3.001`, `4`}},
 		{`{"type":"number","exclusiveMinimum":0,"maximum":1}`, []string{`0.5`, `1`, `1.0`, `0.0001`}, []string{`0`, `0.0`, `1.01`, `-0.5`}},
 		{`{"allOf":[{"type":"string"},{"maxLength":3},{"minLength":1}]}`, []string{`"abc"`}, []string{`"abcd"`, `""`, `1`}},
@@ -276,5 +277,46 @@ func TestSchemaNumberRanges(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFormatLengths checks the length bounds kept with each format against its rule: the least
+// and most code points of its strings, found by walking the rule's automaton.
+func TestFormatLengths(t *testing.T) {
+	v := byteVocab(t)
+	for name, sf := range stringFormats {
+		g, err := Parse("root ::= " + sf.rule)
+		require.NoError(t, err, name)
+		m := NewMatcher(g, v)
+		type span struct{ lo, hi int }
+		memo := map[State]span{}
+		var walk func(s State) span
+		walk = func(s State) span {
+			if r, ok := memo[s]; ok {
+				return r
+			}
+			r := span{lo: math.MaxInt, hi: -1}
+			if m.Complete(s) {
+				r = span{0, 0}
+			}
+			for b := range 256 {
+				n := m.AcceptBytes(s, []byte{byte(b)})
+				if m.Dead(n) {
+					continue
+				}
+				sub := walk(n)
+				step := 1
+				if b >= 0x80 && b < 0xC0 {
+					step = 0 // a continuation byte: the same code point
+				}
+				r.lo, r.hi = min(r.lo, sub.lo+step), max(r.hi, sub.hi+step)
+			}
+			memo[s] = r
+			return r
+		}
+		got := walk(m.Start())
+		assert.Equal(t, sf.min, got.lo, "%s: least code points", name)
+		assert.Equal(t, sf.max, got.hi, "%s: most code points", name)
+		t.Logf("%-22s %d to %d code points (kept as %d to %d)", name, got.lo, got.hi, sf.min, sf.max)
 	}
 }

@@ -325,8 +325,9 @@ const (
 )
 
 // stringFormats are the formats that the grammar enforces, with the least and most characters of
-// their strings (-1: not worked out, so that maxLength beside them is refused). A format that
-// JSON Schema does not define is an annotation, as validators treat it.
+// their strings (bounds of the rules above, checked by TestFormatLengths), so that minLength and
+// maxLength beside them are kept when they allow all of those. A format that JSON Schema does not
+// define is an annotation, as validators treat it.
 var stringFormats = map[string]struct {
 	rule     string
 	min, max int
@@ -336,19 +337,19 @@ var stringFormats = map[string]struct {
 	"date-time":             {"( " + formatDate + ` ) [Tt] ` + formatTime, 20, 35},
 	"uuid":                  {formatUUID, 36, 36},
 	"duration":              {formatDuration, 3, 7},
-	"email":                 {formatEmail, 3, -1},
-	"idn-email":             {formatEmail, 3, -1},
-	"hostname":              {formatHostname, 1, -1},
-	"idn-hostname":          {formatHostname, 1, -1},
+	"email":                 {formatEmail, 3, 182},
+	"idn-email":             {formatEmail, 3, 182},
+	"hostname":              {formatHostname, 1, 131},
+	"idn-hostname":          {formatHostname, 1, 131},
 	"ipv4":                  {formatIPv4, 7, 15},
 	"ipv6":                  {formatIPv6, 15, 39},
-	"uri":                   {formatURI, 4, -1},
-	"uri-reference":         {formatURI, 4, -1},
-	"iri":                   {formatURI, 4, -1},
-	"iri-reference":         {formatURI, 4, -1},
-	"uri-template":          {formatTemplate, 0, -1},
-	"json-pointer":          {formatPointer, 0, -1},
-	"relative-json-pointer": {`( "0" | [1-9] [0-9]{0,3} ) ( "#" | ` + formatPointer + ` )`, 1, -1},
+	"uri":                   {formatURI, 5, 637},
+	"uri-reference":         {formatURI, 5, 637},
+	"iri":                   {formatURI, 5, 637},
+	"iri-reference":         {formatURI, 5, 637},
+	"uri-template":          {formatTemplate, 0, 480},
+	"json-pointer":          {formatPointer, 0, 205},
+	"relative-json-pointer": {`( "0" | [1-9] [0-9]{0,3} ) ( "#" | ` + formatPointer + ` )`, 1, 209},
 	"regex":                 {`[a-zA-Z0-9 ]{0,20}`, 0, 20},
 }
 

@@ -41,6 +41,7 @@ var realSchemas = []string{
 		"born":{"type":"string","format":"date"},
 		"seen":{"type":"string","format":"date-time"},
 		"token":{"type":"string","format":"uuid"},
+		"site":{"format":"uri","maxLength":2083,"minLength":1,"type":"string"},
 		"kind":{"enum":["a","b"],"title":"Kind","type":"string"}},
 	  "required":["id","address","born"],"title":"User","type":"object"}`,
 	// Pydantic: a discriminated union (OpenAPI's discriminator is an annotation; the const
