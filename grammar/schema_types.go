@@ -321,7 +321,7 @@ const (
 		` ( "?" ( ` + formatURIChar + ` | [/?] ){0,30} )? ( "#" ( ` + formatURIChar + ` | [/?] ){0,30} )?`
 	formatPointer  = `( "/" ( [^"\\\x7F\x00-\x1F~/] | "~" [01] ){0,20} ){0,5}`
 	formatDuration = `"P" ( [0-9]{1,4} [YMWD] | "T" [0-9]{1,4} [HMS] )`
-	formatTemplate = `( [a-zA-Z0-9\x2D._~/:?#@!$&()*+,;=] | "{" [a-zA-Z0-9_]{1,10} "}" ){0,40}`
+	formatTemplate = `"/" ( [a-zA-Z0-9\x2D._~/] | "{" [a-zA-Z0-9_]{1,10} "}" ){0,40}` // a path: no scheme to misread
 )
 
 // stringFormats are the formats that the grammar enforces, with the least and most characters of
@@ -347,7 +347,7 @@ var stringFormats = map[string]struct {
 	"uri-reference":         {formatURI, 5, 637},
 	"iri":                   {formatURI, 5, 637},
 	"iri-reference":         {formatURI, 5, 637},
-	"uri-template":          {formatTemplate, 0, 480},
+	"uri-template":          {formatTemplate, 1, 481},
 	"json-pointer":          {formatPointer, 0, 205},
 	"relative-json-pointer": {`( "0" | [1-9] [0-9]{0,3} ) ( "#" | ` + formatPointer + ` )`, 1, 209},
 	"regex":                 {`[a-zA-Z0-9 ]{0,20}`, 0, 20},
