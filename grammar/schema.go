@@ -374,11 +374,12 @@ func jsonUnits(s string) []string {
 }
 
 type converter struct {
-	root  *node
-	rules map[string]string // name -> expression
-	order []string
-	refs  map[string]string // $ref -> rule name
-	n     int
+	root   *node
+	rules  map[string]string // name -> expression
+	byExpr map[string]string // expression -> name, for the rules that rule made
+	order  []string
+	refs   map[string]string // $ref -> rule name
+	n      int
 	// memo: the rule of each flattened schema by its JSON text; memoUsed: those referred to
 	// while being built (recursion).
 	memo     map[string]string
@@ -398,15 +399,17 @@ const maxSteps = 20000
 
 // rule adds a named rule for expr (sharing an identical one) and returns its name.
 func (c *converter) rule(hint, expr string) string {
-	for _, name := range c.order {
-		if c.rules[name] == expr {
-			return name
-		}
+	if name, ok := c.byExpr[expr]; ok {
+		return name
 	}
 	c.n++
 	name := fmt.Sprintf("%s-%d", hint, c.n)
 	c.rules[name] = expr
 	c.order = append(c.order, name)
+	if c.byExpr == nil {
+		c.byExpr = map[string]string{}
+	}
+	c.byExpr[expr] = name
 	return name
 }
 
