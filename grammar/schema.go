@@ -416,7 +416,9 @@ func (c *converter) rule(hint, expr string) string {
 var (
 	annotations = []string{"title", "description", "default", "examples", "$schema", "$id", "$comment",
 		"deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType",
-		"contentSchema", "$anchor", "$dynamicAnchor", "$vocabulary", "discriminator"}
+		"contentSchema", "$anchor", "$dynamicAnchor", "$vocabulary",
+		// OpenAPI's annotations
+		"discriminator", "example", "externalDocs", "xml"}
 	unsupported = []string{"not", "if", "then", "else", "multipleOf", "patternProperties", "propertyNames", "contains",
 		"minContains", "maxContains", "uniqueItems", "minProperties", "maxProperties", "dependentRequired",
 		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
