@@ -59,18 +59,21 @@ func (e *SchemaError) Error() string {
 //     false: no other keys; true or a schema: other keys, never one of the declared names,
 //     written without escapes);
 //   - arrays: items, prefixItems (draft 7: items as a list, additionalItems), minItems,
-//     maxItems;
+//     maxItems, uniqueItems false;
 //   - strings: minLength, maxLength (in code points, an escaped surrogate pair being one),
 //     pattern (ECMA-262 with Unicode semantics: literals, classes, groups, alternation,
-//     repetition, ^ and $ at the ends; the length keywords beside it only where they can be
-//     folded into it), format date, time, date-time (calendar-exact) and uuid; other formats
-//     are annotations, as JSON Schema 2020-12 makes them by default;
-//   - integers bounded by minimum, maximum, exclusiveMinimum and exclusiveMaximum.
+//     repetition, ^ and $ at the ends, unanchored otherwise; the length keywords beside it only
+//     where they fold into it), format: date, time, date-time (calendar-exact), uuid, and sound
+//     subsets of the other formats JSON Schema defines (email, hostname, ipv4, ipv6, uri, ...);
+//     a format name that JSON Schema does not define is an annotation;
+//   - numbers and integers bounded by minimum, maximum, exclusiveMinimum and exclusiveMaximum
+//     (bounded numbers written without an exponent).
 //
-// Annotations (title, description, default, examples, $schema, $comment, ...) are ignored.
-// Refused: not, if/then/else, multipleOf, patternProperties, propertyNames, contains,
-// uniqueItems, min/maxProperties, dependentRequired, dependentSchemas, unevaluated*, remote
-// $ref, $dynamicRef, minimum and maximum on numbers that need not be integers, unknown keywords.
+// Annotations (title, description, default, examples, $schema, $comment, OpenAPI's
+// discriminator and example, ...) are ignored. Refused: not, if/then/else, multipleOf,
+// patternProperties, propertyNames, contains, uniqueItems true, min/maxProperties,
+// dependentRequired, dependentSchemas, unevaluated*, remote and $anchor $refs, $dynamicRef,
+// patterns with lookarounds, backreferences, \b or \p, and unknown keywords.
 func SchemaToGBNF(schema []byte) (string, error) {
 	src, _, err := convertSchema(schema)
 	return src, err
