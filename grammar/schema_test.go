@@ -1,9 +1,11 @@
 package grammar
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -318,5 +320,47 @@ func TestFormatLengths(t *testing.T) {
 		assert.Equal(t, sf.min, got.lo, "%s: least code points", name)
 		assert.Equal(t, sf.max, got.hi, "%s: most code points", name)
 		t.Logf("%-22s %d to %d code points (kept as %d to %d)", name, got.lo, got.hi, sf.min, sf.max)
+	}
+}
+
+// TestSchemaPatterns checks pattern grammars against Go's regexp on random strings of a small
+// alphabet, each spelled plainly and with every character escaped: a string the grammar accepts
+// must match (with ECMA-262's meaning of . and \s written out for Go), and the plain spelling of
+// a string that matches and needs no escape must be accepted.
+func TestSchemaPatterns(t *testing.T) {
+	v := byteVocab(t)
+	const dot, sp = `[^\n\r\x{2028}\x{2029}]`, "\\t\\n\\x0B\\f\\r \\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
+	// Each ECMA-262 pattern and the same language in Go's syntax.
+	patterns := [][2]string{{"^a+$", "^a+$"}, {"a", "a"}, {"^ab|cd$", "^ab|cd$"}, {"^(ab|cd)*$", "^(ab|cd)*$"}, {"^[a-c]{1,3}$", "^[a-c]{1,3}$"},
+		{"^.$", "^" + dot + "$"}, {"^.*$", "^" + dot + "*$"}, {"^\\s+$", "^[" + sp + "]+$"}, {"^\\S\\d$", "^[^" + sp + "]\\d$"},
+		{"^[^a]*b$", "^[^a]*b$"}, {"^\\u00e9+$", "^é+$"}, {"^\\u{1F600}?x$", "^😀?x$"}, {"^[\\u0020-\\u007e]*$", "^[ -~]*$"},
+		{"^(?:a|b)+?c$", "^(?:a|b)+c$"}, {"^a{2,}$", "^a{2,}$"}, {"x$", "x$"}, {"^\\x41\\t$", "^A\\t$"}, {"^[\\s\\d]+$", "^[" + sp + "0-9]+$"},
+		{"^\\\\\"$", "^\\\\\"$"}, {"^[-a]$", "^[-a]$"}, {"^a?b?$", "^a?b?$"}, {"", ""}, {"^$", "^$"}, {"^[\\w.]+@[\\w]+$", "^[\\w.]+@\\w+$"},
+		{"(ab)+", "(ab)+"}, {"^[^\\d\\s]$", "^[^0-9" + sp + "]$"}, {"^\\.\\*$", "^\\.\\*$"}, {"^ \\/$", "^ /$"}}
+	alphabet := []string{"a", "b", "c", "d", "x", "A", "1", "2", " ", "\t", "\n", "\r", "\u2028", "\u00a0", "é", "😀", "\"", "\\", ".", "*", "/", "@", "-", "~"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, pair := range patterns {
+		p := pair[0]
+		schema, err := json.Marshal(map[string]any{"type": "string", "pattern": p})
+		require.NoError(t, err)
+		g, err := FromJSONSchema(schema)
+		require.NoError(t, err, p)
+		re := regexp.MustCompile(pair[1])
+		m := NewMatcher(g, v)
+		for range 3000 {
+			var b strings.Builder
+			for range rng.IntN(5) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			s := b.String()
+			for _, q := range []func(string) string{jsonQuote, quoteAll, quoteHTML} {
+				if matches(m, q(s)) {
+					require.True(t, re.MatchString(s), "pattern %q accepts %s, which does not match %s", p, q(s), re)
+				}
+			}
+			if re.MatchString(s) && !strings.ContainsAny(s, "\"\\\t\n\r") {
+				assert.True(t, matches(m, jsonQuote(s)), "pattern %q rejects %q", p, s)
+			}
+		}
 	}
 }
