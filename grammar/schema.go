@@ -422,13 +422,13 @@ var (
 		"contentSchema", "$anchor", "$dynamicAnchor", "$vocabulary",
 		// OpenAPI's annotations
 		"discriminator", "example", "externalDocs", "xml"}
-	unsupported = []string{"not", "if", "then", "else", "multipleOf", "patternProperties", "propertyNames", "contains",
+	unsupported = []string{"not", "if", "then", "else", "patternProperties", "propertyNames", "contains",
 		"minContains", "maxContains", "uniqueItems", "minProperties", "maxProperties", "dependentRequired",
 		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
 		"$recursiveRef", "$recursiveAnchor", "divisibleBy", "disallow", "extends"}
 	known = []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
 		"additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength",
-		"maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+		"maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 
 func isAnnotation(k string) bool {
@@ -957,13 +957,15 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 	for _, k := range []string{"minItems", "maxItems", "minLength", "maxLength", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
 		done[k] = true
 	}
-	// pattern and format
-	for _, k := range []string{"pattern", "format"} {
+	// pattern, format and multipleOf
+	for _, k := range []string{"pattern", "format", "multipleOf"} {
 		va, vb := a.get(k), b.get(k)
 		switch {
 		case va == nil && vb == nil:
 		case va == nil || vb == nil || va.canon() == vb.canon():
 			set(k, cmp.Or(va, vb))
+		case k == "multipleOf":
+			return nil, fail(path, k, "the intersection of two different multipleOf (%s and %s) is not supported", va.raw, vb.raw)
 		case k == "format" && !knownFormat(va):
 			set(k, vb)
 		case k == "format" && !knownFormat(vb):

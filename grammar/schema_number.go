@@ -68,7 +68,7 @@ func splitDecimal(r *big.Rat, excl bool) (*bound, bool) {
 // numberRange returns a GBNF expression (trailing space included) for the decimal numbers,
 // written without an exponent, of at most 16 integral and 16 fractional digits, that lie between
 // lo and hi (nil: open; each inclusive or exclusive). "" when there is none.
-func numberRange(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (string, bool) {
+func numberRange(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool, maxFrac int) (string, bool) {
 	var alts []string
 	zero := new(big.Rat)
 	// Non-negative part: magnitudes from max(lo, 0) to hi.
@@ -77,7 +77,7 @@ func numberRange(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (string, bool) 
 		if lo != nil && lo.Sign() >= 0 {
 			a, aEx = lo, loEx
 		}
-		e, ok := magnitudes(a, aEx, hi, hiEx)
+		e, ok := magnitudes(a, aEx, hi, hiEx, maxFrac)
 		if !ok {
 			return "", false
 		}
@@ -95,7 +95,7 @@ func numberRange(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (string, bool) 
 		if lo != nil {
 			b = new(big.Rat).Neg(lo)
 		}
-		e, ok := magnitudes(a, aEx, b, loEx)
+		e, ok := magnitudes(a, aEx, b, loEx, maxFrac)
 		if !ok {
 			return "", false
 		}
@@ -111,7 +111,7 @@ func numberRange(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (string, bool) 
 
 // magnitudes returns the expression of the unsigned decimals from a to b (b nil: open), or
 // false when a bound has too many digits to be used exactly.
-func magnitudes(a *big.Rat, aEx bool, b *big.Rat, bEx bool) (string, bool) {
+func magnitudes(a *big.Rat, aEx bool, b *big.Rat, bEx bool, maxFrac int) (string, bool) {
 	limit := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(maxIntegerDigits), nil), big.NewInt(1))
 	lo, ok := splitDecimal(a, aEx)
 	if !ok {
@@ -141,20 +141,20 @@ func magnitudes(a *big.Rat, aEx bool, b *big.Rat, bEx bool) (string, bool) {
 	}
 	if hi != nil && lo.whole.Cmp(hi.whole) == 0 {
 		fracHi = hi.frac
-		add(lo.whole, fraction(&fracLo, lo.excl, &fracHi, hi.excl))
+		add(lo.whole, fraction(&fracLo, lo.excl, &fracHi, hi.excl, maxFrac))
 	} else {
-		add(lo.whole, fraction(&fracLo, lo.excl, nil, false))
+		add(lo.whole, fraction(&fracLo, lo.excl, nil, false, maxFrac))
 		first := new(big.Int).Add(lo.whole, big.NewInt(1))
 		last := limit
 		if hi != nil {
 			last = new(big.Int).Sub(hi.whole, big.NewInt(1))
 		}
 		if first.Cmp(last) <= 0 {
-			alts = append(alts, naturalRange(first.Int64(), last.Int64())+` ("." [0-9]{1,16})?`)
+			alts = append(alts, naturalRange(first.Int64(), last.Int64())+fractionAny(maxFrac))
 		}
 		if hi != nil {
 			fracHi = hi.frac
-			add(hi.whole, fraction(nil, false, &fracHi, hi.excl))
+			add(hi.whole, fraction(nil, false, &fracHi, hi.excl, maxFrac))
 		}
 	}
 	if len(alts) == 0 {
@@ -166,12 +166,12 @@ func magnitudes(a *big.Rat, aEx bool, b *big.Rat, bEx bool) (string, bool) {
 // fraction returns the expression of the optional fractional part ("" or "." and digits) whose
 // value lies between 0.lo and 0.hi (a nil side is open), or "" when none does. lo and hi are
 // digit strings without trailing zeros.
-func fraction(lo *string, loEx bool, hi *string, hiEx bool) string {
+func fraction(lo *string, loEx bool, hi *string, hiEx bool, maxFrac int) string {
 	var alts []string
 	if (lo == nil || *lo == "" && !loEx) && (hi == nil || *hi != "" || !hiEx) {
 		alts = append(alts, `""`)
 	}
-	if f := fracDigits(lo, loEx, hi, hiEx, 0); f != "" {
+	if f := fracDigits(lo, loEx, hi, hiEx, maxFrac); f != "" && maxFrac > 0 {
 		alts = append(alts, `"." `+f)
 	}
 	if len(alts) == 0 {
@@ -184,11 +184,23 @@ func fraction(lo *string, loEx bool, hi *string, hiEx bool) string {
 // maxFractionDigits-depth) that continue a fraction whose remaining bounds are lo and hi: nil
 // once the digits so far are past that bound, else the bound's remaining digits. "" when no
 // string qualifies.
-func fracDigits(lo *string, loEx bool, hi *string, hiEx bool, depth int) string {
-	room := maxFractionDigits - depth
+func fracDigits(lo *string, loEx bool, hi *string, hiEx bool, room int) string {
+	return fracDigitsAt(lo, loEx, hi, hiEx, 0, room)
+}
+
+// fractionAny is the optional fractional part of at most maxFrac digits.
+func fractionAny(maxFrac int) string {
+	if maxFrac == 0 {
+		return ""
+	}
+	return ` ("." [0-9]` + repeatSuffix(1, maxFrac) + `)?`
+}
+
+func fracDigitsAt(lo *string, loEx bool, hi *string, hiEx bool, depth, maxFrac int) string {
+	room := maxFrac - depth
 	if lo == nil && hi == nil {
 		if depth == 0 {
-			return "[0-9]{1,16}"
+			return "[0-9]" + repeatSuffix(1, maxFrac)
 		}
 		return repeatDigits(room)
 	}
@@ -222,13 +234,13 @@ func fracDigits(lo *string, loEx bool, hi *string, hiEx bool, depth int) string 
 	}
 	// Digits equal to a bound's digit stay on that bound.
 	if lo != nil && hi != nil && lowD == highD {
-		if e := fracDigits(rest(lo), loEx, rest(hi), hiEx, depth+1); e != "" {
+		if e := fracDigitsAt(rest(lo), loEx, rest(hi), hiEx, depth+1, maxFrac); e != "" {
 			alts = append(alts, `"`+string(rune('0'+lowD))+`" `+e)
 		}
 	} else {
 		if lo != nil {
 			var h *string // the low digit is below hi's digit, so hi is behind
-			if e := fracDigits(rest(lo), loEx, h, false, depth+1); e != "" {
+			if e := fracDigitsAt(rest(lo), loEx, h, false, depth+1, maxFrac); e != "" {
 				alts = append(alts, `"`+string(rune('0'+lowD))+`" `+e)
 			}
 		}
@@ -240,7 +252,7 @@ func fracDigits(lo *string, loEx bool, hi *string, hiEx bool, depth int) string 
 			alts = append(alts, class+" "+repeatDigits(room-1))
 		}
 		if hi != nil {
-			if e := fracDigits(nil, false, rest(hi), hiEx, depth+1); e != "" {
+			if e := fracDigitsAt(nil, false, rest(hi), hiEx, depth+1, maxFrac); e != "" {
 				alts = append(alts, `"`+string(rune('0'+highD))+`" `+e)
 			}
 		}

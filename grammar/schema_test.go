@@ -70,6 +70,12 @@ func TestSchemaSentences(t *testing.T) {
 		{`{"type":"string","pattern":"b$","minLength":3}`, []string{`"aab"`, `"bbb"`}, []string{`"ab"`, `"abc"`}},
 		{`{"type":"array","uniqueItems":false,"items":{"type":"integer"}}`, []string{`[1,1]`}, []string{`["x"]`}},
 		{`{"format":"uri","maxLength":2083,"minLength":1,"type":"string"}`, []string{`"https://example.org/a?b#c"`}, []string{`"example"`}},
+		{`{"type":"number","multipleOf":0.01,"minimum":0}`, []string{`0`, `1.5`, `2.25`, `100`}, []string{`2.255`, `-1`, `1e2`}},
+		{`{"type":"number","multipleOf":0.1}`, []string{`-3`, `1.5`, `0.0`}, []string{`1.25`, `1e2`}},
+		{`{"multipleOf":1}`, []string{`3`, `-4`, `"x"`}, []string{`1.5`}},
+		{`{"type":"integer","multipleOf":1.5}`, []string{`0`, `3`, `-9`, `300`}, []string{`1`, `4`, `1.5`}},
+		{`{"type":"integer","multipleOf":7}`, []string{`0`, `7`, `-14`, `7000000000000007`}, []string{`1`, `8`, `-15`, `07`, `-0`}},
+		{`{"type":"integer","multipleOf":5,"minimum":-12,"exclusiveMaximum":20}`, []string{`-10`, `0`, `15`}, []string{`-15`, `20`, `3`}},
 		{`{"maximum":3}`, []string{`"x"`, `3`, `-1.5`, `2.999`, `{}`}, []string{`3.001`, `4`}},
 		{`{"type":"number","exclusiveMinimum":0,"maximum":1}`, []string{`0.5`, `1`, `1.0`, `0.0001`}, []string{`0`, `0.0`, `1.01`, `-0.5`}},
 		{`{"allOf":[{"type":"string"},{"maxLength":3},{"minLength":1}]}`, []string{`"abc"`}, []string{`"abcd"`, `""`, `1`}},
@@ -108,7 +114,12 @@ func TestSchemaSentences(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, path, keyword, reason string }{
-		{`{"type":"integer","multipleOf":3}`, "", "multipleOf", `is not supported (the grammar cannot express it)`},
+		{`{"type":"integer","not":{}}`, "", "not", `is not supported (the grammar cannot express it)`},
+		{`{"type":"number","multipleOf":0.5}`, "", "multipleOf", `multipleOf 0.5 on numbers is supported as 1, 0.1, 0.01, ... only (at most so many fractional digits)`},
+		{`{"type":"integer","multipleOf":3,"minimum":0}`, "", "multipleOf", `multipleOf 3 with a bound on one side only is not supported`},
+		{`{"type":"integer","multipleOf":101}`, "", "multipleOf", `multipleOf 101 on integers without both bounds is supported up to 100`},
+		{`{"type":"integer","multipleOf":0}`, "", "multipleOf", `multipleOf must be a number above 0`},
+		{`{"allOf":[{"multipleOf":2},{"multipleOf":3}]}`, "/allOf/1", "multipleOf", `the intersection of two different multipleOf (2 and 3) is not supported`},
 		{`{"properties":{"a":{"allOf":[]}}}`, "/properties/a", "allOf", `allOf must be a non-empty array`},
 		{`{"type":"number","minimum":1e-70}`, "", "minimum", `a bound of a number with more than 64 fractional digits is not supported`},
 		{`{"type":"number","minimum":3,"exclusiveMaximum":3}`, "", "", `the schema matches no value`},
@@ -147,8 +158,8 @@ func TestSchemaErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "json schema at /: not JSON")
 	_, err = FromJSONSchema([]byte(`{"properties":{"a/b":{"pattern":"("}}}`))
 	assert.ErrorContains(t, err, `json schema at /properties/a~1b: keyword "pattern": pattern "(": `)
-	_, err = FromJSONSchema([]byte(`{"type":"integer","multipleOf":3}`))
-	assert.EqualError(t, err, `json schema at /: keyword "multipleOf" is not supported (the grammar cannot express it)`)
+	_, err = FromJSONSchema([]byte(`{"type":"integer","not":{}}`))
+	assert.EqualError(t, err, `json schema at /: keyword "not" is not supported (the grammar cannot express it)`)
 }
 
 func TestSchemaSelfReference(t *testing.T) {
@@ -360,6 +371,58 @@ func TestSchemaPatterns(t *testing.T) {
 			}
 			if re.MatchString(s) && !strings.ContainsAny(s, "\"\\\t\n\r") {
 				assert.True(t, matches(m, jsonQuote(s)), "pattern %q rejects %q", p, s)
+			}
+		}
+	}
+}
+
+// TestSchemaMultipleOf checks multipleOf against arithmetic: integer divisors on every integer of
+// a window, and decimal steps (at most so many fractional digits) with bounds on a grid.
+func TestSchemaMultipleOf(t *testing.T) {
+	v := byteVocab(t)
+	for _, k := range []int{2, 3, 7, 12, 100} {
+		g, err := FromJSONSchema([]byte(`{"type":"integer","multipleOf":` + strconv.Itoa(k) + `}`))
+		require.NoError(t, err)
+		m := NewMatcher(g, v)
+		for n := -2000; n <= 2000; n++ {
+			require.Equal(t, n%k == 0, matches(m, strconv.Itoa(n)), "multipleOf %d on %d", k, n)
+		}
+	}
+	for _, schema := range []string{`{"type":"number","multipleOf":0.01,"minimum":-1.25,"exclusiveMaximum":2.5}`, `{"type":"number","multipleOf":0.1,"exclusiveMinimum":0.05}`,
+		`{"multipleOf":1,"minimum":0.5,"maximum":3.5}`, `{"type":"number","multipleOf":0.001,"maximum":-0.0005}`} {
+		g, err := FromJSONSchema([]byte(schema))
+		require.NoError(t, err, schema)
+		m := NewMatcher(g, v)
+		var s struct{ MultipleOf, Minimum, Maximum, ExclusiveMinimum, ExclusiveMaximum *float64 }
+		require.NoError(t, json.Unmarshal([]byte(schema), &s))
+		step, _ := new(big.Rat).SetString(strconv.FormatFloat(*s.MultipleOf, 'f', -1, 64))
+		valid := func(d *big.Rat) bool {
+			want := new(big.Rat).Quo(d, step).IsInt()
+			for bound, ok := range map[*float64]func(c int) bool{s.Minimum: func(c int) bool { return c >= 0 }, s.Maximum: func(c int) bool { return c <= 0 },
+				s.ExclusiveMinimum: func(c int) bool { return c > 0 }, s.ExclusiveMaximum: func(c int) bool { return c < 0 }} {
+				if bound != nil {
+					b, _ := new(big.Rat).SetString(strconv.FormatFloat(*bound, 'f', -1, 64))
+					want = want && ok(d.Cmp(b))
+				}
+			}
+			return want
+		}
+		for i := -3000; i <= 3000; i++ {
+			d := new(big.Rat).SetFrac64(int64(i), 1000)
+			text := d.FloatString(3)
+			want := valid(d)
+			for _, spelled := range []string{text, strings.TrimRight(strings.TrimRight(text, "0"), "."), d.FloatString(1), d.FloatString(4)} {
+				if matches(m, spelled) {
+					r, _ := new(big.Rat).SetString(spelled)
+					require.True(t, valid(r), "%s accepts %s", schema, spelled)
+				}
+			}
+			if want {
+				short := strings.TrimRight(strings.TrimRight(text, "0"), ".")
+				if short == "-0" {
+					short = "0"
+				}
+				require.True(t, matches(m, short), "%s rejects %s", schema, short)
 			}
 		}
 	}

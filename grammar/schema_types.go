@@ -3,6 +3,7 @@ package grammar
 import (
 	"cmp"
 	"fmt"
+	"math/big"
 	"strings"
 )
 
@@ -407,9 +408,36 @@ func (c *converter) str(s *node, path string) (string, error) {
 
 // number returns the rule of the numbers that s allows (integers only when intOnly).
 func (c *converter) number(s *node, intOnly bool, path string) (string, error) {
+	maxFrac, step := maxFractionDigits, (*big.Int)(nil)
+	if mo := s.get("multipleOf"); mo != nil {
+		r, ok := new(big.Rat).SetString(string(mo.raw))
+		if mo.kind != 'n' || !ok || r.Sign() <= 0 {
+			return "", fail(path, "multipleOf", "multipleOf must be a number above 0")
+		}
+		// The integers that are multiples of p/q (in lowest terms) are the multiples of p.
+		if p := r.Num(); p.Cmp(big.NewInt(1)) != 0 {
+			if !intOnly && !r.IsInt() {
+				return "", fail(path, "multipleOf", "multipleOf %s on numbers is supported as 1, 0.1, 0.01, ... only (at most so many fractional digits)", mo.raw)
+			}
+			intOnly, step = true, p
+		} else if q := r.Denom().String(); strings.Trim(q[1:], "0") != "" || q[0] != '1' || len(q)-1 > maxFractionDigits {
+			return "", fail(path, "multipleOf", "multipleOf %s on numbers is supported as 1, 0.1, 0.01, ... only (at most so many fractional digits)", mo.raw)
+		} else {
+			maxFrac = len(q) - 1
+			if maxFrac == 0 {
+				intOnly = true
+			}
+		}
+	}
+	if step != nil {
+		return c.multiples(s, step, path)
+	}
 	if !hasNumericBounds(s) {
-		if intOnly {
+		switch {
+		case intOnly:
 			return "integer", nil
+		case maxFrac < maxFractionDigits:
+			return c.rule("number", `("-"? integral-part)`+fractionAny(maxFrac)+" space"), nil
 		}
 		return "number", nil
 	}
@@ -418,7 +446,7 @@ func (c *converter) number(s *node, intOnly bool, path string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e, ok := numberRange(lo, loEx, hi, hiEx)
+		e, ok := numberRange(lo, loEx, hi, hiEx, maxFrac)
 		if !ok {
 			for _, k := range numericKeywords {
 				if s.get(k) != nil {
@@ -436,4 +464,78 @@ func (c *converter) number(s *node, intOnly bool, path string) (string, error) {
 		return "", err
 	}
 	return c.rule("integer", integerRange(lo, hi)), nil
+}
+
+// maxMultiples bounds the multiples of a bounded multipleOf, written out one by one, and
+// maxDivisor the divisor of an unbounded one, a rule per remainder and digit.
+const (
+	maxMultiples = 512
+	maxDivisor   = 100
+)
+
+// multiples returns the rule of the integers that are multiples of step (above 1) and lie within
+// the bounds of s: each one written out when the bounds leave at most maxMultiples, else, without
+// bounds, the decimal numerals divisible by step, at most 16 digits long.
+func (c *converter) multiples(s *node, step *big.Int, path string) (string, error) {
+	if hasNumericBounds(s) {
+		lo, hi, err := integerBounds(s, path)
+		if err != nil {
+			return "", err
+		}
+		if lo == nil || hi == nil {
+			return "", fail(path, "multipleOf", "multipleOf %v with a bound on one side only is not supported", step)
+		}
+		first := new(big.Int).Mul(new(big.Int).Div(new(big.Int).Add(lo, new(big.Int).Sub(step, big.NewInt(1))), step), step) // ceil(lo/step)*step
+		if lo.Sign() < 0 {
+			first = new(big.Int).Mul(new(big.Int).Quo(lo, step), step) // truncation rounds a negative bound up
+		}
+		count := new(big.Int).Sub(hi, first)
+		if count.Sign() < 0 {
+			return "", nil
+		}
+		if count.Div(count, step).Cmp(big.NewInt(maxMultiples)) >= 0 {
+			return "", fail(path, "multipleOf", "multipleOf %v leaves more than %d values between the bounds: not supported", step, maxMultiples)
+		}
+		var alts []string
+		for x := first; x.Cmp(hi) <= 0; x = new(big.Int).Add(x, step) {
+			alts = append(alts, `"`+x.String()+`"`)
+		}
+		return c.rule("multiples", "("+strings.Join(alts, " | ")+") space"), nil
+	}
+	if !step.IsInt64() || step.Int64() > maxDivisor {
+		return "", fail(path, "multipleOf", "multipleOf %v on integers without both bounds is supported up to %d", step, maxDivisor)
+	}
+	k := int(step.Int64())
+	// div(r, d): the rest of a numeral whose digits so far, d of them, leave remainder r.
+	name := func(r, d int) string { return fmt.Sprintf("div%d-%d-%d", k, r, d) }
+	var build func(r, d int) string
+	built := map[string]bool{}
+	build = func(r, d int) string {
+		n := name(r, d)
+		if built[n] {
+			return n
+		}
+		built[n] = true
+		var alts []string
+		if r == 0 {
+			alts = append(alts, `""`)
+		}
+		if d < maxIntegerDigits {
+			for digit := range 10 {
+				alts = append(alts, fmt.Sprintf(`"%d" %s`, digit, build((10*r+digit)%k, d+1)))
+			}
+		}
+		if len(alts) == 0 {
+			alts = append(alts, `[^\x00-\U0010FFFF]`) // a dead end: no numeral of this remainder
+		}
+		c.rules[n] = strings.Join(alts, " | ")
+		c.order = append(c.order, n)
+		return n
+	}
+	var first []string
+	for digit := 1; digit <= 9; digit++ {
+		first = append(first, fmt.Sprintf(`"%d" %s`, digit, build(digit%k, 1)))
+	}
+	body := "(" + strings.Join(first, " | ") + ")"
+	return c.rule("multiples", `("0" | "-"? `+body+") space"), nil
 }

@@ -213,7 +213,7 @@ func randomSchema(rng *rand.Rand, depth int, defs []string) any {
 		return randomSchema(rng, depth-1, defs)
 	}
 	for range rng.IntN(4) {
-		switch rng.IntN(19) {
+		switch rng.IntN(20) {
 		case 0:
 			s["minLength"] = rng.IntN(4)
 		case 1:
@@ -263,6 +263,8 @@ func randomSchema(rng *rand.Rand, depth int, defs []string) any {
 			}
 		case 18:
 			s["description"] = "an annotation"
+		case 19:
+			s["multipleOf"] = pick(2, 3, 0.5, 0.01, 1, 0.1)
 		}
 	}
 	return s
