@@ -22,6 +22,16 @@
 // kept per state. After warm-up, a step costs one look-up per accepted byte and the writing of
 // -inf into the row. Left recursion is rejected when parsing, because the expansion would not end.
 //
+// # JSON Schema
+//
+// [FromJSONSchema] converts a schema to a grammar that enforces every keyword of it, or refuses
+// the schema with a [SchemaError] naming the JSON path and the keyword: each keyword acts on its
+// own type only, keywords beside allOf, $ref, anyOf and oneOf are intersected into one schema,
+// oneOf is kept only where its branches are provably disjoint, and patterns have ECMA-262's
+// meaning. A document the grammar accepts is valid under the schema; the grammar accepts a subset
+// of the valid documents (one key order, one spelling of each string, bounded whitespace). The
+// vendored JSON-Schema-Test-Suite and an independent validator check both in the tests.
+//
 // # End of generation
 //
 // The end-of-generation tokens are allowed exactly when the tokens accepted so far form a

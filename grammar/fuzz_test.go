@@ -41,7 +41,11 @@ func FuzzSchema(f *testing.F) {
 	for _, s := range []string{personSchema, `{"anyOf":[{"type":"string","pattern":"^a(b|c)+$"},{"type":"null"}]}`, `{"$ref":"#"}`,
 		`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `true`, `{"enum":[1,"x",null]}`,
 		`{"type":"integer","minimum":-12,"exclusiveMaximum":3400}`, `{"prefixItems":[{"type":"string"}],"items":{"type":"integer","maximum":0},"maxItems":4}`,
-		`{"allOf":[{"properties":{"a":{}}},{"properties":{"b":{}},"required":["b"]}]}`} {
+		`{"allOf":[{"properties":{"a":{}}},{"properties":{"b":{}},"required":["b"]}]}`,
+		`{"oneOf":[{"type":"object","properties":{"k":{"const":1}},"required":["k"]},{"type":"object","properties":{"k":{"const":2}},"required":["k"]}]}`,
+		`{"type":"string","pattern":"^a\\s.[^x]{2,}$","maxLength":9}`, `{"minItems":1,"required":["a"],"minimum":0.5,"enum":[1,"x",[],{"a":1}]}`,
+		`{"$defs":{"n":{"properties":{"c":{"allOf":[{"$ref":"#/$defs/n"},{"required":["v"]}]}}}},"$ref":"#/$defs/n","format":"date"}`,
+		`{"type":"number","exclusiveMinimum":-0.25,"maximum":1e3}`, `{"type":"string","format":"email","minLength":4}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, schema string) {

@@ -178,7 +178,7 @@ func genCases(t testing.TB) []genCase {
 				}
 				return nil
 			}, true},
-		{"range-tuple-schema", mustSchema(t, `{"type":"object","properties":{"pos":{"prefixItems":[{"type":"integer","minimum":-50,"maximum":50},{"type":"integer","exclusiveMinimum":0,"maximum":1000}],"items":false}},"required":["pos"]}`),
+		{"range-tuple-schema", mustSchema(t, `{"type":"object","properties":{"pos":{"type":"array","prefixItems":[{"type":"integer","minimum":-50,"maximum":50},{"type":"integer","exclusiveMinimum":0,"maximum":1000}],"items":false,"minItems":2}},"required":["pos"]}`),
 			func(s string) error {
 				var v struct {
 					Pos []int64 `json:"pos"`

@@ -69,12 +69,22 @@ func (g *Grammar) String() string { return g.src }
 // Parse parses a GBNF grammar as llama.cpp defines it (grammars/README.md of llama.cpp): rules
 // `name ::= alternatives`, a rule named root, alternation `|`, grouping `( )`, repetition `*`
 // `+` `?` `{m}` `{m,}` `{m,n}`, literals "..." and character classes [...] / [^...] with ranges
-// and the escapes \xHH \uHHHH \UHHHHHHHH \t \n \r \\ \" \[ \] \-, `.` for any character, and
+// and the escapes \xHH \uHHHH \UHHHHHHHH \t \n \r \\ \" \[ \], `.` for any character, and
 // comments from # to the end of the line. Newlines end a rule except inside parentheses and
 // right after `::=` or `|`, and token references <[id]> (that one token, matched by its id
 // whatever its text) and !<[id]> (any one token but that one), which a token reaching them
 // partway through its bytes cannot match. Left recursion, undefined rules, rules defined twice
 // and references by a token's text (<think>) are errors.
+//
+// Where llama.cpp's parser is lax, Parse follows it or refuses with an error, never reads the
+// text another way. The deliberate differences: a rule defined twice is an error (llama.cpp
+// keeps the last definition); a reversed range [z-a] is an error (llama.cpp: matches nothing);
+// [] and [^] are errors (llama.cpp: the empty string); \U past 10FFFF and surrogate escapes
+// are errors (llama.cpp: a code point that never matches); invalid UTF-8 in the grammar is an
+// error, and text is matched as strict UTF-8 (llama.cpp decodes malformed bytes leniently);
+// repetition counts above 2000 are accepted up to the element budget (llama.cpp refuses them;
+// the JSON Schema grammars of long maxLength or maxItems need them). As in llama.cpp, \- \/ and
+// \^ are unknown escapes, and a newline may separate the parts of {m,n} inside parentheses.
 func Parse(src string) (*Grammar, error) {
 	p := &parser{src: src, g: &Grammar{src: src}, ids: map[string]int32{}, defined: map[int32]bool{}}
 	if err := p.parse(); err != nil {
@@ -279,6 +289,11 @@ func (p *parser) sequence(nested bool) []elem {
 				p.pos++
 			}
 			var ranges [][2]rune
+			if p.pos < len(p.src) && p.src[p.pos] == ']' {
+				// llama.cpp reads [] and [^] as no element at all, the empty string.
+				p.fail(start, "empty character class %s (llama.cpp reads it as the empty string: write \"\" for that)", p.src[start:p.pos+1])
+				return nil
+			}
 			for {
 				if p.pos >= len(p.src) {
 					p.fail(start, "unterminated character class")
@@ -358,7 +373,7 @@ func (p *parser) sequence(nested bool) []elem {
 				p.pos++
 			case '{':
 				var ok bool
-				if lo, hi, ok = p.braces(); !ok {
+				if lo, hi, ok = p.braces(nested); !ok {
 					return nil
 				}
 			}
@@ -374,11 +389,12 @@ func (p *parser) sequence(nested bool) []elem {
 	return seq
 }
 
-// braces parses {m}, {m,} or {m,n}; hi is -1 when unbounded.
-func (p *parser) braces() (lo, hi int, ok bool) {
+// braces parses {m}, {m,} or {m,n}; hi is -1 when unbounded. Newlines may separate its parts
+// inside parentheses (nested), as in llama.cpp.
+func (p *parser) braces(nested bool) (lo, hi int, ok bool) {
 	start := p.pos
 	p.pos++
-	p.space(false)
+	p.space(nested)
 	num := func() (int, bool) {
 		s := p.pos
 		for p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
@@ -399,17 +415,17 @@ func (p *parser) braces() (lo, hi int, ok bool) {
 		p.fail(p.pos, "expected a number in the repetition {m,n}, found %s", p.found())
 		return 0, 0, false
 	}
-	p.space(false)
+	p.space(nested)
 	hi = lo
 	if p.pos < len(p.src) && p.src[p.pos] == ',' {
 		p.pos++
-		p.space(false)
+		p.space(nested)
 		hi = -1
 		if p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
 			if hi, okLo = num(); !okLo {
 				return 0, 0, false
 			}
-			p.space(false)
+			p.space(nested)
 		}
 	}
 	if p.err != nil {
@@ -494,10 +510,11 @@ func (p *parser) char() (rune, bool) {
 		return '\n', true
 	case 'r':
 		return '\r', true
-	case '\\', '"', '[', ']', '-', '/', '^':
+	case '\\', '"', '[', ']':
 		return rune(e), true
 	default:
-		p.fail(p.pos-2, "unknown escape \\%c", e)
+		// As llama.cpp: \- \/ \^ are errors there too (write \x2D, "/", \x5E).
+		p.fail(p.pos-2, "unknown escape \\%c (the escapes are \\x \\u \\U \\t \\n \\r \\\\ \\\" \\[ \\], as in llama.cpp)", e)
 		return 0, false
 	}
 	if p.pos+hex > len(p.src) {
@@ -507,6 +524,11 @@ func (p *parser) char() (rune, bool) {
 	v, err := strconv.ParseUint(p.src[p.pos:p.pos+hex], 16, 32)
 	if err != nil || v > utf8.MaxRune {
 		p.fail(p.pos-2, "invalid escape \\%c%s", e, p.src[p.pos:p.pos+hex])
+		return 0, false
+	}
+	if v >= 0xD800 && v <= 0xDFFF {
+		// llama.cpp keeps the code point, which valid UTF-8 never decodes to.
+		p.fail(p.pos-2, "escape \\%c%s is a surrogate, not a character", e, p.src[p.pos:p.pos+hex])
 		return 0, false
 	}
 	p.pos += hex

@@ -34,10 +34,11 @@ func TestParseMatchesRegexp(t *testing.T) {
 		{`root ::= ("ab" | "c"){2,3} "!"?`, `(ab|c){2,3}!?`},
 		{`root ::= [é-ê]+ [^a-z]`, `[é-ê]+[^a-z]`},
 		{"root ::= x{2} y{1,} z{0,2}\nx ::= \"x\"\ny ::= [y]\nz ::= \"\\x7a\" # zed", `xxy+z{0,2}`},
-		{`root ::= "\u00e9\t\"\\" [\]\-] .`, `é\t"\\[\]\-](?s:.)`},
+		{`root ::= "\u00e9\t\"\\" [\]\x2D] .`, `é\t"\\[\]\-](?s:.)`},
 		{"root ::= (\n  \"a\" |\n  \"b\"\n)+ \"😀\"", `[ab]+😀`},
 		{`root ::= [^"\\\x7F\x00-\x1F]*`, `[^"\\\x7F\x00-\x1F]*`},
 		{`root ::= ""`, ``},
+		{"root ::= (\"a\"{1,\n 2}\n)", `a{1,2}`},
 		{`root ::= "ab"* "c"+`, `(ab)*c+`},
 	}
 	probes := []string{"", "a", "ae", "abce", "abcde", "abx", "abab", "abc", "ccab!", "cc!!", "ababab!", "é1", "éêé!", "éa", "ê", "xxy", "xxyyzz", "xxyzzz", "xy",
@@ -64,7 +65,7 @@ func TestParseErrors(t *testing.T) {
 		{"a ::= \"x\"", 1, 10, "grammar does not define root"},
 		{"root ::= [a-", 1, 10, "unterminated character class"},
 		{"root ::= \"abc", 1, 14, "unterminated literal"},
-		{`root ::= "\q"`, 1, 11, `unknown escape \q`},
+		{`root ::= "\q"`, 1, 11, `unknown escape \q (the escapes are \x \u \U \t \n \r \\ \" \[ \], as in llama.cpp)`},
 		{`root ::= "a"{3,1}`, 1, 13, "repetition {3,1}: maximum below minimum"},
 		{`root ::= * "a"`, 1, 10, `repetition '*' without a preceding symbol`},
 		{"root ::= (\"a\"", 1, 14, "expected ) to close the group, found end of grammar"},
@@ -81,6 +82,15 @@ func TestParseErrors(t *testing.T) {
 		{`root ::= "abc"{400000}`, 1, 23, "grammar too large (over 1048576 elements)"},
 		{`root ::= "\x4"`, 1, 11, `invalid escape \x4"`},
 		{"root ::= \"a\" )", 1, 14, `expected the end of the rule, found ')'`},
+		// Issue 27: where llama.cpp's parser differs, this one follows it or refuses.
+		{`root ::= [\-]`, 1, 11, `unknown escape \- (the escapes are \x \u \U \t \n \r \\ \" \[ \], as in llama.cpp)`},
+		{`root ::= "\/"`, 1, 11, `unknown escape \/ (the escapes are \x \u \U \t \n \r \\ \" \[ \], as in llama.cpp)`},
+		{`root ::= [\^a]`, 1, 11, `unknown escape \^ (the escapes are \x \u \U \t \n \r \\ \" \[ \], as in llama.cpp)`},
+		{`root ::= "a" []`, 1, 14, `empty character class [] (llama.cpp reads it as the empty string: write "" for that)`},
+		{`root ::= "a" [^]`, 1, 14, `empty character class [^] (llama.cpp reads it as the empty string: write "" for that)`},
+		{`root ::= "\U00110000"`, 1, 11, `invalid escape \U00110000`},
+		{`root ::= "\uD800"`, 1, 11, `escape \uD800 is a surrogate, not a character`},
+		{"root ::= \"a\"{1,\n2}", 1, 16, "expected } to close the repetition, found '\\n'"},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.src)

@@ -5,53 +5,74 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp/syntax"
+	"math/big"
+	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// SchemaError is a JSON Schema that FromJSONSchema cannot or will not turn into a grammar; Path is
-// the JSON pointer of the offending schema ("" for the root).
+// SchemaError is a JSON Schema that FromJSONSchema cannot or will not turn into a grammar. Path
+// is the JSON pointer of the offending schema ("" for the root), Keyword the keyword refused or
+// in error there ("" when the schema as a whole is).
 type SchemaError struct {
-	Path   string
-	Reason string
+	Path    string
+	Keyword string
+	Reason  string
 }
 
-// Error returns "json schema at PATH: reason".
+// Error returns "json schema at PATH: keyword "KEYWORD": reason" (without the colon after the
+// keyword when the reason is a predicate, "is not supported ...").
 func (e *SchemaError) Error() string {
 	p := e.Path
 	if p == "" {
 		p = "/"
 	}
+	if e.Keyword != "" {
+		if strings.HasPrefix(e.Reason, "is ") {
+			return fmt.Sprintf("json schema at %s: keyword %q %s", p, e.Keyword, e.Reason)
+		}
+		return fmt.Sprintf("json schema at %s: keyword %q: %s", p, e.Keyword, e.Reason)
+	}
 	return fmt.Sprintf("json schema at %s: %s", p, e.Reason)
 }
 
-// SchemaToGBNF converts a JSON Schema to GBNF text, as far as llama.cpp's json-schema-to-grammar
-// goes and no further:
+// SchemaToGBNF converts a JSON Schema to GBNF text. Every keyword of the schema is either
+// enforced by the grammar or refused with a [SchemaError] naming its path and the keyword: a
+// document the grammar accepts is valid under the schema. The grammar accepts a subset of the
+// valid documents (fixed key order, canonical escapes, bounded whitespace and digits; see the
+// README's grammar section for the exact list).
 //
-//   - type (a name or a list), enum, const, anyOf, oneOf (as anyOf), local $ref to #/$defs/... or
-//     #/definitions/... (recursion allowed), true/false sub-schemas;
-//   - objects: properties, required (required properties first, then the optional ones, each in
-//     the order of properties, as llama.cpp emits them), additionalProperties (false or absent:
-//     no other keys; true or a schema: other keys, never one of the declared names); an object
-//     without properties nor additionalProperties is any object;
-//   - allOf of one schema (an annotated $ref), or of object schemas, whose properties and
-//     required lists merge into one object without other keys;
-//   - arrays: items (one schema), minItems, maxItems; tuples (prefixItems, or items as a list
-//     with additionalItems): exactly the listed items, then more of items/additionalItems when
-//     given, as llama.cpp emits them;
-//   - strings: minLength, maxLength, pattern (a regular expression anchored with ^ and $, of
-//     literals, classes, groups, alternation and repetition), format date, time, date-time and
-//     uuid; other formats are annotations and ignored, as JSON Schema allows;
-//   - integers and numbers of at most 16 digits per part; integers bounded by minimum, maximum,
-//     exclusiveMinimum and exclusiveMaximum (not numbers: a decimal range has no finite
-//     grammar worth emitting); null, boolean.
+//   - type (a name or a list), enum, const (values of a listed type only, and only those that
+//     satisfy the keywords beside them), true/false sub-schemas;
+//   - anyOf; oneOf where its branches are provably disjoint (different types, disjoint enum or
+//     const values, or a required property whose const/enum values differ), refused otherwise;
+//     allOf and $ref with sibling keywords, intersected into one schema (or refused where the
+//     intersection is not expressible: two patterns, two formats, two prefixItems lists);
+//     local $ref to a JSON pointer in the document (#, #/$defs/NAME, ...; recursion allowed);
+//   - every type-specific keyword applies to its own type only: {"minItems":1} accepts "foo";
+//   - objects: properties, required (required properties first, then the optional ones, each
+//     in the order of properties, as llama.cpp emits them), additionalProperties (absent or
+//     false: no other keys; true or a schema: other keys, never one of the declared names,
+//     written without escapes);
+//   - arrays: items, prefixItems (draft 7: items as a list, additionalItems), minItems,
+//     maxItems, uniqueItems false;
+//   - strings: minLength, maxLength (in code points, an escaped surrogate pair being one),
+//     pattern (ECMA-262 with Unicode semantics: literals, classes, groups, alternation,
+//     repetition, ^ and $ at the ends, unanchored otherwise; the length keywords beside it only
+//     where they fold into it), format: date, time, date-time (calendar-exact), uuid, and sound
+//     subsets of the other formats JSON Schema defines (email, hostname, ipv4, ipv6, uri, ...);
+//     a format name that JSON Schema does not define is an annotation;
+//   - numbers and integers bounded by minimum, maximum, exclusiveMinimum and exclusiveMaximum
+//     (bounded numbers written without an exponent).
 //
-// Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored.
-// Keywords that constrain values in a way the grammar does not express are refused with a
-// [SchemaError]: not, if/then/else, multipleOf, patternProperties, propertyNames, contains,
-// uniqueItems, min/maxProperties, dependentRequired, dependentSchemas, unevaluated*, remote $ref.
+// Annotations (title, description, default, examples, $schema, $comment, OpenAPI's
+// discriminator and example, ...) are ignored. Refused: not, if/then/else, multipleOf,
+// patternProperties, propertyNames, contains, uniqueItems true, min/maxProperties,
+// dependentRequired, dependentSchemas, unevaluated*, remote and $anchor $refs, $dynamicRef,
+// patterns with lookarounds, backreferences, \b or \p, and unknown keywords.
 func SchemaToGBNF(schema []byte) (string, error) {
 	src, _, err := convertSchema(schema)
 	return src, err
@@ -59,27 +80,24 @@ func SchemaToGBNF(schema []byte) (string, error) {
 
 // convertSchema returns the GBNF of schema and its parsed grammar.
 func convertSchema(schema []byte) (string, *Grammar, error) {
-	src, err := schemaText(schema)
+	root, err := decodeOrdered(schema)
+	if err != nil {
+		return "", nil, &SchemaError{Reason: "not JSON: " + err.Error()}
+	}
+	return convertNode(&converter{root: root, steps: new(int)}, root, "")
+}
+
+// convertNode returns the GBNF of schema s, a part of the document c.root found at path, with
+// a fresh converter that shares c's root, step budget and nesting of enum checks.
+func convertNode(c *converter, s *node, path string) (string, *Grammar, error) {
+	c = &converter{root: c.root, rules: map[string]string{}, refs: map[string]string{}, memo: map[string]string{},
+		memoUsed: map[string]bool{}, steps: c.steps, enumDepth: c.enumDepth}
+	expr, err := c.visit(s, path)
 	if err != nil {
 		return "", nil, err
 	}
-	g, err := Parse(src)
-	if err != nil {
-		// Only a $ref cycle that consumes nothing (left recursion) gets here.
-		return "", nil, &SchemaError{Reason: "the schema cannot be matched: " + err.Error()}
-	}
-	return src, g, nil
-}
-
-func schemaText(schema []byte) (string, error) {
-	root, err := decodeOrdered(schema)
-	if err != nil {
-		return "", &SchemaError{Reason: "not JSON: " + err.Error()}
-	}
-	c := &converter{root: root, rules: map[string]string{}, refs: map[string]string{}}
-	expr, err := c.visit(root, "")
-	if err != nil {
-		return "", err
+	if expr == "" {
+		return "", nil, fail(path, "", "the schema matches no value")
 	}
 	var b strings.Builder
 	b.WriteString("root ::= " + expr + "\n")
@@ -87,7 +105,15 @@ func schemaText(schema []byte) (string, error) {
 		b.WriteString(name + " ::= " + c.rules[name] + "\n")
 	}
 	b.WriteString(jsonPrimitives)
-	return b.String(), nil
+	src := b.String()
+	g, err := Parse(src)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "left recursion"):
+		return "", nil, fail(path, "$ref", "the schema cannot be matched: %v", err)
+	case err != nil:
+		return "", nil, fail(path, "", "the grammar of the schema cannot be built: %v", err)
+	}
+	return src, g, nil
 }
 
 // FromJSONSchema returns the grammar of the JSON values that satisfy schema (see [SchemaToGBNF]).
@@ -102,9 +128,18 @@ type node struct {
 	keys []string
 	vals []*node
 	arr  []*node
-	raw  json.RawMessage // scalars (and the whole value for const/enum)
+	s    string          // the value of a string
+	raw  json.RawMessage // compact JSON of the value, strings written by jsonQuote
 	kind byte            // 'o', 'a', 's', 'n', 'b', 'z' (null)
 }
+
+var (
+	trueNode  = &node{kind: 'b', raw: json.RawMessage("true")}
+	falseNode = &node{kind: 'b', raw: json.RawMessage("false")}
+)
+
+func isFalse(n *node) bool { return n != nil && n.kind == 'b' && string(n.raw) == "false" }
+func isTrue(n *node) bool  { return n != nil && n.kind == 'b' && string(n.raw) == "true" }
 
 func (n *node) get(k string) *node {
 	if n == nil || n.kind != 'o' {
@@ -116,6 +151,28 @@ func (n *node) get(k string) *node {
 		}
 	}
 	return nil
+}
+
+// with returns a copy of object n with key k set to v (removed when v is nil).
+func (n *node) with(k string, v *node) *node {
+	out := &node{kind: 'o'}
+	done := false
+	for i, key := range n.keys {
+		if key == k {
+			done = true
+			if v == nil {
+				continue
+			}
+			out.keys, out.vals = append(out.keys, k), append(out.vals, v)
+			continue
+		}
+		out.keys, out.vals = append(out.keys, key), append(out.vals, n.vals[i])
+	}
+	if !done && v != nil {
+		out.keys, out.vals = append(out.keys, k), append(out.vals, v)
+	}
+	out.raw = out.encode()
+	return out
 }
 
 func decodeOrdered(data []byte) (*node, error) {
@@ -172,8 +229,7 @@ func decodeNode(dec *json.Decoder, depth int) (*node, error) {
 		n.raw = n.encode()
 		return n, nil
 	case string:
-		b, _ := json.Marshal(t)
-		return &node{kind: 's', raw: b}, nil
+		return strNode(t), nil
 	case json.Number:
 		return &node{kind: 'n', raw: json.RawMessage(t.String())}, nil
 	case bool:
@@ -181,6 +237,14 @@ func decodeNode(dec *json.Decoder, depth int) (*node, error) {
 	default:
 		return &node{kind: 'z', raw: json.RawMessage("null")}, nil
 	}
+}
+
+func strNode(s string) *node { return &node{kind: 's', s: s, raw: json.RawMessage(jsonQuote(s))} }
+
+func arrNode(vals []*node) *node {
+	n := &node{kind: 'a', arr: vals}
+	n.raw = n.encode()
+	return n
 }
 
 // encode writes the node as compact JSON, keys in their order.
@@ -193,8 +257,7 @@ func (n *node) encode() []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			kb, _ := json.Marshal(k)
-			b = append(append(append(b, kb...), ':'), n.vals[i].raw...)
+			b = append(append(append(b, jsonQuote(k)...), ':'), n.vals[i].raw...)
 		}
 		return append(b, '}')
 	case 'a':
@@ -210,60 +273,183 @@ func (n *node) encode() []byte {
 	return n.raw
 }
 
+// canon returns a key that is equal for two values exactly when JSON Schema deems them equal:
+// numbers by value, objects whatever the order of their keys.
+func (n *node) canon() string {
+	switch n.kind {
+	case 'n':
+		if r, ok := new(big.Rat).SetString(string(n.raw)); ok {
+			return "n" + r.RatString()
+		}
+	case 'o':
+		idx := make([]int, len(n.keys))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool { return n.keys[idx[a]] < n.keys[idx[b]] })
+		var b strings.Builder
+		b.WriteString("{")
+		for _, i := range idx {
+			b.WriteString(jsonQuote(n.keys[i]) + ":" + n.vals[i].canon() + ",")
+		}
+		return b.String() + "}"
+	case 'a':
+		var b strings.Builder
+		b.WriteString("[")
+		for _, v := range n.arr {
+			b.WriteString(v.canon() + ",")
+		}
+		return b.String() + "]"
+	}
+	return string(n.raw)
+}
+
+// isInteger reports whether n is a number with an integral value (1.0 is one, as JSON Schema
+// counts it).
+func (n *node) isInteger() bool {
+	if n == nil || n.kind != 'n' {
+		return false
+	}
+	r, ok := new(big.Rat).SetString(string(n.raw))
+	return ok && r.IsInt()
+}
+
 func (n *node) str() (string, bool) {
 	if n == nil || n.kind != 's' {
 		return "", false
 	}
-	var s string
-	return s, json.Unmarshal(n.raw, &s) == nil
+	return n.s, true
 }
 
+// integer returns the value of a non-negative integral number (2.0 included) that fits an int.
 func (n *node) integer() (int, bool) {
-	if n == nil || n.kind != 'n' {
+	if !n.isInteger() {
 		return 0, false
 	}
-	v, err := strconv.Atoi(string(n.raw))
-	return v, err == nil && v >= 0
+	r, _ := new(big.Rat).SetString(string(n.raw))
+	if r.Sign() < 0 || !r.Num().IsInt64() || r.Num().Int64() > 1<<30 {
+		return 0, false
+	}
+	return int(r.Num().Int64()), true
+}
+
+// jsonQuote writes s as a JSON string the way the grammars here do: only '"', '\\', control
+// characters and DEL escaped (the short escapes where JSON has them, else \u00XX), everything
+// else, '&', '<', '>', U+2028 and U+2029 included, as itself. Each character has then exactly
+// one spelling in the grammar, which keeps declared object keys apart from the others.
+func jsonQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, u := range jsonUnits(s) {
+		b.WriteString(u)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// jsonUnits splits the JSON spelling of s (without its quotes) into one unit per character.
+func jsonUnits(s string) []string {
+	var out []string
+	for _, r := range s {
+		switch {
+		case r == '"':
+			out = append(out, `\"`)
+		case r == '\\':
+			out = append(out, `\\`)
+		case r == '\n':
+			out = append(out, `\n`)
+		case r == '\r':
+			out = append(out, `\r`)
+		case r == '\t':
+			out = append(out, `\t`)
+		case r == '\b':
+			out = append(out, `\b`)
+		case r == '\f':
+			out = append(out, `\f`)
+		case r < 0x20 || r == 0x7F:
+			out = append(out, fmt.Sprintf(`\u%04x`, r))
+		default:
+			out = append(out, string(r))
+		}
+	}
+	return out
 }
 
 type converter struct {
-	root  *node
-	rules map[string]string // name -> expression
-	order []string
-	refs  map[string]string // $ref -> rule name
-	n     int
+	root   *node
+	rules  map[string]string // name -> expression
+	byExpr map[string]string // expression -> name, for the rules that rule made
+	order  []string
+	refs   map[string]string // $ref -> rule name
+	n      int
+	// memo: the rule of each flattened schema by its JSON text; memoUsed: those referred to
+	// while being built (recursion).
+	memo     map[string]string
+	memoUsed map[string]bool
+	steps    *int // intersections built, by this conversion and its enum checks: at most maxSteps
+	// enumDepth counts the enum checks (each a conversion of its own) that this one is inside.
+	enumDepth int
 }
+
+// maxEnumDepth bounds the nesting of enum checks: an enum beside keywords is checked against a
+// grammar of those keywords, which may hold enums of their own.
+const maxEnumDepth = 4
+
+// maxSteps bounds the intersections that one conversion builds, which distributing anyOf and
+// oneOf over their siblings can multiply.
+const maxSteps = 20000
 
 // rule adds a named rule for expr (sharing an identical one) and returns its name.
 func (c *converter) rule(hint, expr string) string {
-	for _, name := range c.order {
-		if c.rules[name] == expr {
-			return name
-		}
+	if name, ok := c.byExpr[expr]; ok {
+		return name
 	}
 	c.n++
 	name := fmt.Sprintf("%s-%d", hint, c.n)
 	c.rules[name] = expr
 	c.order = append(c.order, name)
+	if c.byExpr == nil {
+		c.byExpr = map[string]string{}
+	}
+	c.byExpr[expr] = name
 	return name
 }
 
 var (
 	annotations = []string{"title", "description", "default", "examples", "$schema", "$id", "$comment",
-		"deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType", "$anchor"}
-	unsupported = []string{"not", "if", "then", "else", "multipleOf", "patternProperties", "propertyNames", "contains",
+		"deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType",
+		"contentSchema", "$anchor", "$dynamicAnchor", "$vocabulary",
+		// OpenAPI's annotations
+		"discriminator", "example", "externalDocs", "xml"}
+	unsupported = []string{"not", "if", "then", "else", "patternProperties", "propertyNames", "contains",
 		"minContains", "maxContains", "uniqueItems", "minProperties", "maxProperties", "dependentRequired",
-		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef"}
+		"dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+		"$recursiveRef", "$recursiveAnchor", "divisibleBy", "disallow", "extends"}
 	known = []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
 		"additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength",
-		"maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+		"maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 
-func fail(path, format string, args ...any) error {
-	return &SchemaError{Path: path, Reason: fmt.Sprintf(format, args...)}
+func isAnnotation(k string) bool {
+	return slices.Contains(annotations, k) || strings.HasPrefix(k, "x-")
 }
 
-// literal returns the GBNF literal of raw bytes (a JSON text).
+// isAnnotationIn reports whether key k of s constrains nothing: an annotation, or uniqueItems
+// false.
+func isAnnotationIn(s *node, k string) bool {
+	return isAnnotation(k) || k == "uniqueItems" && isFalse(s.get(k))
+}
+
+func fail(path, keyword, format string, args ...any) error {
+	return &SchemaError{Path: path, Keyword: keyword, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ptr appends key k to JSON pointer path.
+func ptr(path, k string) string {
+	return path + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// literal returns the GBNF literal of s, which is JSON text as the grammar spells it.
 func literal(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -288,130 +474,153 @@ func literal(s string) string {
 	return b.String()
 }
 
-// visit returns a GBNF expression for the values valid under schema s at path.
+// check refuses the keywords of s that the converter does not know or cannot express.
+func check(s *node, path string) error {
+	for i, k := range s.keys {
+		switch {
+		case k == "uniqueItems" && isFalse(s.vals[i]):
+			// No constraint: an annotation.
+		case slices.Contains(unsupported, k):
+			return fail(path, k, "is not supported (the grammar cannot express it)")
+		case !slices.Contains(known, k) && !isAnnotation(k):
+			return fail(path, k, "is unknown")
+		}
+	}
+	if path != "" && s.get("$id") != nil && hasRef(s) {
+		return fail(path, "$id", "an $id below the root changes what the $ref under it name: not supported")
+	}
+	return nil
+}
+
+// hasRef reports whether a $ref appears anywhere in n.
+func hasRef(n *node) bool {
+	if n.get("$ref") != nil {
+		return true
+	}
+	return slices.ContainsFunc(n.vals, hasRef) || slices.ContainsFunc(n.arr, hasRef)
+}
+
+// constraining reports whether s has a keyword that is not an annotation.
+func constraining(s *node) bool {
+	return slices.ContainsFunc(s.keys, func(k string) bool { return !isAnnotationIn(s, k) })
+}
+
+// visit returns a GBNF expression for the values valid under schema s at path, or "" when no
+// value is.
 func (c *converter) visit(s *node, path string) (string, error) {
 	switch {
-	case s.kind == 'b' && string(s.raw) == "true":
+	case isTrue(s):
 		return "value", nil
-	case s.kind == 'b':
-		return "", fail(path, "the schema false matches no value")
+	case isFalse(s):
+		return "", nil
 	case s.kind != 'o':
-		return "", fail(path, "a schema must be an object or a boolean")
+		return "", fail(path, "", "a schema must be an object or a boolean")
 	}
-	for _, k := range s.keys {
-		switch {
-		case slices.Contains(unsupported, k):
-			return "", fail(path, "keyword %q is not supported (the grammar cannot express it)", k)
-		case !slices.Contains(known, k) && !slices.Contains(annotations, k) && !strings.HasPrefix(k, "x-"):
-			return "", fail(path, "unknown keyword %q", k)
-		}
+	if err := check(s, path); err != nil {
+		return "", err
 	}
-	if s.get("allOf") != nil {
-		return c.allOf(s, path)
-	}
-	if ref := s.get("$ref"); ref != nil {
+	if ref := s.get("$ref"); ref != nil && !constraining(s.with("$ref", nil)) {
 		return c.ref(ref, path)
 	}
-	if v := s.get("const"); v != nil {
-		return literal(string(v.raw)) + " space", nil
-	}
-	if v := s.get("enum"); v != nil {
-		if v.kind != 'a' || len(v.arr) == 0 {
-			return "", fail(path+"/enum", "enum must be a non-empty array")
+	if s.get("$ref") != nil || s.get("allOf") != nil {
+		return c.shared(s, path)
+	} else {
+		var err error
+		if s, err = normalizeTuples(s, path); err != nil {
+			return "", err
 		}
-		alts := make([]string, len(v.arr))
-		for i, e := range v.arr {
-			alts[i] = literal(string(e.raw))
-		}
-		return "(" + strings.Join(alts, " | ") + ") space", nil
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		if v := s.get(kw); v != nil {
-			if v.kind != 'a' || len(v.arr) == 0 {
-				return "", fail(path+"/"+kw, "%s must be a non-empty array", kw)
-			}
-			alts := make([]string, len(v.arr))
-			for i, sub := range v.arr {
-				e, err := c.visit(sub, fmt.Sprintf("%s/%s/%d", path, kw, i))
-				if err != nil {
-					return "", err
-				}
-				alts[i] = e
-			}
-			return c.rule("alt", strings.Join(alts, " | ")), nil
+		if s.get(kw) != nil {
+			return c.alternatives(s, kw, path)
 		}
 	}
-	t := s.get("type")
+	return c.typed(s, path)
+}
+
+// shared returns the rule of a schema with allOf, or $ref beside other keywords: its
+// intersection, flattened, under a rule shared by every identical schema. The rule is named before
+// the intersection is visited, so that a recursive $ref under it, which flattening meets again
+// as the same schema, ends there.
+func (c *converter) shared(s *node, path string) (string, error) {
+	return c.memoized(s, path, func() (string, error) {
+		f, err := c.flat(s, path, 0)
+		if err != nil || isFalse(f) {
+			return "", err
+		}
+		return c.visit(f, path)
+	})
+}
+
+// memoized returns the rule of schema s, built by build under a name shared by every identical
+// schema and reserved while it is built: a schema that meets itself again (a recursive $ref
+// met through an intersection) refers to the rule, which ends the recursion, in a value or, when
+// it consumes nothing first, as the left recursion that the grammar refuses.
+func (c *converter) memoized(s *node, path string, build func() (string, error)) (string, error) {
+	key := string(s.raw)
+	if name, ok := c.memo[key]; ok {
+		if c.rules[name] == "" {
+			c.memoUsed[name] = true
+		}
+		return name, nil
+	}
+	c.n++
+	name := fmt.Sprintf("all-%d", c.n)
+	c.memo[key] = name
+	c.order = append(c.order, name)
+	c.rules[name] = "" // reserved
+	drop := func() {
+		delete(c.memo, key)
+		c.order = slices.DeleteFunc(c.order, func(n string) bool { return n == name })
+		delete(c.rules, name)
+	}
+	*c.steps++
+	if *c.steps > maxSteps {
+		drop()
+		return "", fail(path, "", "the schema needs more than %d intersections: too complex", maxSteps)
+	}
+	e, err := build()
 	switch {
-	case t == nil:
-		switch {
-		case s.get("properties") != nil || s.get("additionalProperties") != nil:
-			return c.object(s, path)
-		case s.get("items") != nil || s.get("prefixItems") != nil:
-			return c.array(s, path)
-		case hasNumericBounds(s):
-			return "", fail(path, "minimum and maximum are supported with type integer only")
-		case s.get("pattern") != nil || s.get("format") != nil || s.get("minLength") != nil || s.get("maxLength") != nil:
-			return c.str(s, path)
-		}
-		return "value", nil
-	case t.kind == 'a':
-		alts := make([]string, len(t.arr))
-		for i, tn := range t.arr {
-			name, ok := tn.str()
-			if !ok {
-				return "", fail(path+"/type", "type must be a name or a list of names")
-			}
-			e, err := c.typed(name, s, path)
-			if err != nil {
-				return "", err
-			}
-			alts[i] = e
-		}
-		if len(alts) == 0 {
-			return "", fail(path+"/type", "empty list of types")
-		}
-		return "(" + strings.Join(alts, " | ") + ")", nil
+	case err != nil:
+		drop()
+		return "", err
+	case e == "" && c.memoUsed[name]:
+		return "", fail(path, "allOf", "a recursive schema that matches no value")
+	case e == "":
+		drop()
+		return "", nil
 	}
-	name, ok := t.str()
-	if !ok {
-		return "", fail(path+"/type", "type must be a name or a list of names")
-	}
-	return c.typed(name, s, path)
+	c.rules[name] = e
+	return name, nil
 }
 
-func (c *converter) typed(name string, s *node, path string) (string, error) {
-	switch name {
-	case "object":
-		return c.object(s, path)
-	case "array":
-		return c.array(s, path)
-	case "string":
-		return c.str(s, path)
-	case "integer":
-		return c.integer(s, path)
-	case "number":
-		if hasNumericBounds(s) {
-			return "", fail(path, "minimum and maximum are supported with type integer only, not number")
+// normalizeTuples rewrites draft 7's tuples (items as a list, additionalItems) as prefixItems and
+// items, and drops additionalItems where it has no effect (items absent or a schema).
+func normalizeTuples(s *node, path string) (*node, error) {
+	items := s.get("items")
+	if items != nil && items.kind == 'a' {
+		if s.get("prefixItems") != nil {
+			return nil, fail(path, "items", "items as a list beside prefixItems")
 		}
-		return name, nil
-	case "boolean", "null":
-		return name, nil
+		s = s.with("prefixItems", items).with("items", s.get("additionalItems")).with("additionalItems", nil)
+	} else if s.get("additionalItems") != nil {
+		s = s.with("additionalItems", nil)
 	}
-	return "", fail(path+"/type", "unknown type %q", name)
+	return s, nil
 }
 
+// ref returns the rule of a $ref, shared by every reference to the same target.
 func (c *converter) ref(ref *node, path string) (string, error) {
 	r, ok := ref.str()
 	if !ok {
-		return "", fail(path+"/$ref", "$ref must be a string")
+		return "", fail(path, "$ref", "$ref must be a string")
 	}
 	if name, ok := c.refs[r]; ok {
 		return name, nil
 	}
-	target := c.resolve(r)
-	if target == nil {
-		return "", fail(path+"/$ref", "$ref %q: only local references to #, #/$defs/NAME and #/definitions/NAME are supported, and the target must exist", r)
+	target, at, err := c.resolve(r, path)
+	if err != nil {
+		return "", err
 	}
 	// Name the rule before visiting, so that a recursive reference finds it.
 	c.n++
@@ -419,363 +628,196 @@ func (c *converter) ref(ref *node, path string) (string, error) {
 	c.refs[r] = name
 	c.order = append(c.order, name)
 	c.rules[name] = "" // reserved
-	e, err := c.visit(target, r[1:])
+	e, err := c.visit(target, at)
 	if err != nil {
 		return "", err
+	}
+	if e == "" {
+		return "", fail(path, "$ref", "$ref %q names a schema that matches no value", r)
 	}
 	c.rules[name] = e
 	return name, nil
 }
 
-// resolve returns the schema that a local $ref names, or nil.
-func (c *converter) resolve(r string) *node {
-	if r == "#" {
-		return c.root
+// resolve returns the schema that a local $ref names (a JSON pointer into the document) and its
+// path.
+func (c *converter) resolve(r, path string) (*node, string, error) {
+	bad := func() (*node, string, error) {
+		return nil, "", fail(path, "$ref", "$ref %q: only local references (#, #/$defs/NAME, any JSON pointer into the document) are supported, and the target must exist", r)
 	}
-	for _, defs := range []string{"$defs", "definitions"} {
-		if key, ok := strings.CutPrefix(r, "#/"+defs+"/"); ok {
-			return c.root.get(defs).get(key)
+	frag, ok := strings.CutPrefix(r, "#")
+	if !ok {
+		return bad()
+	}
+	frag, err := url.PathUnescape(frag)
+	if err != nil || frag != "" && !strings.HasPrefix(frag, "/") {
+		return bad()
+	}
+	n, at := c.root, ""
+	if frag != "" {
+		for _, part := range strings.Split(frag[1:], "/") {
+			part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+			at = ptr(at, part)
+			switch n.kind {
+			case 'o':
+				n = n.get(part)
+			case 'a':
+				i, err := strconv.Atoi(part)
+				if err != nil || i < 0 || i >= len(n.arr) {
+					return bad()
+				}
+				n = n.arr[i]
+			default:
+				n = nil
+			}
+			if n == nil {
+				return bad()
+			}
 		}
 	}
-	return nil
+	return n, at, nil
 }
 
-func (c *converter) object(s *node, path string) (string, error) {
-	props := s.get("properties")
-	addl := s.get("additionalProperties")
-	if props == nil && addl == nil {
-		return "object", nil
-	}
-	if props != nil && props.kind != 'o' {
-		return "", fail(path+"/properties", "properties must be an object")
-	}
-	required := map[string]bool{}
-	if req := s.get("required"); req != nil {
-		if req.kind != 'a' {
-			return "", fail(path+"/required", "required must be an array of names")
-		}
-		for _, r := range req.arr {
-			name, ok := r.str()
-			if !ok {
-				return "", fail(path+"/required", "required must be an array of names")
-			}
-			if props.get(name) == nil {
-				return "", fail(path+"/required", "required property %q is not in properties", name)
-			}
-			required[name] = true
-		}
-	}
-	var req, opt []string // key-value expressions
-	var names []string
-	if props != nil {
-		for i, k := range props.keys {
-			e, err := c.visit(props.vals[i], path+"/properties/"+k)
-			if err != nil {
-				return "", err
-			}
-			kb, _ := json.Marshal(k)
-			kv := c.rule("kv", literal(string(kb))+" space \":\" space "+e)
-			names = append(names, k)
-			if required[k] {
-				req = append(req, kv)
-			} else {
-				opt = append(opt, kv)
-			}
-		}
-	}
-	extra := ""
-	if addl != nil && !(addl.kind == 'b' && string(addl.raw) == "false") {
-		e, err := c.visit(addl, path+"/additionalProperties")
-		if err != nil {
-			return "", err
-		}
-		extra = c.rule("extra", c.notStrings(names)+" \":\" space "+e)
-	}
-	extras := ""
-	if extra != "" {
-		extras = ` ("," space ` + extra + ")*"
-	}
-	// tail(i): any subset of the optional properties from i on, in order, each after a comma.
-	tail := func(i int) string {
-		var b strings.Builder
-		for _, kv := range opt[i:] {
-			b.WriteString(` ("," space ` + kv + ")?")
-		}
-		return b.String()
-	}
-	var body string
-	if len(req) > 0 {
-		body = strings.Join(req, ` "," space `) + tail(0) + extras
-	} else {
-		var alts []string
-		for i, kv := range opt {
-			alts = append(alts, kv+tail(i+1)+extras)
-		}
-		if extra != "" {
-			alts = append(alts, extra+extras)
-		}
-		if len(alts) > 0 {
-			body = "(" + strings.Join(alts, " | ") + ")?"
-		}
-	}
-	return c.rule("object", `"{" space `+body+` "}" space`), nil
-}
-
-// notStrings returns a string rule (quotes and trailing space included) for every JSON string
-// that is none of words: a walk down the trie of the words, leaving it at the first character
-// that no word continues with, or ending where no word ends.
-func (c *converter) notStrings(words []string) string {
-	if len(words) == 0 {
-		return "string"
-	}
-	type trie struct {
-		kids map[rune]*trie
-		keys []rune
-		end  bool
-	}
-	root := &trie{kids: map[rune]*trie{}}
-	for _, w := range words {
-		t := root
-		for _, r := range w {
-			k, ok := t.kids[r]
-			if !ok {
-				k = &trie{kids: map[rune]*trie{}}
-				t.kids[r] = k
-				t.keys = append(t.keys, r)
-			}
-			t = k
-		}
-		t.end = true
-	}
-	var walk func(t *trie) string
-	walk = func(t *trie) string {
-		var alts []string
-		var class strings.Builder
-		for _, r := range t.keys {
-			alts = append(alts, literal(string(r))+" "+walk(t.kids[r]))
-			class.WriteString(classChar(r))
-		}
-		// Any other character, or an escape, leaves every word: the rest is free.
-		alts = append(alts, `([^"\\\x7F\x00-\x1F`+class.String()+`] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})) char*`)
-		if !t.end {
-			alts = append(alts, `""`)
-		}
-		return "(" + strings.Join(alts, " | ") + ")"
-	}
-	return c.rule("key", `"\"" `+walk(root)+` "\"" space`)
-}
-
-// classChar escapes r for use inside a GBNF character class.
-func classChar(r rune) string {
-	switch r {
-	case ']', '[', '\\', '-', '^', '"':
-		return `\` + string(r)
-	}
-	if r < 0x20 || r == 0x7F {
-		return fmt.Sprintf(`\x%02X`, r)
-	}
-	return string(r)
-}
-
-func (c *converter) array(s *node, path string) (string, error) {
-	if p := s.get("prefixItems"); p != nil {
-		return c.tuple(s, p, s.get("items"), path, "prefixItems")
-	}
-	if it := s.get("items"); it != nil && it.kind == 'a' {
-		return c.tuple(s, it, s.get("additionalItems"), path, "items")
-	}
-	if s.get("additionalItems") != nil {
-		return "", fail(path+"/additionalItems", "additionalItems needs items as an array")
-	}
-	item := "value"
-	if it := s.get("items"); it != nil {
-		e, err := c.visit(it, path+"/items")
-		if err != nil {
-			return "", err
-		}
-		item = e
-	}
-	lo, hi, err := sizeBounds(s, path, "minItems", "maxItems")
+// typed returns the expression of a flat schema without anyOf and oneOf: the union, over the
+// types it allows, of the values of that type that its keywords allow.
+func (c *converter) typed(s *node, path string) (string, error) {
+	mask, err := typeMask(s, path)
 	if err != nil {
 		return "", err
 	}
-	var body string
-	switch {
-	case hi == 0:
-		body = ""
-	case lo == 0:
-		body = "(" + item + ` ("," space ` + item + ")" + repeatSuffix(0, hi-1) + ")?"
-	default:
-		body = item + ` ("," space ` + item + ")" + repeatSuffix(lo-1, hi-1)
+	vals, err := enumValues(s, path)
+	if err != nil {
+		return "", err
 	}
-	return c.rule("array", `"[" space `+body+` "]" space`), nil
+	if vals != nil {
+		return c.enum(s, vals, mask, path)
+	}
+	if mask == tAll && !constraining(s) {
+		return "value", nil
+	}
+	var alts []string
+	add := func(e string, err error) error {
+		if err == nil && e != "" {
+			alts = append(alts, e)
+		}
+		return err
+	}
+	if mask&tNull != 0 {
+		alts = append(alts, "null")
+	}
+	if mask&tBoolean != 0 {
+		alts = append(alts, "boolean")
+	}
+	if mask&tObject != 0 {
+		if err := add(c.object(s, path)); err != nil {
+			return "", err
+		}
+	}
+	if mask&tArray != 0 {
+		if err := add(c.array(s, path)); err != nil {
+			return "", err
+		}
+	}
+	if mask&tString != 0 {
+		if err := add(c.str(s, path)); err != nil {
+			return "", err
+		}
+	}
+	if mask&tInteger != 0 {
+		if err := add(c.number(s, mask&tNumber == 0, path)); err != nil {
+			return "", err
+		}
+	}
+	switch len(alts) {
+	case 0:
+		return "", nil
+	case 1:
+		return alts[0], nil
+	}
+	return "(" + strings.Join(alts, " | ") + ")", nil
 }
 
-// sizeBounds reads a pair of count keywords (minItems and maxItems, minLength and maxLength):
-// lo defaults to 0 and hi to -1, unbounded.
-func sizeBounds(s *node, path, minKey, maxKey string) (lo, hi int, err error) {
-	lo, hi = 0, -1
-	for _, k := range []string{minKey, maxKey} {
-		v := s.get(k)
-		if v == nil {
+// enum returns the alternation of the values vals that have a type of mask and satisfy the
+// other keywords of s, each written compactly with optional whitespace between tokens.
+func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, error) {
+	rest := s.with("enum", nil).with("const", nil).with("type", nil)
+	var m *Matcher
+	if constraining(rest) {
+		if c.enumDepth >= maxEnumDepth {
+			return "", fail(path, "enum", "enum or const beside other keywords, nested in %d others: too deep", maxEnumDepth)
+		}
+		_, g, err := convertNode(&converter{root: c.root, steps: c.steps, enumDepth: c.enumDepth + 1}, rest, path)
+		var se *SchemaError
+		switch {
+		case errors.As(err, &se) && se.Reason == "the schema matches no value":
+			return "", nil
+		case err != nil:
+			return "", err
+		}
+		m = NewMatcher(g, byteVocabulary())
+	}
+	var alts []string
+	for _, v := range vals {
+		t := valueType(v)
+		if t&mask == 0 && !(t == tNumber && mask&tNumber != 0) {
 			continue
 		}
-		n, ok := v.integer()
-		if !ok {
-			return 0, 0, fail(path+"/"+k, "%s must be a non-negative integer", k)
-		}
-		if k == minKey {
-			lo = n
-		} else {
-			hi = n
-		}
-	}
-	if hi >= 0 && hi < lo {
-		return 0, 0, fail(path, "%s %d below %s %d", maxKey, hi, minKey, lo)
-	}
-	return lo, hi, nil
-}
-
-// repeatSuffix returns the GBNF repetition of lo to hi (hi < 0: unbounded) times.
-func repeatSuffix(lo, hi int) string {
-	switch {
-	case hi < 0 && lo == 0:
-		return "*"
-	case hi < 0:
-		return fmt.Sprintf("{%d,}", lo)
-	case lo == hi:
-		return fmt.Sprintf("{%d}", lo)
-	}
-	return fmt.Sprintf("{%d,%d}", lo, hi)
-}
-
-// stringFormats are llama.cpp's rules for the formats it knows.
-var stringFormats = map[string]string{
-	"date":      `[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )`,
-	"time":      `([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`,
-	"date-time": "",
-	"uuid":      `[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}`,
-}
-
-func (c *converter) str(s *node, path string) (string, error) {
-	if p := s.get("pattern"); p != nil {
-		pat, ok := p.str()
-		if !ok {
-			return "", fail(path+"/pattern", "pattern must be a string")
-		}
-		e, err := patternToGBNF(pat)
-		if err != nil {
-			return "", fail(path+"/pattern", "%v", err)
-		}
-		return c.rule("pattern", `"\"" `+e+` "\"" space`), nil
-	}
-	if f, ok := s.get("format").str(); ok {
-		if rule, known := stringFormats[f]; known {
-			if f == "date-time" {
-				rule = "(" + stringFormats["date"] + `) "T" (` + stringFormats["time"] + ")"
-			}
-			return c.rule(f, `"\"" `+rule+` "\"" space`), nil
-		}
-	}
-	lo, hi, err := sizeBounds(s, path, "minLength", "maxLength")
-	if err != nil {
-		return "", err
-	}
-	if lo == 0 && hi < 0 {
-		return "string", nil
-	}
-	return c.rule("string", `"\"" char`+repeatSuffix(lo, hi)+` "\"" space`), nil
-}
-
-// patternToGBNF converts a regular expression anchored with ^ and $ to a GBNF expression over
-// the characters of a JSON string's content (quotes, backslashes and control characters, which
-// JSON would escape, are left out of classes; in literals they are written escaped).
-func patternToGBNF(pat string) (string, error) {
-	if !strings.HasPrefix(pat, "^") || !strings.HasSuffix(pat, "$") {
-		return "", fmt.Errorf("pattern %q must start with ^ and end with $ (as llama.cpp requires)", pat)
-	}
-	re, err := syntax.Parse(pat[1:len(pat)-1], syntax.Perl)
-	if err != nil {
-		return "", fmt.Errorf("pattern %q: %v", pat, err)
-	}
-	return regexpToGBNF(re.Simplify())
-}
-
-func regexpToGBNF(re *syntax.Regexp) (string, error) {
-	sub := func() ([]string, error) {
-		out := make([]string, len(re.Sub))
-		for i, s := range re.Sub {
-			e, err := regexpToGBNF(s)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = e
-		}
-		return out, nil
-	}
-	switch re.Op {
-	case syntax.OpEmptyMatch:
-		return `""`, nil
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return "", errors.New("case-insensitive patterns are not supported")
-		}
-		b, _ := json.Marshal(string(re.Rune))
-		return literal(string(b[1 : len(b)-1])), nil
-	case syntax.OpCharClass:
-		var b strings.Builder
-		b.WriteByte('[')
-		n := 0
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
-			// Split around what JSON escapes: controls, '"', '\\'.
-			for _, r := range [][2]rune{{lo, min(hi, 0x21)}, {max(lo, 0x23), min(hi, 0x5B)}, {max(lo, 0x5D), min(hi, 0x7E)}, {max(lo, 0x80), hi}} {
-				r[0] = max(r[0], 0x20)
-				if r[0] > r[1] {
-					continue
-				}
-				b.WriteString(classChar(r[0]))
-				if r[1] > r[0] {
-					b.WriteString("-" + classChar(r[1]))
-				}
-				n++
+		if m != nil {
+			st := m.AcceptBytes(m.Start(), v.raw)
+			if m.Dead(st) || !m.Complete(st) {
+				continue
 			}
 		}
-		if n == 0 {
-			return "", errors.New("a character class holds only characters that JSON escapes")
+		if e := valueExpr(v); !slices.Contains(alts, e) {
+			alts = append(alts, e)
 		}
-		b.WriteByte(']')
-		return b.String(), nil
-	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
-		return `[^"\\\x7F\x00-\x1F]`, nil
-	case syntax.OpCapture:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + s[0] + ")", nil
-	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		op := map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[re.Op]
-		if re.Op == syntax.OpRepeat {
-			op = repeatSuffix(re.Min, re.Max)
-		}
-		return "(" + s[0] + ")" + op, nil
-	case syntax.OpConcat:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + strings.Join(s, " ") + ")", nil
-	case syntax.OpAlternate:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + strings.Join(s, " | ") + ")", nil
 	}
-	return "", fmt.Errorf("regular expression operator %v is not supported (anchors only at the ends)", re.Op)
+	switch len(alts) {
+	case 0:
+		return "", nil
+	case 1:
+		return alts[0], nil
+	}
+	return "(" + strings.Join(alts, " | ") + ")", nil
+}
+
+// valueExpr returns the GBNF of exactly the JSON value v, with the grammar's optional
+// whitespace after each token.
+func valueExpr(v *node) string {
+	switch v.kind {
+	case 'o':
+		var parts []string
+		for i, k := range v.keys {
+			parts = append(parts, literal(jsonQuote(k))+` space ":" space `+valueExpr(v.vals[i]))
+		}
+		return `"{" space ` + strings.Join(parts, ` "," space `) + ` "}" space`
+	case 'a':
+		var parts []string
+		for _, e := range v.arr {
+			parts = append(parts, valueExpr(e))
+		}
+		return `"[" space ` + strings.Join(parts, ` "," space `) + ` "]" space`
+	}
+	return literal(string(v.raw)) + " space"
+}
+
+var (
+	byteVocabOnce sync.Once
+	byteVocab1    *Vocabulary
+)
+
+// byteVocabulary is a vocabulary of the 256 bytes, for matching documents byte by byte.
+func byteVocabulary() *Vocabulary {
+	byteVocabOnce.Do(func() {
+		toks := make([][]byte, 256)
+		for i := range toks {
+			toks[i] = []byte{byte(i)}
+		}
+		v, err := NewVocabulary(toks, nil)
+		if err != nil {
+			panic(err) // a fixed vocabulary
+		}
+		byteVocab1 = v
+	})
+	return byteVocab1
 }

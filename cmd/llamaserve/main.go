@@ -55,6 +55,8 @@ type options struct {
 	maxBody       int64
 	shutdownWait  time.Duration
 	maxConcurrent int
+	writeTimeout  time.Duration
+	maxBuffer     int64
 	version       bool
 	help          bool
 }
@@ -76,7 +78,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
-	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "shutdown-timeout"}},
+	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
@@ -95,8 +97,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
-	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut")
-	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429)")
+	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut, a stream with an error event")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429); a reply counts until its generation ends, not until it is written")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "cut a connection whose client reads nothing of its reply for `DURATION`")
+	fs.Int64Var(&o.maxBuffer, "max-buffer", serve.DefaultMaxBufferedBytes, "cut a stream whose events waiting for a slow client exceed `BYTES`")
 	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
@@ -144,6 +148,10 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--cache-type %s: must be f16 or f32", o.cacheType)
 	case o.maxConcurrent < 1:
 		return nil, cli.Usagef("--max-concurrent %d: must be at least 1", o.maxConcurrent)
+	case o.writeTimeout <= 0:
+		return nil, cli.Usagef("--write-timeout %v: must be positive", o.writeTimeout)
+	case o.maxBuffer < 1:
+		return nil, cli.Usagef("--max-buffer %d: must be at least 1", o.maxBuffer)
 	}
 	if err := cli.CheckThreads(o.threads); err != nil && !o.version {
 		return nil, err
@@ -264,13 +272,16 @@ func serveModel(o *options, stderr io.Writer) error {
 	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
 	handler := serve.New(serve.Config{
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
-		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, Cache: cache, Log: logger,
+		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
+		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	// An idle keep-alive connection is closed after a while, as one that
+	// reads nothing is cut after --write-timeout.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: logger}
 	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
 		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, b.Room(0), ln.Addr())
 	served := make(chan error, 1)
@@ -284,7 +295,20 @@ func serveModel(o *options, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		srv.Close() // the requests still running end: their contexts are cancelled
+		// The requests still running are cut: streams get an error event,
+		// replies not yet written 503, within abortGrace; then the
+		// connections close.
+		handler.Abort()
+		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+		defer cancel()
+		srv.Shutdown(ctx)
+		srv.Close()
 	}
 	return nil
 }
+
+// Timeouts of the HTTP server beside the options.
+const (
+	idleTimeout = 2 * time.Minute // a keep-alive connection waiting for its next request
+	abortGrace  = 5 * time.Second // past --shutdown-timeout, for the cut requests' last words
+)

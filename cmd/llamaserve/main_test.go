@@ -494,7 +494,10 @@ func TestServeErrorStatuses(t *testing.T) {
 	}{
 		{"bad JSON", "POST", "/v1/completions", `{"prompt": "x",`, 400, ""},
 		{"not an object", "POST", "/v1/completions", `[1]`, 400, ""},
-		{"unknown field", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[]}`, 400, "tools"},
+		{"unknown field", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tool":[]}`, 400, "tool"},
+		{"first unknown field", "POST", "/v1/completions", `{"prompt":"x","zz":1,"aa":2,"mm":3}`, 400, "zz"},
+		{"tools", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools"},
+		{"audio modality", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"modalities":["text","audio"]}`, 400, "modalities"},
 		{"wrong type", "POST", "/v1/completions", `{"prompt":"x","max_tokens":"ten"}`, 400, "max_tokens"},
 		{"no prompt", "POST", "/v1/completions", `{"model":"demo"}`, 400, "prompt"},
 		{"bad role", "POST", "/v1/chat/completions", `{"messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].role"},
@@ -527,6 +530,24 @@ func TestServeErrorStatuses(t *testing.T) {
 			}
 		})
 	}
+	// The body's encoding: a type that is not JSON is 415, invalid UTF-8
+	// is 400.
+	for _, tc := range []struct {
+		ctype, body string
+		status      int
+	}{
+		{"text/plain", `{"prompt":"x","max_tokens":1}`, 415},
+		{"application/x-www-form-urlencoded", `{"prompt":"x","max_tokens":1}`, 415},
+		{"application/json; charset=utf-8", `{"prompt":"x","max_tokens":1}`, 200},
+		{"application/json", "{\"prompt\":\"\xff\xfe\"}", 400},
+	} {
+		resp, err := http.Post(s.url+"/v1/completions", tc.ctype, strings.NewReader(tc.body))
+		require.NoError(t, err)
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.ctype, data)
+	}
 	resp, err := http.Get(s.url + "/health")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -537,7 +558,8 @@ func TestServeErrorStatuses(t *testing.T) {
 func TestCommandLine(t *testing.T) {
 	res := clitest.Run(t, bin, "", "--help")
 	require.Equal(t, 0, res.Code)
-	for _, opt := range []string{"--addr HOST:PORT", "127.0.0.1:8080", "--parallel", "--max-concurrent", "--cache-type"} {
+	for _, opt := range []string{"--addr HOST:PORT", "127.0.0.1:8080", "--parallel", "--max-concurrent", "--cache-type",
+		"--write-timeout DURATION", "--max-buffer BYTES"} {
 		assert.Contains(t, res.Stdout, opt)
 	}
 	res = clitest.Run(t, bin, "")
@@ -546,6 +568,12 @@ func TestCommandLine(t *testing.T) {
 	res = clitest.Run(t, bin, "", "-m", demoModel, "--parallel", "0")
 	assert.Equal(t, 2, res.Code)
 	assert.Contains(t, res.Stderr, "--parallel 0: must be at least 1")
+	res = clitest.Run(t, bin, "", "-m", demoModel, "--write-timeout", "0s")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--write-timeout 0s: must be positive")
+	res = clitest.Run(t, bin, "", "-m", demoModel, "--max-buffer", "0")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--max-buffer 0: must be at least 1")
 	res = clitest.Run(t, bin, "", "-m", filepath.Join(t.TempDir(), "none.gguf"))
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "does not exist")

@@ -15,6 +15,24 @@ import (
 type metrics struct {
 	mu       sync.Mutex
 	requests map[requestKey]uint64
+	cuts     [numCutReasons]uint64
+}
+
+// cutReason is why the server cut a connection while writing a reply.
+type cutReason int
+
+const (
+	cutWriteTimeout cutReason = iota // the client read nothing for the write timeout
+	cutBuffer                        // a stream's unsent events exceeded the buffer bound
+	numCutReasons
+)
+
+var cutReasonNames = [numCutReasons]string{"write_timeout", "buffer"}
+
+func (m *metrics) cut(r cutReason) {
+	m.mu.Lock()
+	m.cuts[r]++
+	m.mu.Unlock()
 }
 
 type requestKey struct {
@@ -77,6 +95,10 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	})
 	for _, k := range keys {
 		fmt.Fprintf(&b, "llamaserve_http_requests_total{path=%q,code=\"%d\"} %d\n", k.path, k.code, s.metrics.requests[k])
+	}
+	b.WriteString("# HELP llamaserve_connections_cut_total Connections cut while a reply was written: the client read nothing for --write-timeout, or a stream's unsent events exceeded --max-buffer.\n# TYPE llamaserve_connections_cut_total counter\n")
+	for r, n := range s.metrics.cuts {
+		fmt.Fprintf(&b, "llamaserve_connections_cut_total{reason=%q} %d\n", cutReasonNames[r], n)
 	}
 	s.metrics.mu.Unlock()
 	io.WriteString(w, b.String())

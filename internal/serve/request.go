@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -71,16 +73,89 @@ type apiMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name"`
+	// ToolCalls and FunctionCall are an assistant's calls: refused unless
+	// null or empty, as tools are.
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
-// openAIFields are the fields of each endpoint that the server reads.
+// The fields OpenAI defines for each endpoint (openai-go's
+// ChatCompletionNewParams and CompletionNewParams, and stream), by what the
+// server does with them.
 var (
+	// commonFields are implemented on both endpoints (user is read and
+	// ignored: it only identifies the end user to OpenAI).
 	commonFields = []string{"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
 	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs"}
+	// ignoredChatFields change nothing here, whatever their value: OpenAI's
+	// storage, billing, caching, routing and reasoning controls, the
+	// predicted output (a speed-up that does not change the reply) and
+	// parallel_tool_calls (without tools there is no call to run in
+	// parallel).
+	ignoredChatFields = []string{"metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key",
+		"prompt_cache_retention", "prompt_cache_options", "reasoning_effort", "verbosity", "parallel_tool_calls",
+		"prediction", "web_search_options"}
 )
+
+// checkedChatFields are chat fields accepted when their value asks for
+// nothing the server lacks (null, or the value that means "none"); each
+// check returns the reason of a refusal.
+var checkedChatFields = map[string]func(raw json.RawMessage) string{
+	"modalities": func(raw json.RawMessage) string {
+		var m []string
+		if json.Unmarshal(raw, &m) != nil {
+			return "modalities must be an array of strings"
+		}
+		for _, x := range m {
+			if x != "text" {
+				return fmt.Sprintf("modalities %q: this server generates text only (modalities [\"text\"])", x)
+			}
+		}
+		return ""
+	},
+	"audio": func(raw json.RawMessage) string {
+		return "audio output is not supported: this server generates text only"
+	},
+	"moderation": func(raw json.RawMessage) string {
+		return "moderation is not available on this server: it has no moderation model"
+	},
+	"tools":         refuseNonEmptyList("tools"),
+	"functions":     refuseNonEmptyList("functions"),
+	"tool_choice":   refuseToolChoice("tool_choice"),
+	"function_call": refuseToolChoice("function_call"),
+}
+
+// errNoTools is the reason a request with tools is refused.
+const errNoTools = "tool calls are not supported yet"
+
+// refuseNonEmptyList refuses a list of tools that is not empty.
+func refuseNonEmptyList(name string) func(json.RawMessage) string {
+	return func(raw json.RawMessage) string {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return name + " must be an array"
+		}
+		if len(list) > 0 {
+			return name + ": " + errNoTools
+		}
+		return ""
+	}
+}
+
+// refuseToolChoice accepts the choices that call no tool, "none" and
+// "auto" (without tools, auto calls none).
+func refuseToolChoice(name string) func(json.RawMessage) string {
+	return func(raw json.RawMessage) string {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
+			return ""
+		}
+		return fmt.Sprintf("%s %s: %s", name, raw, errNoTools)
+	}
+}
 
 // configFields are the transformers GenerationConfig fields a request may
 // set beside the OpenAI ones (the extensions). The lengths, beam search and
@@ -111,8 +186,12 @@ func badRequest(param, format string, args ...any) *requestError {
 }
 
 // decodeRequest reads body as the request of an endpoint (chat or not):
-// bad JSON and unknown fields are errors.
+// bad JSON, invalid UTF-8 and unknown fields are errors; the first field in
+// the body's order that the server refuses is named.
 func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
+	if !utf8.Valid(body) {
+		return nil, badRequest("", "the body is not valid UTF-8")
+	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
@@ -124,17 +203,30 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 	if fields == nil {
 		return nil, badRequest("", "the body is not a JSON object")
 	}
+	keys, err := objectKeys(body)
+	if err != nil {
+		return nil, badRequest("", "the body is not a JSON object: %v", err)
+	}
 	own, other := completionFields, chatFields
 	if chat {
 		own, other = chatFields, completionFields
 	}
 	req := &apiRequest{config: map[string]json.RawMessage{}}
-	for k, v := range fields {
+	for _, k := range keys {
+		v := fields[k]
 		switch {
 		case slices.Contains(commonFields, k), slices.Contains(own, k):
 		case slices.Contains(configFields, k):
 			req.config[k] = v
-		case slices.Contains(other, k):
+		case chat && slices.Contains(ignoredChatFields, k):
+		case chat && checkedChatFields[k] != nil:
+			if string(bytes.TrimSpace(v)) == "null" {
+				continue
+			}
+			if why := checkedChatFields[k](v); why != "" {
+				return nil, badRequest(k, "%s", why)
+			}
+		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
 			return nil, badRequest(k, "field %q belongs to the other endpoint", k)
 		default:
 			return nil, badRequest(k, "unknown field %q", k)
@@ -148,6 +240,33 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 		return nil, badRequest("", "%v", err)
 	}
 	return req, nil
+}
+
+// objectKeys lists the keys of the JSON object body in their order.
+func objectKeys(body []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil {
+		return nil, err
+	} else if t != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, ok := t.(string)
+		if !ok {
+			return nil, errors.New("a key is not a string")
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // plan is a request made ready for the engine: one generation.Request per
@@ -184,10 +303,6 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 		return nil, badRequest("best_of", "best_of %d is not supported (only 1)", *req.BestOf)
 	case req.Suffix != nil && *req.Suffix != "":
 		return nil, badRequest("suffix", "suffix is not supported")
-	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
-		return nil, badRequest("presence_penalty", "presence_penalty is not supported: use repetition_penalty")
-	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
-		return nil, badRequest("frequency_penalty", "frequency_penalty is not supported: use repetition_penalty")
 	}
 	n := 1
 	if req.N != nil {
@@ -221,14 +336,17 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, badRequest("mirostat", "mirostat: %v", err)
 		}
 	}
-	var procs []logits.Processor
+	procs, err := p.processors(req)
+	if err != nil {
+		return nil, err
+	}
 	if p.formats != nil {
 		proc, err := p.formats.processor(req.ResponseFormat)
 		if err != nil {
 			return nil, err
 		}
 		if proc != nil {
-			procs = []logits.Processor{proc}
+			procs = append(procs, proc)
 		}
 	} else if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {
 		return nil, badRequest("response_format", "response_format is not available on this server")
@@ -337,13 +455,6 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 		}
 		cfg.TopP = *tp
 	}
-	if len(req.LogitBias) > 0 {
-		bias, err := p.logitBias(req.LogitBias)
-		if err != nil {
-			return nil, err
-		}
-		req.config["sequence_bias"] = bias
-	}
 	if len(req.config) > 0 {
 		data, err := json.Marshal(req.config)
 		if err != nil {
@@ -359,37 +470,79 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 	return cfg, nil
 }
 
-// logitBias turns OpenAI's logit_bias (token id -> bias in [-100, 100])
-// into transformers' sequence_bias of one-token sequences.
-func (p *params) logitBias(m map[string]float64) (json.RawMessage, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// maxPenalty bounds presence_penalty and frequency_penalty, as OpenAI does.
+const maxPenalty = 2
+
+// processors are the request's logit processors beside its config:
+// presence_penalty and frequency_penalty, then logit_bias (the response
+// format's grammar comes after them).
+func (p *params) processors(req *apiRequest) ([]logits.Processor, error) {
+	var procs []logits.Processor
+	var presence, frequency float64
+	for _, f := range []struct {
+		name  string
+		value *float64
+		out   *float64
+	}{{"presence_penalty", req.PresencePenalty, &presence}, {"frequency_penalty", req.FrequencyPenalty, &frequency}} {
+		if f.value == nil {
+			continue
+		}
+		if v := *f.value; !(v >= -maxPenalty && v <= maxPenalty) {
+			return nil, badRequest(f.name, "%s %g: must be in [-%d, %d]", f.name, v, maxPenalty, maxPenalty)
+		}
+		*f.out = *f.value
 	}
-	slices.Sort(keys)
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, k := range keys {
+	if presence != 0 || frequency != 0 {
+		pen, err := logits.NewPresenceFrequencyPenalty(float32(presence), float32(frequency), 0)
+		if err != nil {
+			return nil, badRequest("presence_penalty", "%v", err)
+		}
+		procs = append(procs, generatedPenalty{pen})
+	}
+	if len(req.LogitBias) > 0 {
+		bias, err := p.logitBias(req.LogitBias)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, bias)
+	}
+	return procs, nil
+}
+
+// generatedPenalty is OpenAI's presence and frequency penalty: the counts
+// are those of the tokens generated so far, not of the prompt's, so that
+// the state starts empty (logits' processor, as llama.cpp's sampler, would
+// count the prompt too).
+type generatedPenalty struct {
+	*logits.PresenceFrequencyPenalty
+}
+
+// NewState starts the counts empty, whatever the prompt.
+func (g generatedPenalty) NewState(prompt []int32, vocabSize int) logits.State {
+	return g.PresenceFrequencyPenalty.NewState(nil, vocabSize)
+}
+
+// logitBias is OpenAI's logit_bias (token id -> bias in [-100, 100]) as a
+// processor that adds each bias to its token's logit.
+func (p *params) logitBias(m map[string]float64) (logits.Processor, error) {
+	keys := slices.Sorted(maps.Keys(m))
+	bias := make(map[int32]float32, len(m))
+	for _, k := range keys {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || int(id) >= p.vocab {
 			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
 		}
-		bias := m[k]
-		if bias < -100 || bias > 100 {
-			return nil, badRequest("logit_bias", "logit_bias of %s: %g is outside [-100, 100]", k, bias)
+		b := m[k]
+		if !(b >= -100 && b <= 100) {
+			return nil, badRequest("logit_bias", "logit_bias of %s: %g is outside [-100, 100]", k, b)
 		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		// transformers wants a float: -100.0, not -100.
-		f := strconv.FormatFloat(bias, 'f', -1, 64)
-		if !strings.ContainsAny(f, ".eE") {
-			f += ".0"
-		}
-		fmt.Fprintf(&b, "[[%d],%s]", id, f)
+		bias[int32(id)] = float32(b)
 	}
-	b.WriteByte(']')
-	return json.RawMessage(b.String()), nil
+	proc, err := logits.NewLogitBias(bias, p.vocab)
+	if err != nil {
+		return nil, badRequest("logit_bias", "%s", strings.TrimPrefix(err.Error(), "logits: "))
+	}
+	return proc, nil
 }
 
 // configError names the fields a generation config rejects.
@@ -478,8 +631,18 @@ func parseMessages(msgs []apiMessage) ([]backend.Message, error) {
 		case "system", "user", "assistant":
 		case "developer":
 			role = "system" // OpenAI's newer name for the system role
+		case "tool", "function":
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoTools)
 		default:
 			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user or assistant", i, m.Role)
+		}
+		for _, call := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"tool_calls", m.ToolCalls}, {"function_call", m.FunctionCall}} {
+			if raw := string(bytes.TrimSpace(call.raw)); raw != "" && raw != "null" && raw != "[]" {
+				return nil, badRequest(fmt.Sprintf("messages[%d].%s", i, call.name), "messages[%d]: %s: %s", i, call.name, errNoTools)
+			}
 		}
 		text, err := messageText(m.Content)
 		if err != nil {

@@ -296,9 +296,10 @@ func (r *response) chunk(index int, d *delta, lp any, finish *string) body {
 	return r.body(object, []chunkChoice{{Index: index, Delta: d, Logprobs: lp, FinishReason: finish}})
 }
 
-// textChunk is the chunk of new text (completions) or of delta d (chat).
-func (r *response) textChunk(index int, d *delta, text string, lp *logprobs, finish *string) body {
-	b := r.chunk(index, d, r.logprobsObject(lp, 0), finish)
+// textChunk is the chunk of new text (completions) or of delta d (chat);
+// offset is the text offset of its first token in the choice's text.
+func (r *response) textChunk(index int, d *delta, text string, lp *logprobs, offset int, finish *string) body {
+	b := r.chunk(index, d, r.logprobsObject(lp, offset), finish)
 	if !r.chat {
 		b.Choices.([]chunkChoice)[0].Text = &text
 	}

@@ -12,19 +12,30 @@
 // /v1/chat/completions takes messages (system, developer, user and
 // assistant roles; text content) instead of prompt, max_tokens or
 // max_completion_tokens (default: the end of the sequence), logprobs (a
-// boolean) and top_logprobs (0-20). Temperature 0 is greedy decoding.
+// boolean) and top_logprobs (0-20). Temperature 0 is greedy decoding;
+// presence_penalty and frequency_penalty (-2 to 2) count the tokens
+// generated so far. OpenAI's fields that change nothing here (metadata,
+// store, service_tier, reasoning_effort, ...) are accepted and ignored;
+// those that ask for what the server lacks (tools, audio, moderation) are
+// refused unless null or empty.
 // The transformers GenerationConfig fields (top_k, min_p, typical_p,
 // repetition_penalty, no_repeat_ngram_size, do_sample, sequence_bias,
 // suppress_tokens, ...) and Mirostat (mirostat 1 or 2, mirostat_tau,
 // mirostat_eta) are accepted as extensions; the server's base config (see
 // Config.Base) gives every field a request leaves out.
 //
-// A field the server does not know, bad JSON or a bad value is answered
-// with 400 and OpenAI's error object naming the field; a body over
-// Config.MaxBodyBytes with 413; a prompt longer than a sequence with 400
-// and code context_length_exceeded; more concurrent requests than
-// Config.MaxConcurrent with 429. A client that goes away cancels its
-// requests: the engine frees their sequences at its next step.
+// A field the server does not know (the first in the body's order), bad
+// JSON, invalid UTF-8 or a bad value is answered with 400 and OpenAI's
+// error object naming the field; a Content-Type that is not JSON with 415
+// (none is taken as JSON); a body over Config.MaxBodyBytes with 413; a
+// prompt longer than a sequence with 400 and code context_length_exceeded;
+// more concurrent sequences than Config.MaxConcurrent with 429. A client
+// that goes away cancels its requests: the engine frees their sequences at
+// its next step. A request stops counting against MaxConcurrent when its
+// generation ends: its reply is written from memory, and a client that
+// reads nothing of it for Config.WriteTimeout, or whose stream has more
+// than Config.MaxBufferedBytes waiting, is cut (and counted in the
+// metrics).
 package serve
 
 import (
@@ -35,7 +46,11 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
+	"mime"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +70,10 @@ type CacheStats interface {
 
 // Defaults of Config's limits.
 const (
-	DefaultMaxBodyBytes  = 1 << 20
-	DefaultMaxConcurrent = 64
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultMaxConcurrent    = 64
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultMaxBufferedBytes = 16 << 20
 )
 
 // Config is what a Server serves.
@@ -77,8 +94,17 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxConcurrent limits the sequences (choices) of the requests in
 	// progress, running or waiting for a slot (default
-	// DefaultMaxConcurrent).
+	// DefaultMaxConcurrent). A request counts until its generation ends,
+	// not until its reply is written.
 	MaxConcurrent int
+	// WriteTimeout cuts a connection whose client reads nothing for that
+	// long while a reply waits to be written (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// MaxBufferedBytes cuts a stream whose events waiting to be written
+	// exceed it (default DefaultMaxBufferedBytes): the generation never
+	// waits for the client, so a client slower than it finds its stream
+	// cut rather than the server's memory filled.
+	MaxBufferedBytes int64
 	// Cache reports the prefix cache's counters; nil reports zeros.
 	Cache CacheStats
 	// Log receives a line per failed request (status 500); nil discards.
@@ -94,6 +120,10 @@ type Server struct {
 
 	inFlight atomic.Int64 // sequences of the requests in progress
 	metrics  metrics
+
+	// stopping ends when Abort is called: every request in progress ends.
+	stopping context.Context
+	abort    context.CancelFunc
 }
 
 // New returns a Server for cfg.
@@ -103,6 +133,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxBufferedBytes <= 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	base := cfg.Base
 	if base == nil {
@@ -118,6 +154,7 @@ func New(cfg Config) *Server {
 		created: time.Now().Unix(),
 	}
 	s.metrics.requests = map[requestKey]uint64{}
+	s.stopping, s.abort = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/v1/completions", s.completions)
 	s.mux.HandleFunc("/v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("/v1/models", s.models)
@@ -130,9 +167,21 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// Abort ends every request in progress, as when the server must stop
+// before they end: a stream ends with an error event, a reply not yet
+// written is answered 503, and requests that come later are answered 503.
+// The caller then closes the connections (http.Server.Close) once the
+// handlers have written these last words.
+func (s *Server) Abort() { s.abort() }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	// A client that reads nothing cannot hold a handler forever: every
+	// write must go through within the write timeout of the response's
+	// start (the replies that write for longer move the deadline as they
+	// go).
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, timeout: s.cfg.WriteTimeout}
+	sw.deadline()
 	// The pattern, not the path, labels the metrics: their number stays
 	// bounded whatever paths clients ask for.
 	_, path := s.mux.Handler(r)
@@ -143,16 +192,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.metrics.count(path, sw.status)
 }
 
-// statusWriter records the status of a response.
+// statusWriter records the status of a response, and moves the write
+// deadline to the write timeout from its start: an answer written after a
+// long generation (an error, a 503) has the whole timeout.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status  int
+	wrote   bool
+	timeout time.Duration
+}
+
+func (w *statusWriter) deadline() {
+	http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.timeout))
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		w.deadline()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -208,6 +265,62 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// writeChunk is the most bytes written under one deadline: a client that
+// reads a large reply slowly but steadily is not cut.
+const writeChunk = 64 << 10
+
+// writeReply writes data as a JSON reply, each chunk within the write
+// timeout of the one before; it reports whether the client took it all.
+func (s *Server) writeReply(w http.ResponseWriter, data []byte) bool {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for len(data) > 0 {
+		n := min(len(data), writeChunk)
+		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := w.Write(data[:n]); err != nil {
+			s.writeFailed(err)
+			return false
+		}
+		data = data[n:]
+	}
+	return true
+}
+
+// writeFailed counts a write that failed because of the write timeout as a
+// cut connection (a client that closed its connection is not one).
+func (s *Server) writeFailed(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.metrics.cut(cutWriteTimeout)
+	}
+}
+
+// checkContentType refuses a body that says it is not JSON: a missing
+// Content-Type is taken as JSON, and the charset, when given, must be UTF-8.
+func checkContentType(h string) *requestError {
+	if h == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(h)
+	if err != nil {
+		return &requestError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: fmt.Sprintf("Content-Type %q cannot be read: %v; send application/json", h, err)}
+	}
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		msg := fmt.Sprintf("Content-Type %s: the body must be JSON, sent as application/json", mt)
+		if mt == "application/x-www-form-urlencoded" {
+			msg += " (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: application/json')"
+		}
+		return &requestError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", msg: msg}
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return &requestError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: fmt.Sprintf("Content-Type charset %s: the body must be UTF-8", cs)}
+	}
+	return nil
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -260,6 +373,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !allow(w, r, http.MethodPost) {
 		return
 	}
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		writeError(w, e)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -285,8 +402,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	writeError(w, re)
 }
 
+// errShuttingDown answers the requests that Abort ends.
+var errShuttingDown = &requestError{status: http.StatusServiceUnavailable, code: "server_shutting_down",
+	msg: "the server is shutting down: the request was cut"}
+
 // run submits the choices of p and writes the response.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p *plan, chat bool) {
+	if s.stopping.Err() != nil {
+		writeError(w, errShuttingDown)
+		return
+	}
 	n := int64(len(p.reqs))
 	if s.inFlight.Add(n) > int64(s.cfg.MaxConcurrent) {
 		s.inFlight.Add(-n)
@@ -296,12 +421,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		return
 	}
 	// The sequences count until they end, not until the response is
-	// written: a client that has its whole reply finds them gone.
+	// written: a client slow to read its reply holds nothing but its
+	// connection.
 	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
 	defer release()
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel() // ends every choice still running, whatever ends the response
+	defer context.AfterFunc(s.stopping, cancel)()
 	choices := make([]*choice, len(p.reqs))
 	promptTokens := 0
 	nPerPrompt := 1
@@ -327,24 +454,31 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		resp.id = "chat" + resp.id
 	}
 	if req.Stream {
-		s.stream(ctx, cancel, w, resp, choices, p.includeUsage, release)
+		s.stream(ctx, r.Context(), cancel, w, resp, choices, p.includeUsage, release)
 		return
 	}
 	for _, c := range choices {
 		c.run(nil)
 		if ctx.Err() != nil {
-			return // the client went away
+			if r.Context().Err() == nil { // not the client: Abort
+				writeError(w, errShuttingDown)
+			}
+			return
 		}
 		if c.err != nil {
-			if ctx.Err() == nil {
-				s.logf("%s: %v", r.URL.Path, c.err)
-				writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
-			}
+			s.logf("%s: %v", r.URL.Path, c.err)
+			writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
 			return
 		}
 	}
 	release()
-	writeJSON(w, http.StatusOK, resp.whole(choices))
+	data, err := json.Marshal(resp.whole(choices))
+	if err != nil {
+		s.logf("%s: %v", r.URL.Path, err)
+		writeError(w, &requestError{status: http.StatusInternalServerError, msg: err.Error()})
+		return
+	}
+	s.writeReply(w, append(data, '\n'))
 }
 
 // submitError maps an error of Engine.Submit to its response.
@@ -364,34 +498,25 @@ func (s *Server) submitError(err error, chat bool) *requestError {
 	return &requestError{status: http.StatusBadRequest, param: param, msg: msg}
 }
 
-// stream writes the choices' events as server-sent events, each choice from
-// its own goroutine, then the usage chunk when asked and [DONE].
-func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool, release func()) {
+// stream writes the choices' events as server-sent events, each choice
+// from its own goroutine, then the usage chunk when asked and [DONE]; a
+// stream that Abort ends gets an error event instead. The events go
+// through a streamWriter: the choices never wait for the client, and
+// release is called as soon as they end.
+func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool, release func()) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	var mu sync.Mutex
-	failed := false
+	out := s.newStreamWriter(w, cancel)
 	send := func(v any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if failed {
+		data, err := json.Marshal(v)
+		if err != nil {
+			s.logf("stream: %v", err)
 			return
 		}
-		data, err := json.Marshal(v)
-		if err == nil {
-			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
-		}
-		if err == nil {
-			err = rc.Flush()
-		}
-		if err != nil {
-			failed = true
-			cancel() // the client is gone: its sequences end
-		}
+		out.send(fmt.Appendf(nil, "data: %s\n\n", data))
 	}
 	var wg sync.WaitGroup
 	for _, c := range choices {
@@ -401,6 +526,7 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.R
 			if resp.chat {
 				send(resp.chunk(c.index, &delta{Role: "assistant", Content: ptr("")}, nil, nil))
 			}
+			offset := 0 // text_offset of the chunk's first token
 			c.run(func(text string, lp *logprobs, finish *string) {
 				var d *delta
 				if resp.chat {
@@ -409,7 +535,12 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.R
 						d.Content = &text
 					}
 				}
-				send(resp.textChunk(c.index, d, text, lp, finish))
+				send(resp.textChunk(c.index, d, text, lp, offset, finish))
+				if lp != nil {
+					for _, e := range lp.entries {
+						offset += len(e.Token)
+					}
+				}
 			})
 			if c.err != nil && ctx.Err() == nil {
 				s.logf("stream: %v", c.err)
@@ -421,18 +552,140 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, w http.R
 	}
 	wg.Wait()
 	release()
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() == nil:
+		if includeUsage {
+			send(resp.usageChunk(choices))
+		}
+		out.send([]byte("data: [DONE]\n\n"))
+	case client.Err() == nil && s.stopping.Err() != nil:
+		var e apiError
+		e.Error.Message, e.Error.Type = errShuttingDown.msg, "server_error"
+		e.Error.Code = &errShuttingDown.code
+		send(e)
+	}
+	out.close()
+}
+
+// streamWriter writes a stream's events from a goroutine of its own, each
+// write within the write timeout; events wait in memory, up to the
+// server's MaxBufferedBytes. A failure or an overflow cuts the stream:
+// its choices are cancelled and what waits is dropped.
+type streamWriter struct {
+	s      *Server
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	wake    chan struct{} // capacity 1: something was queued or the stream closed
+	queue   [][]byte
+	waiting int64 // bytes queued and not yet written
+	closed  bool
+	failed  bool
+	cut     atomic.Bool // failed, read by run without the lock
+}
+
+// errCut ends the writes of a stream that send cut.
+var errCut = errors.New("the stream was cut")
+
+func (s *Server) newStreamWriter(w http.ResponseWriter, cancel context.CancelFunc) *streamWriter {
+	sw := &streamWriter{s: s, w: w, rc: http.NewResponseController(w), cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	go sw.run()
+	return sw
+}
+
+// send queues data, or cuts the stream when the queue would exceed the
+// bound.
+func (sw *streamWriter) send(data []byte) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.failed || sw.closed {
 		return
 	}
-	if includeUsage {
-		send(resp.usageChunk(choices))
+	if sw.waiting+int64(len(data)) > sw.s.cfg.MaxBufferedBytes {
+		sw.failLocked()
+		sw.s.metrics.cut(cutBuffer)
+		// A write that waits for the client ends now.
+		sw.rc.SetWriteDeadline(time.Now())
+		return
 	}
-	mu.Lock()
-	if !failed {
-		io.WriteString(w, "data: [DONE]\n\n")
-		rc.Flush()
+	sw.queue = append(sw.queue, data)
+	sw.waiting += int64(len(data))
+	sw.signal()
+}
+
+func (sw *streamWriter) signal() {
+	select {
+	case sw.wake <- struct{}{}:
+	default:
 	}
-	mu.Unlock()
+}
+
+// failLocked marks the stream cut and ends its choices.
+func (sw *streamWriter) failLocked() {
+	sw.failed = true
+	sw.cut.Store(true)
+	sw.queue = nil
+	sw.cancel()
+}
+
+// close writes what waits and returns when the writer is done.
+func (sw *streamWriter) close() {
+	sw.mu.Lock()
+	sw.closed = true
+	sw.signal()
+	sw.mu.Unlock()
+	<-sw.done
+}
+
+// run writes the queued events, all that wait at once, then flushes them.
+func (sw *streamWriter) run() {
+	defer close(sw.done)
+	var batch [][]byte
+	for {
+		sw.mu.Lock()
+		for len(sw.queue) == 0 && !sw.closed && !sw.failed {
+			sw.mu.Unlock()
+			<-sw.wake
+			sw.mu.Lock()
+		}
+		if sw.failed || len(sw.queue) == 0 {
+			sw.mu.Unlock()
+			return
+		}
+		batch, sw.queue = sw.queue, batch[:0]
+		sw.mu.Unlock()
+		var err error
+		written := 0
+		for _, data := range batch {
+			for len(data) > 0 && err == nil {
+				n := min(len(data), writeChunk)
+				sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
+				if sw.cut.Load() { // after the deadline: send's past one is not undone
+					err = errCut
+					break
+				}
+				_, err = sw.w.Write(data[:n])
+				data = data[n:]
+				written += n
+			}
+		}
+		if err == nil {
+			sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
+			err = sw.rc.Flush()
+		}
+		clear(batch)
+		sw.mu.Lock()
+		sw.waiting -= int64(written)
+		if err != nil && !sw.failed {
+			sw.failLocked()
+			sw.s.writeFailed(err)
+		}
+		sw.mu.Unlock()
+	}
 }
 
 func (s *Server) logf(format string, args ...any) {

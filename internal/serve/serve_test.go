@@ -220,7 +220,9 @@ func TestPlanConfig(t *testing.T) {
 		assert.Equal(t, []string{"x"}, r.StopStrings)
 		assert.True(t, r.Logprobs)
 		assert.Equal(t, 2, r.TopLogprobs)
-		require.Len(t, r.Config.SequenceBias, 1)
+		assert.Empty(t, r.Config.SequenceBias, "logit_bias is a processor, not sequence_bias")
+		require.Len(t, r.Processors, 1)
+		assert.Equal(t, "LogitBias", r.Processors[0].Name())
 	}
 	pl, err = plan(`{"messages":[{"role":"developer","content":[{"type":"text","text":"Be "},{"type":"text","text":"brief."}]},{"role":"user","content":"Hi"}],"temperature":0.5,"top_p":0.9}`, true)
 	require.NoError(t, err)
@@ -239,7 +241,8 @@ func TestPlanConfig(t *testing.T) {
 		`{"prompt":"a","temperature":3}`:         "temperature",
 		`{"prompt":"a","mirostat":3}`:            "mirostat",
 		`{"prompt":"a","stream_options":{}}`:     "stream_options",
-		`{"prompt":"a","presence_penalty":0.5}`:  "presence_penalty",
+		`{"prompt":"a","presence_penalty":2.5}`:  "presence_penalty",
+		`{"prompt":"a","frequency_penalty":-3}`:  "frequency_penalty",
 		`{"prompt":"a","max_new_tokens":5}`:      "max_new_tokens",
 		`{"prompt":"a","num_beams":4}`:           "num_beams",
 		`{"prompt":"a","repetition_penalty":-1}`: "repetition_penalty",

@@ -1,0 +1,603 @@
+package grammar
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+)
+
+// The intersection of schemas (allOf, $ref beside other keywords, anyOf and oneOf distributed
+// over their siblings) and the proof that the branches of a oneOf are disjoint.
+
+// flat returns a schema equivalent to s without allOf and $ref: the intersection of its own
+// keywords, its $ref's target and its allOf members.
+func (c *converter) flat(s *node, path string, depth int) (*node, error) {
+	switch {
+	case isTrue(s):
+		return &node{kind: 'o', raw: json.RawMessage("{}")}, nil
+	case isFalse(s):
+		return falseNode, nil
+	case s.kind != 'o':
+		return nil, fail(path, "", "a schema must be an object or a boolean")
+	}
+	if depth > 32 {
+		return nil, fail(path, "$ref", "a cycle of $ref and allOf that does not descend into a value")
+	}
+	if err := check(s, path); err != nil {
+		return nil, err
+	}
+	acc := &node{kind: 'o'}
+	for i, k := range s.keys {
+		if k != "allOf" && k != "$ref" && !isAnnotationIn(s, k) {
+			acc.keys, acc.vals = append(acc.keys, k), append(acc.vals, s.vals[i])
+		}
+	}
+	acc.raw = acc.encode()
+	acc, err := normalizeTuples(acc, path)
+	if err != nil {
+		return nil, err
+	}
+	if ref := s.get("$ref"); ref != nil {
+		r, ok := ref.str()
+		if !ok {
+			return nil, fail(path, "$ref", "$ref must be a string")
+		}
+		target, at, err := c.resolve(r, path)
+		if err != nil {
+			return nil, err
+		}
+		t, err := c.flat(target, at, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if acc, err = c.merge(acc, t, path); err != nil {
+			return nil, err
+		}
+	}
+	if all := s.get("allOf"); all != nil {
+		if all.kind != 'a' || len(all.arr) == 0 {
+			return nil, fail(path, "allOf", "allOf must be a non-empty array")
+		}
+		for i, m := range all.arr {
+			at := fmt.Sprintf("%s/allOf/%d", path, i)
+			f, err := c.flat(m, at, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if acc, err = c.merge(acc, f, at); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return acc, nil
+}
+
+// conj returns the schema of the values valid under every one of parts.
+func conj(parts ...*node) *node {
+	var keep []*node
+	var add func(p *node)
+	add = func(p *node) {
+		switch {
+		case p == nil || isTrue(p):
+		case p.kind == 'o' && len(p.keys) == 1 && p.keys[0] == "allOf" && p.vals[0].kind == 'a':
+			for _, m := range p.vals[0].arr {
+				add(m)
+			}
+		case !slices.ContainsFunc(keep, func(k *node) bool { return string(k.raw) == string(p.raw) }):
+			keep = append(keep, p)
+		}
+	}
+	for _, p := range parts {
+		add(p)
+	}
+	switch len(keep) {
+	case 0:
+		return trueNode
+	case 1:
+		return keep[0]
+	}
+	n := &node{kind: 'o', keys: []string{"allOf"}, vals: []*node{arrNode(keep)}}
+	n.raw = n.encode()
+	return n
+}
+
+// maxBranches bounds the branches of an anyOf or oneOf built by intersecting two of them.
+const maxBranches = 256
+
+// merge returns the intersection of two flat schemas (no allOf, no $ref), or an error naming
+// the keyword whose intersection the converter cannot express.
+func (c *converter) merge(a, b *node, path string) (*node, error) {
+	if isFalse(a) || isFalse(b) {
+		return falseNode, nil
+	}
+	out := &node{kind: 'o'}
+	set := func(k string, v *node) {
+		out.keys, out.vals = append(out.keys, k), append(out.vals, v)
+	}
+	done := map[string]bool{}
+	// type
+	if a.get("type") != nil || b.get("type") != nil {
+		ta, err := typeMask(a, path)
+		if err != nil {
+			return nil, err
+		}
+		tb, err := typeMask(b, path)
+		if err != nil {
+			return nil, err
+		}
+		m := ta & tb
+		if m == 0 {
+			return falseNode, nil
+		}
+		set("type", maskNode(m))
+	}
+	done["type"] = true
+	// enum and const
+	ea, err := enumValues(a, path)
+	if err != nil {
+		return nil, err
+	}
+	eb, err := enumValues(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if ea != nil || eb != nil {
+		vals := ea
+		if ea == nil {
+			vals = eb
+		} else if eb != nil {
+			vals = nil
+			for _, v := range ea {
+				if slices.ContainsFunc(eb, func(w *node) bool { return w.canon() == v.canon() }) {
+					vals = append(vals, v)
+				}
+			}
+		}
+		if len(vals) == 0 {
+			return falseNode, nil
+		}
+		set("enum", arrNode(vals))
+	}
+	done["enum"], done["const"] = true, true
+	// properties and additionalProperties
+	pa, pb := a.get("properties"), b.get("properties")
+	aa, ab := a.get("additionalProperties"), b.get("additionalProperties")
+	for _, p := range []*node{pa, pb} {
+		if p != nil && p.kind != 'o' {
+			return nil, fail(path, "properties", "properties must be an object")
+		}
+	}
+	if pa != nil || pb != nil {
+		props := &node{kind: 'o'}
+		var names []string
+		if pa != nil {
+			names = append(names, pa.keys...)
+		}
+		if pb != nil {
+			for _, k := range pb.keys {
+				if !slices.Contains(names, k) {
+					names = append(names, k)
+				}
+			}
+		}
+		side := func(p, addl *node, k string) *node {
+			if v := p.get(k); v != nil {
+				return v
+			}
+			return addl
+		}
+		for _, k := range names {
+			props.keys = append(props.keys, k)
+			props.vals = append(props.vals, conj(side(pa, aa, k), side(pb, ab, k)))
+		}
+		props.raw = props.encode()
+		set("properties", props)
+	}
+	if aa != nil || ab != nil {
+		set("additionalProperties", conj(aa, ab))
+	}
+	done["properties"], done["additionalProperties"] = true, true
+	// required
+	if ra, rb := a.get("required"), b.get("required"); ra != nil || rb != nil {
+		var names []*node
+		for _, r := range []*node{ra, rb} {
+			if r == nil {
+				continue
+			}
+			if r.kind != 'a' {
+				return nil, fail(path, "required", "required must be an array of names")
+			}
+			for _, n := range r.arr {
+				if !slices.ContainsFunc(names, func(m *node) bool { return m.canon() == n.canon() }) {
+					names = append(names, n)
+				}
+			}
+		}
+		set("required", arrNode(names))
+	}
+	done["required"] = true
+	// items and prefixItems
+	xa, xb := a.get("prefixItems"), b.get("prefixItems")
+	ia, ib := a.get("items"), b.get("items")
+	switch {
+	case xa != nil && xb != nil:
+		if xa.canon() != xb.canon() {
+			return nil, fail(path, "prefixItems", "the intersection of two different prefixItems lists is not supported")
+		}
+		set("prefixItems", xa)
+	case xa != nil || xb != nil:
+		x, other := xa, ib
+		if x == nil {
+			x, other = xb, ia
+		}
+		if x.kind != 'a' {
+			return nil, fail(path, "prefixItems", "prefixItems must be an array of schemas")
+		}
+		var parts []*node
+		for _, p := range x.arr {
+			parts = append(parts, conj(p, other))
+		}
+		set("prefixItems", arrNode(parts))
+	}
+	if ia != nil || ib != nil {
+		set("items", conj(ia, ib))
+	}
+	done["prefixItems"], done["items"] = true, true
+	// size bounds
+	for _, k := range []string{"minItems", "maxItems", "minLength", "maxLength"} {
+		va, vb := a.get(k), b.get(k)
+		if va == nil && vb == nil {
+			continue
+		}
+		if va == nil || vb == nil {
+			set(k, cmp.Or(va, vb))
+			continue
+		}
+		x, okA := va.integer()
+		y, okB := vb.integer()
+		if !okA || !okB {
+			return nil, fail(path, k, "%s must be a non-negative integer", k)
+		}
+		if (x > y) == strings.HasPrefix(k, "min") {
+			set(k, va)
+		} else {
+			set(k, vb)
+		}
+	}
+	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		va, vb := a.get(k), b.get(k)
+		if va == nil && vb == nil {
+			continue
+		}
+		if va == nil || vb == nil {
+			set(k, cmp.Or(va, vb))
+			continue
+		}
+		x, okA := new(big.Rat).SetString(string(va.raw))
+		y, okB := new(big.Rat).SetString(string(vb.raw))
+		if va.kind != 'n' || vb.kind != 'n' || !okA || !okB {
+			return nil, fail(path, k, "%s must be a number", k)
+		}
+		if (x.Cmp(y) > 0) == (k == "minimum" || k == "exclusiveMinimum") {
+			set(k, va)
+		} else {
+			set(k, vb)
+		}
+	}
+	for _, k := range []string{"minItems", "maxItems", "minLength", "maxLength", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		done[k] = true
+	}
+	// pattern, format and multipleOf
+	for _, k := range []string{"pattern", "format", "multipleOf"} {
+		va, vb := a.get(k), b.get(k)
+		switch {
+		case va == nil && vb == nil:
+		case va == nil || vb == nil || va.canon() == vb.canon():
+			set(k, cmp.Or(va, vb))
+		case k == "multipleOf":
+			return nil, fail(path, k, "the intersection of two different multipleOf (%s and %s) is not supported", va.raw, vb.raw)
+		case k == "format" && !knownFormat(va):
+			set(k, vb)
+		case k == "format" && !knownFormat(vb):
+			set(k, va)
+		default:
+			return nil, fail(path, k, "the intersection of two different %ss (%s and %s) is not supported", k, va.raw, vb.raw)
+		}
+		done[k] = true
+	}
+	// anyOf and oneOf: the cross product of the branches when both sides have one
+	for _, k := range []string{"anyOf", "oneOf"} {
+		va, vb := a.get(k), b.get(k)
+		for _, v := range []*node{va, vb} {
+			if v != nil && (v.kind != 'a' || len(v.arr) == 0) {
+				return nil, fail(path, k, "%s must be a non-empty array", k)
+			}
+		}
+		switch {
+		case va == nil && vb == nil:
+		case va == nil || vb == nil:
+			set(k, cmp.Or(va, vb))
+		default:
+			if len(va.arr)*len(vb.arr) > maxBranches {
+				return nil, fail(path, k, "the intersection of two %ss has more than %d branches", k, maxBranches)
+			}
+			var alts []*node
+			for _, x := range va.arr {
+				for _, y := range vb.arr {
+					alts = append(alts, conj(x, y))
+				}
+			}
+			set(k, arrNode(alts))
+		}
+		done[k] = true
+	}
+	for _, s := range []*node{a, b} {
+		for _, k := range s.keys {
+			if !done[k] && !isAnnotationIn(s, k) {
+				return nil, fail(path, k, "keyword %q cannot be intersected with the schemas beside it", k)
+			}
+		}
+	}
+	out.raw = out.encode()
+	return out, nil
+}
+
+// JSON types as a bit set; tNumber includes the integers, so tInteger is set with it.
+const (
+	tNull = 1 << iota
+	tBoolean
+	tObject
+	tArray
+	tString
+	tInteger
+	tNumber
+	tAll = tNull | tBoolean | tObject | tArray | tString | tInteger | tNumber
+)
+
+var typeNames = []string{"null", "boolean", "object", "array", "string", "integer", "number"}
+
+// typeMask returns the types that the type keyword of s allows (all when it has none).
+func typeMask(s *node, path string) (int, error) {
+	t := s.get("type")
+	if t == nil {
+		return tAll, nil
+	}
+	names := []*node{t}
+	if t.kind == 'a' {
+		names = t.arr
+		if len(names) == 0 {
+			return 0, fail(path, "type", "empty list of types")
+		}
+	}
+	m := 0
+	for _, n := range names {
+		name, ok := n.str()
+		if !ok {
+			return 0, fail(path, "type", "type must be a name or a list of names")
+		}
+		i := slices.Index(typeNames, name)
+		if i < 0 {
+			return 0, fail(path, "type", "unknown type %q", name)
+		}
+		m |= 1 << i
+	}
+	if m&tNumber != 0 {
+		m |= tInteger
+	}
+	return m, nil
+}
+
+func maskNode(m int) *node {
+	var names []*node
+	for i, name := range typeNames {
+		if m&(1<<i) != 0 && !(name == "integer" && m&tNumber != 0) {
+			names = append(names, strNode(name))
+		}
+	}
+	return arrNode(names)
+}
+
+// valueType returns the type bit of a JSON value (tInteger for integral numbers).
+func valueType(v *node) int {
+	switch v.kind {
+	case 'z':
+		return tNull
+	case 'b':
+		return tBoolean
+	case 'o':
+		return tObject
+	case 'a':
+		return tArray
+	case 's':
+		return tString
+	}
+	if v.isInteger() {
+		return tInteger
+	}
+	return tNumber
+}
+
+// enumValues returns the values allowed by enum and const (nil when s has neither).
+func enumValues(s *node, path string) ([]*node, error) {
+	var vals []*node
+	if e := s.get("enum"); e != nil {
+		if e.kind != 'a' || len(e.arr) == 0 {
+			return nil, fail(path, "enum", "enum must be a non-empty array")
+		}
+		vals = e.arr
+	}
+	if k := s.get("const"); k != nil {
+		if vals != nil && !slices.ContainsFunc(vals, func(v *node) bool { return v.canon() == k.canon() }) {
+			return []*node{}, nil
+		}
+		vals = []*node{k}
+	}
+	return vals, nil
+}
+
+// alternatives returns the rule of a schema with anyOf or oneOf (kw): each branch intersected
+// with the keywords beside it. A oneOf must have branches that are provably disjoint, so that
+// "exactly one" is "at least one".
+func (c *converter) alternatives(s *node, kw, path string) (string, error) {
+	v := s.get(kw)
+	if v.kind != 'a' || len(v.arr) == 0 {
+		return "", fail(path, kw, "%s must be a non-empty array", kw)
+	}
+	rest := s.with(kw, nil)
+	branches := make([]*node, len(v.arr))
+	for i, b := range v.arr {
+		at := fmt.Sprintf("%s/%s/%d", path, kw, i)
+		if !constraining(rest) {
+			branches[i] = b
+			continue
+		}
+		f, err := c.flat(b, at, 0)
+		if err != nil {
+			return "", err
+		}
+		if branches[i], err = c.merge(rest, f, at); err != nil {
+			return "", err
+		}
+	}
+	if kw == "oneOf" {
+		sums := make([]summary, len(branches))
+		for i, b := range branches {
+			var err error
+			if sums[i], err = c.summarize(b, fmt.Sprintf("%s/%s/%d", path, kw, i)); err != nil {
+				return "", err
+			}
+		}
+		for i := range sums {
+			for j := i + 1; j < len(sums); j++ {
+				if !sums[i].disjoint(sums[j]) {
+					return "", fail(path, "oneOf", "branches %d and %d are not provably disjoint, so the grammar cannot enforce that exactly one matches "+
+						"(supported: branches of different types, with different const/enum values, or with a required property whose const/enum values differ)", i, j)
+				}
+			}
+		}
+	}
+	var alts []string
+	for i, b := range branches {
+		at := fmt.Sprintf("%s/%s/%d", path, kw, i)
+		var e string
+		var err error
+		if constraining(rest) {
+			e, err = c.memoized(b, at, func() (string, error) { return c.visit(b, at) })
+		} else {
+			e, err = c.visit(b, at)
+		}
+		if err != nil {
+			return "", err
+		}
+		if e != "" && !slices.Contains(alts, e) {
+			alts = append(alts, e)
+		}
+	}
+	if len(alts) == 0 {
+		return "", nil
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return c.rule("alt", strings.Join(alts, " | ")), nil
+}
+
+// summary is what a oneOf branch is known to require, for proving branches disjoint.
+type summary struct {
+	empty bool
+	types int
+	enum  map[string]bool            // nil: no enum
+	tags  map[string]map[string]bool // a required property -> its const/enum values
+}
+
+func (c *converter) summarize(b *node, path string) (summary, error) {
+	f, err := c.flat(b, path, 0)
+	if err != nil {
+		return summary{}, err
+	}
+	if isFalse(f) {
+		return summary{empty: true}, nil
+	}
+	sum := summary{tags: map[string]map[string]bool{}}
+	if sum.types, err = typeMask(f, path); err != nil {
+		return summary{}, err
+	}
+	vals, err := enumValues(f, path)
+	if err != nil {
+		return summary{}, err
+	}
+	if vals != nil {
+		sum.enum = map[string]bool{}
+		types := 0
+		for _, v := range vals {
+			sum.enum[v.canon()] = true
+			if t := valueType(v); t == tNumber {
+				types |= tNumber | tInteger
+			} else {
+				types |= t
+			}
+		}
+		sum.types &= types
+	}
+	props := f.get("properties")
+	if req := f.get("required"); req != nil && req.kind == 'a' {
+		for _, r := range req.arr {
+			name, ok := r.str()
+			if !ok || props.get(name) == nil {
+				continue
+			}
+			p, err := c.flat(props.get(name), ptr(path+"/properties", name), 0)
+			if err != nil {
+				return summary{}, err
+			}
+			if isFalse(p) {
+				sum.types &^= tObject
+				continue
+			}
+			pv, err := enumValues(p, path)
+			if err != nil || pv == nil {
+				continue
+			}
+			set := map[string]bool{}
+			for _, v := range pv {
+				set[v.canon()] = true
+			}
+			sum.tags[name] = set
+		}
+	}
+	return sum, nil
+}
+
+func disjointSets(a, b map[string]bool) bool {
+	for k := range a {
+		if b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// disjoint reports whether no value can satisfy both branches.
+func (a summary) disjoint(b summary) bool {
+	if a.empty || b.empty {
+		return true
+	}
+	common := a.types & b.types
+	if common == 0 {
+		return true
+	}
+	if a.enum != nil && b.enum != nil && disjointSets(a.enum, b.enum) {
+		return true
+	}
+	if common == tObject {
+		for name, va := range a.tags {
+			if vb, ok := b.tags[name]; ok && disjointSets(va, vb) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// smallBuffers is a listener whose connections have a small send buffer,
+// so that a client that reads nothing blocks the server's writes within a
+// few kilobytes.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// newSlowServer is newServer with small send buffers.
+func newSlowServer(t *testing.T, slots int, cfg Config) *httptest.Server {
+	t.Helper()
+	ts, _ := newServer(t, slots, cfg)
+	// newServer started ts: make a second one with the same handler on a
+	// listener of small buffers.
+	slow := httptest.NewUnstartedServer(ts.Config.Handler)
+	slow.Listener = smallBuffers{slow.Listener}
+	slow.Start()
+	t.Cleanup(slow.Close)
+	return slow
+}
+
+// dialNonReader connects to addr with a small receive buffer and sends a
+// POST of body to path; the caller never reads the reply.
+func dialNonReader(t *testing.T, addr, path, body string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	c, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	require.NoError(t, err)
+	return c
+}
+
+// metricValue reads one sample of the server's metrics.
+func metricValue(t *testing.T, url, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			var f float64
+			_, err := fmt.Sscan(v, &f)
+			require.NoError(t, err)
+			return f
+		}
+	}
+	t.Fatalf("no sample %s", sample)
+	return 0
+}
+
+// Clients that send a request and never read its reply hold nothing but
+// their connections: once their generation ends their sequences no longer
+// count against MaxConcurrent and other clients get 200; a stream whose
+// unsent events pass the bound is cut, a reply that waits longer than the
+// write timeout is cut, and the metrics count both.
+func TestSlowReadersHoldNothing(t *testing.T) {
+	ts := newSlowServer(t, 2, Config{MaxConcurrent: 4, WriteTimeout: 2 * time.Second, MaxBufferedBytes: 32 << 10})
+	addr := ts.Listener.Addr().String()
+	// Replies of 150 tokens each (the end token is banned), each token with
+	// 20 alternatives: over 300 KiB.
+	big := fmt.Sprintf(`"messages":[{"role":"user","content":"Hello"}],"n":2,"max_tokens":150,"logprobs":true,"top_logprobs":20,"seed":1,"logit_bias":{"%d":-100}`, testmodel.EOS)
+	stream := dialNonReader(t, addr, "/v1/chat/completions", `{`+big+`,"stream":true}`)
+	whole := dialNonReader(t, addr, "/v1/chat/completions", `{`+big+`}`)
+
+	// The two requests hold the four sequences while they generate; once
+	// they have ended, every other request gets 200 at once, although no
+	// byte of their replies was read.
+	deadline := time.Now().Add(60 * time.Second)
+	for metricValue(t, ts.URL, "llamaserve_sequences_finished_total") < 4 ||
+		metricValue(t, ts.URL, "llamaserve_requests_in_flight") > 0 {
+		require.True(t, time.Now().Before(deadline), "the non-readers' generation did not end")
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The whole reply still waits for its client (it is cut 2 s after its
+	// first blocked write): it stopped counting when its generation ended.
+	assert.Zero(t, metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="write_timeout"}`))
+	for i := range 3 {
+		resp := post(t, ts.URL+"/v1/completions", `{"prompt":"The model","max_tokens":3,"n":4,"temperature":0}`)
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "request %d: %s", i, data)
+	}
+
+	// Both non-readers are cut: the stream when its events passed 32 KiB,
+	// the whole reply after the write timeout; each connection then ends.
+	for metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="write_timeout"}`)+
+		metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="buffer"}`) < 2 {
+		require.True(t, time.Now().Before(deadline), "the non-readers were not cut")
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, 1.0, metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="buffer"}`))
+	assert.Equal(t, 1.0, metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="write_timeout"}`))
+	for name, c := range map[string]net.Conn{"stream": stream, "whole": whole} {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		data, err := io.ReadAll(c)
+		if err != nil {
+			assert.NotErrorIs(t, err, syscall.ETIMEDOUT, name)
+			var ne net.Error
+			if assert.ErrorAs(t, err, &ne, name) {
+				assert.False(t, ne.Timeout(), "%s: the connection was not closed", name)
+			}
+		}
+		assert.True(t, strings.HasPrefix(string(data), "HTTP/1.1 200 OK\r\n"), "%s: %.40q", name, data)
+		assert.NotContains(t, string(data), "[DONE]", name)
+	}
+}
+
+// A client that reads a large reply slowly but steadily is not cut: the
+// write timeout runs from its last progress, not from the reply's start.
+func TestSteadySlowReaderNotCut(t *testing.T) {
+	ts := newSlowServer(t, 2, Config{WriteTimeout: time.Second})
+	c := dialNonReader(t, ts.Listener.Addr().String(), "/v1/chat/completions",
+		fmt.Sprintf(`{"messages":[{"role":"user","content":"Hello"}],"n":4,"max_tokens":100,"logprobs":true,"top_logprobs":20,"seed":2,"logit_bias":{"%d":-100}}`, testmodel.EOS))
+	r := bufio.NewReader(c)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var data []byte
+	buf := make([]byte, 4<<10)
+	start := time.Now()
+	for {
+		n, err := resp.Body.Read(buf)
+		data = append(data, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	var body struct {
+		Choices []struct {
+			Logprobs struct {
+				Content []json.RawMessage `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal(data, &body))
+	require.Len(t, body.Choices, 4)
+	for _, c := range body.Choices {
+		assert.Len(t, c.Logprobs.Content, 100)
+	}
+	assert.Greater(t, len(data), 4*writeChunk, "the reply spans several chunks")
+	t.Logf("%d bytes read in %v", len(data), time.Since(start))
+	assert.Greater(t, time.Since(start), time.Second, "the reading took longer than the write timeout")
+	assert.Zero(t, metricValue(t, ts.URL, `llamaserve_connections_cut_total{reason="write_timeout"}`))
+}
