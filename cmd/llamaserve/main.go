@@ -270,7 +270,9 @@ func serveModel(o *options, stderr io.Writer) error {
 		id = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
 	}
 	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
+	chat, chatNote := chatTemplate(m, o.template)
 	handler := serve.New(serve.Config{
+		ChatTemplate: chat,
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger,
@@ -284,6 +286,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: logger}
 	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
 		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, b.Room(0), ln.Addr())
+	fmt.Fprintf(stderr, "llamaserve: chat template: %s\n", chatNote)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -312,3 +315,38 @@ const (
 	idleTimeout = 2 * time.Minute // a keep-alive connection waiting for its next request
 	abortGrace  = 5 * time.Second // past --shutdown-timeout, for the cut requests' last words
 )
+
+// chatTemplate is the Jinja chat template chat prompts are rendered with:
+// --chat-template's when it is one, else the model's; nil (llama.cpp's
+// built-in templates) for a model without one, a template that does not
+// compile, or --chat-template naming a built-in template. The note says
+// which it is.
+func chatTemplate(m *llamacpp.Model, flag string) (*serve.ChatTemplate, string) {
+	src, from := flag, "--chat-template's"
+	switch {
+	case flag != "" && !serve.IsJinja(flag):
+		return nil, fmt.Sprintf("llama.cpp's built-in %q (--chat-template)", flag)
+	case flag == "":
+		var ok bool
+		if src, ok = m.ChatTemplate(""); !ok {
+			return nil, "llama.cpp's built-in (the model has no tokenizer.chat_template)"
+		}
+		from = "the model's"
+	}
+	v := m.Vocab()
+	piece := func(t int32) string {
+		if t < 0 {
+			return ""
+		}
+		p, err := v.Piece(t, true)
+		if err != nil {
+			return ""
+		}
+		return p
+	}
+	t, err := serve.NewChatTemplate(src, piece(v.BOS()), piece(v.EOS()))
+	if err != nil {
+		return nil, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
+	}
+	return t, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s)", from, t.Family())
+}

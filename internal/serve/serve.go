@@ -105,6 +105,13 @@ type Config struct {
 	// waits for the client, so a client slower than it finds its stream
 	// cut rather than the server's memory filled.
 	MaxBufferedBytes int64
+	// ChatTemplate is the model's Jinja chat template, which renders chat
+	// prompts with their tools; nil renders them with the engine
+	// tokenizer's (llama.cpp's built-in templates), which is also the
+	// fallback when the Jinja template fails on a request. Every chat
+	// reply names the one that ran in its X-Chat-Template header (jinja or
+	// builtin).
+	ChatTemplate *ChatTemplate
 	// Cache reports the prefix cache's counters; nil reports zeros.
 	Cache CacheStats
 	// Log receives a line per failed request (status 500); nil discards.
@@ -149,10 +156,12 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg,
 		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
-			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()}},
+			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()},
+			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 	}
+	s.params.logf = s.logf
 	s.metrics.requests = map[requestKey]uint64{}
 	s.stopping, s.abort = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/v1/completions", s.completions)
@@ -420,6 +429,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
 		return
 	}
+	if p.template != "" {
+		w.Header().Set("X-Chat-Template", p.template)
+	}
 	// The sequences count until they end, not until the response is
 	// written: a client slow to read its reply holds nothing but its
 	// connection.
@@ -444,7 +456,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		if i%nPerPrompt == 0 {
 			promptTokens += task.PromptTokens()
 		}
-		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs}
+		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
 	}
 	resp := &response{
 		id: fmt.Sprintf("cmpl-%016x", rand.Uint64()), created: time.Now().Unix(),
@@ -527,7 +539,33 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 				send(resp.chunk(c.index, &delta{Role: "assistant", Content: ptr("")}, nil, nil))
 			}
 			offset := 0 // text_offset of the chunk's first token
+			var ts *toolStream
+			if c.tools != nil {
+				ts = &toolStream{tp: c.tools}
+			}
 			c.run(func(text string, lp *logprobs, finish *string) {
+				if ts != nil {
+					text = ts.feed(text)
+					if finish != nil {
+						rest, calls := ts.end(*finish == "stop")
+						text += rest
+						if len(calls) > 0 {
+							c.finish = "tool_calls"
+							if text != "" || lp != nil {
+								send(resp.chunk(c.index, &delta{Content: &text}, resp.logprobsObject(lp, 0), nil))
+							}
+							for i, call := range calls {
+								for _, d := range callDeltas(i, call) {
+									send(resp.chunk(c.index, d, nil, nil))
+								}
+							}
+							send(resp.chunk(c.index, &delta{}, nil, &c.finish))
+							return
+						}
+					} else if text == "" && lp == nil {
+						return // held back: it may be a tool call
+					}
+				}
 				var d *delta
 				if resp.chat {
 					d = &delta{}

@@ -1,0 +1,148 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ChatTemplate is a model's Jinja chat template (tokenizer.chat_template),
+// rendered as transformers' apply_chat_template and llama.cpp's minja do:
+// with messages, tools, add_generation_prompt, bos_token, eos_token and
+// raise_exception (and strftime_now).
+type ChatTemplate struct {
+	tmpl     *jinja.Template
+	bos, eos string
+	family   toolFamily
+}
+
+// NewChatTemplate compiles src, a Jinja chat template; bos and eos are the
+// texts of the model's BOS and EOS tokens.
+func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
+	t, err := jinja.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, family: familyOf(src)}, nil
+}
+
+// IsJinja reports whether text looks like a Jinja template rather than the
+// name of one of llama.cpp's built-in templates (chatml, llama3, ...).
+func IsJinja(text string) bool {
+	return strings.Contains(text, "{{") || strings.Contains(text, "{%")
+}
+
+// Family names the tool-call format the template's model writes: hermes
+// (<tool_call>), llama3 (a JSON object with "parameters", maybe after
+// <|python_tag|>), mistral ([TOOL_CALLS]) or json.
+func (t *ChatTemplate) Family() string { return string(t.family) }
+
+// render renders the chat: messages and tools are JSON values (the
+// message objects and tool objects of OpenAI's API, rewritten by
+// templateMessages), read keeping their keys' order, which tojson
+// preserves as Python's json.dumps does.
+func (t *ChatTemplate) render(messages, tools []byte, addGenerationPrompt bool) (string, error) {
+	msgs, err := jsonValue(messages)
+	if err != nil {
+		return "", err
+	}
+	data := map[string]jinja.Value{
+		"messages":              msgs,
+		"add_generation_prompt": jinja.NewBool(addGenerationPrompt),
+		"bos_token":             jinja.NewString(t.bos),
+		"eos_token":             jinja.NewString(t.eos),
+	}
+	if tools != nil {
+		v, err := jsonValue(tools)
+		if err != nil {
+			return "", err
+		}
+		data["tools"] = v
+	}
+	out, err := t.tmpl.RenderValues(data)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// jsonValue reads a JSON document as a Jinja value; objects keep their
+// keys' order.
+func jsonValue(data []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return jinja.Value{}, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	switch x := tok.(type) {
+	case json.Delim:
+		switch x {
+		case '{':
+			d := jinja.NewDict()
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				d.AsDict().Set(k.(string), v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			return d, nil
+		case '[':
+			var items []jinja.Value
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				items = append(items, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			if items == nil {
+				items = []jinja.Value{}
+			}
+			return jinja.NewList(items), nil
+		}
+	case string:
+		return jinja.NewString(x), nil
+	case bool:
+		return jinja.NewBool(x), nil
+	case nil:
+		return jinja.None(), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return jinja.NewInt(i), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return jinja.Value{}, err
+		}
+		return jinja.NewFloat(f), nil
+	}
+	return jinja.Value{}, fmt.Errorf("unexpected JSON token %v", tok)
+}

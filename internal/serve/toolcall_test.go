@@ -1,0 +1,191 @@
+package serve
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func weatherPlan(t *testing.T, extra string) *toolPlan {
+	t.Helper()
+	body := `{"messages":[{"role":"user","content":"x"}],"tools":` + weatherTools[:len(weatherTools)-1] +
+		`,{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}]` + extra + `}`
+	req, err := decodeRequest([]byte(body), true)
+	require.NoError(t, err)
+	tp, err := parseTools(req)
+	require.NoError(t, err)
+	require.NotNil(t, tp)
+	return tp
+}
+
+// The families' formats are read as calls; text that is not a call, or
+// calls a function that is not among the tools, stays content.
+func TestParseToolCalls(t *testing.T) {
+	tp := weatherPlan(t, "")
+	type want struct {
+		content string
+		calls   []string // name + " " + arguments
+	}
+	for _, tc := range []struct {
+		text string
+		want want
+	}{
+		// Hermes, Qwen 2.5 and 3.
+		{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", want{"", []string{`get_weather {"city":"Paris"}`}}},
+		{"Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
+			want{"Let me look.", []string{`get_weather {"city":"Paris"}`, `get_time {}`}}},
+		{"<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Rome\\\"}\"}", want{"", []string{`get_weather {"city":"Rome"}`}}},
+		// Llama 3.x.
+		{`<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}`, want{"", []string{`get_weather {"city":"Oslo"}`}}},
+		{`{"name": "get_weather", "parameters": {"city": "Oslo"}}; {"name": "get_time", "parameters": {}}`, want{"", []string{`get_weather {"city":"Oslo"}`, `get_time {}`}}},
+		// Mistral, both forms.
+		{`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima"}}]`, want{"", []string{`get_weather {"city":"Lima"}`}}},
+		{`[TOOL_CALLS]get_weather[ARGS]{"city": "Lima"}[TOOL_CALLS]get_time[ARGS]{}`, want{"", []string{`get_weather {"city":"Lima"}`, `get_time {}`}}},
+		// Generic JSON, fenced or in OpenAI's shape.
+		{"```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Kyiv\"}}\n```", want{"", []string{`get_weather {"city":"Kyiv"}`}}},
+		{`{"tool_calls": [{"type": "function", "function": {"name": "get_time", "arguments": "{}"}}]}`, want{"", []string{`get_time {}`}}},
+		{`[{"name": "get_time"}]`, want{"", []string{`get_time {}`}}},
+		// Not calls.
+		{"It is sunny.", want{"It is sunny.", nil}},
+		{`{"name": "delete_all", "arguments": {}}`, want{`{"name": "delete_all", "arguments": {}}`, nil}},
+		{`{"city": "Paris"}`, want{`{"city": "Paris"}`, nil}},
+		{`<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, want{`<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, nil}},
+		{`<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"`, want{`<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"`, nil}},
+	} {
+		content, calls := tp.parse(tc.text)
+		assert.Equal(t, tc.want.content, content, tc.text)
+		var got []string
+		for _, c := range calls {
+			got = append(got, c.Name+" "+c.Arguments)
+			assert.Regexp(t, `^call_[a-zA-Z0-9]{24}$`, c.ID)
+		}
+		assert.Equal(t, tc.want.calls, got, tc.text)
+	}
+
+	// parallel_tool_calls false keeps one call.
+	one := weatherPlan(t, `,"parallel_tool_calls":false`)
+	_, calls := one.parse(`{"name": "get_time", "parameters": {}}; {"name": "get_time", "parameters": {}}`)
+	assert.Len(t, calls, 1)
+}
+
+// tool_choice none (or no tools) calls nothing; required and a named
+// function are kept.
+func TestParseToolChoice(t *testing.T) {
+	req, err := decodeRequest([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":`+weatherTools+`,"tool_choice":"none"}`), true)
+	require.NoError(t, err)
+	tp, err := parseTools(req)
+	require.NoError(t, err)
+	assert.Nil(t, tp)
+	assert.Equal(t, "auto", weatherPlan(t, "").mode)
+	assert.Equal(t, "required", weatherPlan(t, `,"tool_choice":"required"`).mode)
+	named := weatherPlan(t, `,"tool_choice":{"type":"function","function":{"name":"get_time"}}`)
+	assert.Equal(t, "function", named.mode)
+	assert.Equal(t, "get_time", named.name)
+}
+
+// byteVocab is a vocabulary of the 256 bytes and an end token (256).
+func byteVocab(t *testing.T) *grammar.Vocabulary {
+	toks := make([][]byte, 257)
+	for i := range 256 {
+		toks[i] = []byte{byte(i)}
+	}
+	toks[256] = nil
+	v, err := grammar.NewVocabulary(toks, []int32{256})
+	require.NoError(t, err)
+	return v
+}
+
+// The grammar of a forced call accepts the calls of the family's format
+// whose arguments validate, and nothing else.
+func TestToolCallGrammar(t *testing.T) {
+	v := byteVocab(t)
+	accepts := func(src, text string) bool {
+		g, err := grammar.Parse(src)
+		require.NoError(t, err, src)
+		m := grammar.NewMatcher(g, v)
+		s := m.AcceptBytes(m.Start(), []byte(text))
+		return !m.Dead(s) && m.Complete(s)
+	}
+	for _, tc := range []struct {
+		family    toolFamily
+		choice    string
+		good, bad []string
+	}{
+		{familyHermes, `"required"`, []string{
+			"<tool_call>\n" + `{"name":"get_weather","arguments":{"city":"Paris"}}` + "\n</tool_call>",
+			"<tool_call>\n" + `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "f"}}` + "\n</tool_call>",
+			"<tool_call>\n" + `{"name":"get_time","arguments":{}}` + "\n</tool_call>",
+		}, []string{
+			`{"name":"get_weather","arguments":{"city":"Paris"}}`,
+			"<tool_call>\n" + `{"name":"get_weather","arguments":{}}` + "\n</tool_call>",
+			"<tool_call>\n" + `{"name":"get_weather","arguments":{"city":"Paris","unit":"k"}}` + "\n</tool_call>",
+			"<tool_call>\n" + `{"name":"other","arguments":{}}` + "\n</tool_call>",
+		}},
+		{familyLlama3, `{"type":"function","function":{"name":"get_weather"}}`, []string{
+			`{"name":"get_weather","parameters":{"city":"Paris"}}`,
+		}, []string{
+			`{"name":"get_weather","arguments":{"city":"Paris"}}`,
+			`{"name":"get_time","parameters":{}}`,
+		}},
+		{familyMistral, `"required"`, []string{`[{"name":"get_time","arguments":{}}]`}, []string{`{"name":"get_time","arguments":{}}`}},
+		{familyJSON, `"required"`, []string{`{"name":"get_time","arguments":{}}`}, []string{`[{"name":"get_time","arguments":{}}]`}},
+	} {
+		tp := weatherPlan(t, `,"tool_choice":`+tc.choice)
+		tp.family = tc.family
+		src, err := tp.callGBNF(grammar.SchemaToGBNF)
+		require.NoError(t, err)
+		for _, g := range tc.good {
+			assert.True(t, accepts(src, g), "%s: %s", tc.family, g)
+			_, calls := tp.parse(g)
+			require.Len(t, calls, 1, g)
+			var args map[string]any
+			assert.NoError(t, json.Unmarshal([]byte(calls[0].Arguments), &args))
+		}
+		for _, b := range tc.bad {
+			assert.False(t, accepts(src, b), "%s: %s", tc.family, b)
+		}
+	}
+	// auto constrains nothing.
+	src, err := weatherPlan(t, "").callGBNF(grammar.SchemaToGBNF)
+	require.NoError(t, err)
+	assert.Empty(t, src)
+}
+
+// A stream sends text that cannot open a call at once, holds back what may
+// be one, and reads it at the end.
+func TestToolStream(t *testing.T) {
+	tp := weatherPlan(t, "")
+	feed := func(pieces ...string) (sent []string, rest string, calls []toolCall) {
+		ts := &toolStream{tp: tp}
+		for _, p := range pieces {
+			sent = append(sent, ts.feed(p))
+		}
+		rest, calls = ts.end(true)
+		return
+	}
+	sent, rest, calls := feed("It", " is", " sunny", ".")
+	assert.Equal(t, []string{"It", " is", " sunny", "."}, sent)
+	assert.Empty(t, rest)
+	assert.Empty(t, calls)
+
+	sent, rest, calls = feed(" <tool", "_call>\n{\"name\": \"get_time\",", " \"arguments\": {}}\n</tool_call>")
+	assert.Equal(t, "", strings.Join(sent, ""))
+	assert.Empty(t, rest)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "get_time", calls[0].Name)
+
+	sent, rest, calls = feed("Checking. <", "tool_call>{\"name\": \"get_time\"}</tool_call>")
+	assert.Equal(t, "Checking. ", strings.Join(sent, ""))
+	assert.Empty(t, rest)
+	require.Len(t, calls, 1)
+
+	// JSON that is not a call is sent at the end.
+	sent, rest, calls = feed(`{"a":`, ` 1}`)
+	assert.Equal(t, "", strings.Join(sent, ""))
+	assert.Equal(t, `{"a": 1}`, rest)
+	assert.Empty(t, calls)
+}
