@@ -272,10 +272,9 @@ func serveModel(o *options, stderr io.Writer) error {
 	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
 	chat, chatNote := chatTemplate(m, o.template)
 	handler := serve.New(serve.Config{
-		ChatTemplate: chat,
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
-		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger,
+		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
@@ -258,6 +259,9 @@ func callDeltas(i int, c toolCall) []*delta {
 	args := c.Arguments
 	for len(args) > 0 {
 		n := min(len(args), argumentsChunk)
+		for n < len(args) && !utf8.RuneStart(args[n]) {
+			n++ // a delta holds whole characters
+		}
 		out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: args[:n]}}}})
 		args = args[n:]
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/grammar"
 	"github.com/stretchr/testify/assert"
@@ -188,4 +189,27 @@ func TestToolStream(t *testing.T) {
 	assert.Equal(t, "", strings.Join(sent, ""))
 	assert.Equal(t, `{"a": 1}`, rest)
 	assert.Empty(t, calls)
+}
+
+// A call's arguments stream in deltas of whole characters that join into
+// them.
+func TestCallDeltas(t *testing.T) {
+	c := toolCall{ID: "call_1", Name: "f", Arguments: `{"city":"Zürich – 東京 ☃☃☃☃☃☃","n":1}`}
+	ds := callDeltas(2, c)
+	require.Greater(t, len(ds), 2)
+	first := ds[0].ToolCalls[0]
+	assert.Equal(t, 2, *first.Index)
+	assert.Equal(t, "call_1", first.ID)
+	assert.Equal(t, "function", first.Type)
+	assert.Equal(t, "f", first.Function.Name)
+	assert.Equal(t, "", first.Function.Arguments)
+	var args strings.Builder
+	for _, d := range ds[1:] {
+		tc := d.ToolCalls[0]
+		assert.Equal(t, 2, *tc.Index)
+		assert.Empty(t, tc.ID)
+		assert.True(t, utf8.ValidString(tc.Function.Arguments))
+		args.WriteString(tc.Function.Arguments)
+	}
+	assert.Equal(t, c.Arguments, args.String())
 }
