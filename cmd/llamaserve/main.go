@@ -283,9 +283,9 @@ func serveModel(o *options, stderr io.Writer) error {
 	// An idle keep-alive connection is closed after a while, as one that
 	// reads nothing is cut after --write-timeout.
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: logger}
+	fmt.Fprintf(stderr, "llamaserve: chat template: %s\n", chatNote)
 	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
 		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, b.Room(0), ln.Addr())
-	fmt.Fprintf(stderr, "llamaserve: chat template: %s\n", chatNote)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -347,5 +347,9 @@ func chatTemplate(m *llamacpp.Model, flag string) (*serve.ChatTemplate, string) 
 	if err != nil {
 		return nil, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
 	}
-	return t, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s)", from, t.Family())
+	tools := ""
+	if !t.TakesTools() {
+		tools = ", which does not render tools: they are described in the system message"
+	}
+	return t, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
 }

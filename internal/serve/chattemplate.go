@@ -19,6 +19,10 @@ type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
 	family   toolFamily
+	// takesTools and takesCalls tell whether the template reads tools and
+	// the assistants' tool_calls: the server writes them into the
+	// messages for one that does not.
+	takesTools, takesCalls bool
 }
 
 // NewChatTemplate compiles src, a Jinja chat template; bos and eos are the
@@ -28,7 +32,12 @@ func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, family: familyOf(src)}, nil
+	ct := &ChatTemplate{tmpl: t, bos: bos, eos: eos, family: familyOf(src),
+		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls")}
+	if !ct.takesTools {
+		ct.family = familyJSON // it asks for calls as polyfill describes them
+	}
+	return ct, nil
 }
 
 // IsJinja reports whether text looks like a Jinja template rather than the
@@ -36,6 +45,10 @@ func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
 func IsJinja(text string) bool {
 	return strings.Contains(text, "{{") || strings.Contains(text, "{%")
 }
+
+// TakesTools reports whether the template renders tools itself; for one
+// that does not, the server describes them in the system message.
+func (t *ChatTemplate) TakesTools() bool { return t.takesTools }
 
 // Family names the tool-call format the template's model writes: hermes
 // (<tool_call>), llama3 (a JSON object with "parameters", maybe after

@@ -713,10 +713,14 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Request, string, error) {
 	if p.chat != nil && p.tok != nil {
 		var tools []byte
-		if tp != nil {
+		if tp != nil && p.chat.takesTools {
 			tools = tp.toolsJSON()
 		}
-		text, err := p.chat.render(templateMessages(msgs), tools, true)
+		shown := msgs
+		if !p.chat.takesTools || !p.chat.takesCalls {
+			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
+		}
+		text, err := p.chat.render(templateMessages(shown), tools, true)
 		if err == nil {
 			toks, err := p.tok.Tokenize(text, false, true)
 			if err != nil {

@@ -562,12 +562,13 @@ func templateMessages(msgs []chatMessage) []byte {
 	return data
 }
 
-// builtinMessages writes the messages for llama.cpp's built-in templates,
-// which know no tools: the tools are described in the system message, an
-// assistant's calls written as JSON and a tool's result as a user message.
-func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
-	var out []backend.Message
-	if tp != nil {
+// polyfill writes the messages for a template that knows no tools
+// (describe: the tools are described in the system message) or no calls
+// (rewrite: an assistant's calls are written as JSON in its content, a
+// tool's result as a user message), as minja does for such templates.
+func polyfill(msgs []chatMessage, tp *toolPlan, describe, rewrite bool) []chatMessage {
+	var out []chatMessage
+	if tp != nil && describe {
 		var b strings.Builder
 		b.WriteString("You can call these functions:\n")
 		for _, raw := range tp.raw {
@@ -577,16 +578,18 @@ func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
 		}
 		b.WriteString(`To call one, reply with only a JSON object {"name": <function name>, "arguments": <arguments object>}.`)
 		if len(msgs) > 0 && msgs[0].Role == "system" {
-			out = append(out, backend.Message{Role: "system", Content: msgs[0].Content + "\n\n" + b.String()})
+			out = append(out, chatMessage{Role: "system", Content: msgs[0].Content + "\n\n" + b.String()})
 			msgs = msgs[1:]
 		} else {
-			out = append(out, backend.Message{Role: "system", Content: b.String()})
+			out = append(out, chatMessage{Role: "system", Content: b.String()})
 		}
 	}
 	for _, m := range msgs {
 		switch {
+		case !rewrite:
+			out = append(out, m)
 		case m.Role == "tool":
-			out = append(out, backend.Message{Role: "user", Content: fmt.Sprintf("The result of call %s:\n%s", m.ToolCallID, m.Content)})
+			out = append(out, chatMessage{Role: "user", Content: fmt.Sprintf("The result of call %s:\n%s", m.ToolCallID, m.Content)})
 		case len(m.ToolCalls) > 0:
 			var b strings.Builder
 			b.WriteString(m.Content)
@@ -599,12 +602,23 @@ func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
 					a, _ := json.Marshal(args)
 					args = string(a)
 				}
-				fmt.Fprintf(&b, `{"name": %q, "arguments": %s}`, c.Function.Name, args)
+				name, _ := json.Marshal(c.Function.Name)
+				fmt.Fprintf(&b, `{"name": %s, "arguments": %s}`, name, args)
 			}
-			out = append(out, backend.Message{Role: m.Role, Content: b.String()})
+			out = append(out, chatMessage{Role: m.Role, Content: b.String()})
 		default:
-			out = append(out, backend.Message{Role: m.Role, Content: m.Content})
+			out = append(out, chatMessage{Role: m.Role, Content: m.Content})
 		}
+	}
+	return out
+}
+
+// builtinMessages writes the messages for llama.cpp's built-in templates,
+// which know neither tools nor calls.
+func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
+	var out []backend.Message
+	for _, m := range polyfill(msgs, tp, true, true) {
+		out = append(out, backend.Message{Role: m.Role, Content: m.Content})
 	}
 	return out
 }
