@@ -545,24 +545,31 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 			}
 			c.run(func(text string, lp *logprobs, finish *string) {
 				if ts != nil {
-					text = ts.feed(text)
+					var deltas []*delta
+					text, deltas = ts.feed(text)
 					if finish != nil {
-						rest, calls := ts.end(*finish == "stop")
+						rest, calls, more := ts.end(*finish == "stop")
 						text += rest
+						deltas = append(deltas, more...)
 						if len(calls) > 0 {
 							c.finish = "tool_calls"
-							if text != "" || lp != nil {
-								send(resp.chunk(c.index, &delta{Content: &text}, resp.logprobsObject(lp, 0), nil))
-							}
-							for i, call := range calls {
-								for _, d := range callDeltas(i, call) {
-									send(resp.chunk(c.index, d, nil, nil))
-								}
-							}
-							send(resp.chunk(c.index, &delta{}, nil, &c.finish))
-							return
 						}
-					} else if text == "" && lp == nil {
+					}
+					if len(deltas) > 0 || len(ts.live) > 0 {
+						// A call is streaming: the text and logprobs go
+						// first, then its deltas, then the end.
+						if text != "" || lp != nil {
+							send(resp.chunk(c.index, &delta{Content: &text}, resp.logprobsObject(lp, 0), nil))
+						}
+						for _, d := range deltas {
+							send(resp.chunk(c.index, d, nil, nil))
+						}
+						if finish != nil {
+							send(resp.chunk(c.index, &delta{}, nil, &c.finish))
+						}
+						return
+					}
+					if text == "" && lp == nil && finish == nil {
 						return // held back: it may be a tool call
 					}
 				}

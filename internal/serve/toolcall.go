@@ -476,9 +476,9 @@ func (tp *toolPlan) call(name string, args json.RawMessage) (toolCall, bool) {
 	if json.Unmarshal(args, &obj) != nil {
 		return toolCall{}, false
 	}
-	var compact bytes.Buffer
-	json.Compact(&compact, args)
-	return toolCall{Name: name, Arguments: compact.String()}, true
+	// The arguments as the model wrote them, as OpenAI gives them: a
+	// stream sends them as they come.
+	return toolCall{Name: name, Arguments: string(args)}, true
 }
 
 // newCallID returns a new tool call id, as OpenAI's look.
@@ -624,20 +624,37 @@ func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
 }
 
 // toolStream holds back a streamed choice's text that may be a tool call,
-// to parse it at the end; text that cannot be one goes on as content.
+// to parse it at the end; text that cannot be one goes on as content. A
+// call whose name comes first (as every family writes it) is streamed as
+// it is written: its name once known, then its arguments as they come.
 type toolStream struct {
 	tp      *toolPlan
 	pending string // text held back
 	decided bool   // the output does not open with a call: content until a marker
 	calling bool   // pending opens with a call's marker
+	live    []liveCall
 }
 
-// feed takes the choice's new text and returns the content to send now.
-func (ts *toolStream) feed(text string) string {
+// liveCall is a call streamed as it is written.
+type liveCall struct {
+	call toolCall
+	args string // its arguments sent so far
+}
+
+// feed takes the choice's new text and returns the content to send now;
+// deltas are the calls' deltas to send after it.
+func (ts *toolStream) feed(text string) (content string, deltas []*delta) {
 	ts.pending += text
-	if ts.calling {
-		return ""
+	if !ts.calling {
+		content = ts.content()
 	}
+	if ts.calling || !ts.decided {
+		deltas = ts.advance()
+	}
+	return content, deltas
+}
+
+func (ts *toolStream) content() string {
 	if !ts.decided {
 		if mayBeCall(ts.pending) {
 			return ""
@@ -661,15 +678,197 @@ func (ts *toolStream) feed(text string) string {
 	return out
 }
 
-// end returns the text held back at the choice's end and the calls it
-// makes (when the choice stopped, not cut by its length).
-func (ts *toolStream) end(stopped bool) (string, []toolCall) {
-	rest := ts.pending
-	ts.pending = ""
-	if stopped && (ts.calling || !ts.decided) {
-		if content, calls := ts.tp.parse(rest); len(calls) > 0 {
-			return content, calls
+// advance streams what the held-back text now shows of its first calls.
+func (ts *toolStream) advance() []*delta {
+	var out []*delta
+	for i, start := range callStarts(ts.pending) {
+		name, args, ok := scanCall(ts.pending[start:])
+		if !ok || ts.tp.tool(name) == nil || !ts.tp.parallel && i > 0 {
+			break
+		}
+		if i == len(ts.live) {
+			ts.live = append(ts.live, liveCall{call: toolCall{ID: newCallID(), Name: name}})
+			out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), ID: ts.live[i].call.ID, Type: "function", Function: respFunction{Name: name}}}})
+		}
+		lc := &ts.live[i]
+		if lc.call.Name != name || !strings.HasPrefix(args, lc.args) {
+			break // not the call streamed so far: the end sorts it out
+		}
+		if d := args[len(lc.args):]; d != "" {
+			out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: d}}}})
+			lc.args = args
 		}
 	}
-	return rest, nil
+	return out
+}
+
+// end returns the text held back at the choice's end, the calls it makes
+// (when the choice stopped, not cut by its length) and the deltas that
+// finish streaming them. A choice that streamed a call and was cut sends
+// no text.
+func (ts *toolStream) end(stopped bool) (string, []toolCall, []*delta) {
+	rest := ts.pending
+	ts.pending = ""
+	var calls []toolCall
+	content := rest
+	if stopped && (ts.calling || !ts.decided) {
+		if c, cs := ts.tp.parse(rest); len(cs) > 0 {
+			content, calls = c, cs
+		}
+	}
+	if len(calls) == 0 {
+		if len(ts.live) > 0 {
+			return "", nil, nil
+		}
+		return content, nil, nil
+	}
+	var deltas []*delta
+	for i := range calls {
+		if i < len(ts.live) {
+			lc := ts.live[i]
+			calls[i].ID = lc.call.ID
+			if calls[i].Name == lc.call.Name && strings.HasPrefix(calls[i].Arguments, lc.args) {
+				if d := calls[i].Arguments[len(lc.args):]; d != "" {
+					deltas = append(deltas, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: d}}}})
+				}
+			}
+			continue
+		}
+		deltas = append(deltas, callDeltas(i, calls[i])...)
+	}
+	return content, calls, deltas
+}
+
+// callStarts are the offsets in text of the call objects that begin it:
+// after each <tool_call>, after <|python_tag|>, the text itself when it
+// opens with an object, or the first object of an array (after
+// [TOOL_CALLS] or not).
+func callStarts(text string) []int {
+	var out []int
+	if strings.Contains(text, markHermes) {
+		for i := 0; ; {
+			j := strings.Index(text[i:], markHermes)
+			if j < 0 {
+				return out
+			}
+			i += j + len(markHermes)
+			k := i + len(text[i:]) - len(strings.TrimLeft(text[i:], " \t\r\n"))
+			if k < len(text) && text[k] == '{' {
+				out = append(out, k)
+			}
+		}
+	}
+	t := text
+	off := 0
+	for _, m := range []string{markPython, markMistral} {
+		if i := strings.Index(t, m); i >= 0 {
+			off += i + len(m)
+			t = t[i+len(m):]
+			break
+		}
+	}
+	trimmed := strings.TrimLeft(t, " \t\r\n")
+	off += len(t) - len(trimmed)
+	if strings.HasPrefix(trimmed, "[") {
+		rest := strings.TrimLeft(trimmed[1:], " \t\r\n")
+		off += len(trimmed) - len(rest)
+		trimmed = rest
+	}
+	if strings.HasPrefix(trimmed, "{") {
+		out = append(out, off)
+	}
+	return out
+}
+
+// scanCall reads the start of a call object (s opens with "{") whose name
+// comes first: {"name": "NAME", "arguments" (or "parameters"): {...
+// The name, once whole, and the arguments object's text so far; not ok
+// before the name and the opening of the arguments are written, or when
+// the object is not of that shape.
+func scanCall(s string) (name, args string, ok bool) {
+	p := 1
+	ws := func() {
+		for p < len(s) && strings.IndexByte(" \t\r\n", s[p]) >= 0 {
+			p++
+		}
+	}
+	str := func() (string, bool) {
+		if p >= len(s) || s[p] != '"' {
+			return "", false
+		}
+		end := jsonStringEnd(s, p)
+		if end < 0 {
+			return "", false
+		}
+		var v string
+		if json.Unmarshal([]byte(s[p:end]), &v) != nil {
+			return "", false
+		}
+		p = end
+		return v, true
+	}
+	lit := func(c byte) bool {
+		ws()
+		if p < len(s) && s[p] == c {
+			p++
+			return true
+		}
+		return false
+	}
+	ws()
+	if k, ok := str(); !ok || k != "name" || !lit(':') {
+		return "", "", false
+	}
+	ws()
+	name, ok = str()
+	if !ok || !lit(',') {
+		return "", "", false
+	}
+	ws()
+	if k, ok := str(); !ok || (k != "arguments" && k != "parameters") || !lit(':') {
+		return "", "", false
+	}
+	ws()
+	if p >= len(s) || s[p] != '{' {
+		return "", "", false
+	}
+	return name, s[p : p+jsonObjectPrefix(s[p:])], true
+}
+
+// jsonStringEnd is the offset past the JSON string that opens at s[i], or
+// -1 when it does not end in s.
+func jsonStringEnd(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// jsonObjectPrefix is the length of the object that opens s, through its
+// closing brace, or all of s while it is not closed.
+func jsonObjectPrefix(s string) int {
+	depth := 0
+	for j := 0; j < len(s); j++ {
+		switch s[j] {
+		case '"':
+			end := jsonStringEnd(s, j)
+			if end < 0 {
+				return len(s)
+			}
+			j = end - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return len(s)
 }

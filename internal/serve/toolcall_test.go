@@ -36,18 +36,18 @@ func TestParseToolCalls(t *testing.T) {
 		want want
 	}{
 		// Hermes, Qwen 2.5 and 3.
-		{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", want{"", []string{`get_weather {"city":"Paris"}`}}},
+		{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", want{"", []string{`get_weather {"city": "Paris"}`}}},
 		{"Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
-			want{"Let me look.", []string{`get_weather {"city":"Paris"}`, `get_time {}`}}},
-		{"<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Rome\\\"}\"}", want{"", []string{`get_weather {"city":"Rome"}`}}},
+			want{"Let me look.", []string{`get_weather {"city": "Paris"}`, `get_time {}`}}},
+		{"<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Rome\\\"}\"}", want{"", []string{`get_weather {"city": "Rome"}`}}},
 		// Llama 3.x.
-		{`<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}`, want{"", []string{`get_weather {"city":"Oslo"}`}}},
-		{`{"name": "get_weather", "parameters": {"city": "Oslo"}}; {"name": "get_time", "parameters": {}}`, want{"", []string{`get_weather {"city":"Oslo"}`, `get_time {}`}}},
+		{`<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}`, want{"", []string{`get_weather {"city": "Oslo"}`}}},
+		{`{"name": "get_weather", "parameters": {"city": "Oslo"}}; {"name": "get_time", "parameters": {}}`, want{"", []string{`get_weather {"city": "Oslo"}`, `get_time {}`}}},
 		// Mistral, both forms.
-		{`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima"}}]`, want{"", []string{`get_weather {"city":"Lima"}`}}},
-		{`[TOOL_CALLS]get_weather[ARGS]{"city": "Lima"}[TOOL_CALLS]get_time[ARGS]{}`, want{"", []string{`get_weather {"city":"Lima"}`, `get_time {}`}}},
+		{`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima"}}]`, want{"", []string{`get_weather {"city": "Lima"}`}}},
+		{`[TOOL_CALLS]get_weather[ARGS]{"city": "Lima"}[TOOL_CALLS]get_time[ARGS]{}`, want{"", []string{`get_weather {"city": "Lima"}`, `get_time {}`}}},
 		// Generic JSON, fenced or in OpenAI's shape.
-		{"```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Kyiv\"}}\n```", want{"", []string{`get_weather {"city":"Kyiv"}`}}},
+		{"```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Kyiv\"}}\n```", want{"", []string{`get_weather {"city": "Kyiv"}`}}},
 		{`{"tool_calls": [{"type": "function", "function": {"name": "get_time", "arguments": "{}"}}]}`, want{"", []string{`get_time {}`}}},
 		{`[{"name": "get_time"}]`, want{"", []string{`get_time {}`}}},
 		// Not calls.
@@ -157,37 +157,87 @@ func TestToolCallGrammar(t *testing.T) {
 }
 
 // A stream sends text that cannot open a call at once, holds back what may
-// be one, and reads it at the end.
+// be one, streams a call's name and arguments as they are written, and
+// reads the rest at the end.
 func TestToolStream(t *testing.T) {
 	tp := weatherPlan(t, "")
-	feed := func(pieces ...string) (sent []string, rest string, calls []toolCall) {
-		ts := &toolStream{tp: tp}
-		for _, p := range pieces {
-			sent = append(sent, ts.feed(p))
-		}
-		rest, calls = ts.end(true)
-		return
+	type streamed struct {
+		content string
+		rest    string
+		calls   []toolCall
+		// per call: id, name, arguments joined from the deltas
+		ids, names, args []string
+		deltas           int // deltas before the end
 	}
-	sent, rest, calls := feed("It", " is", " sunny", ".")
-	assert.Equal(t, []string{"It", " is", " sunny", "."}, sent)
-	assert.Empty(t, rest)
-	assert.Empty(t, calls)
+	feed := func(pieces ...string) streamed {
+		var out streamed
+		ts := &toolStream{tp: tp}
+		add := func(ds []*delta) {
+			for _, d := range ds {
+				tc := d.ToolCalls[0]
+				i := *tc.Index
+				for len(out.ids) <= i {
+					out.ids, out.names, out.args = append(out.ids, ""), append(out.names, ""), append(out.args, "")
+				}
+				out.ids[i] += tc.ID
+				out.names[i] += tc.Function.Name
+				out.args[i] += tc.Function.Arguments
+			}
+		}
+		for _, p := range pieces {
+			c, ds := ts.feed(p)
+			out.content += c
+			out.deltas += len(ds)
+			add(ds)
+		}
+		rest, calls, ds := ts.end(true)
+		add(ds)
+		out.rest, out.calls = rest, calls
+		for i, c := range calls {
+			assert.Equal(t, c.ID, out.ids[i])
+			assert.Equal(t, c.Name, out.names[i])
+			assert.Equal(t, c.Arguments, out.args[i], "the deltas make the arguments")
+		}
+		return out
+	}
+	got := feed("It", " is", " sunny", ".")
+	assert.Equal(t, "It is sunny.", got.content)
+	assert.Empty(t, got.rest)
+	assert.Empty(t, got.calls)
 
-	sent, rest, calls = feed(" <tool", "_call>\n{\"name\": \"get_time\",", " \"arguments\": {}}\n</tool_call>")
-	assert.Equal(t, "", strings.Join(sent, ""))
-	assert.Empty(t, rest)
-	require.Len(t, calls, 1)
-	assert.Equal(t, "get_time", calls[0].Name)
+	got = feed(" <tool", "_call>\n{\"name\": \"get_weather\",", " \"arguments\": {\"ci", "ty\": \"Pa", "ris\"}}\n</tool_call>")
+	assert.Equal(t, "", got.content)
+	assert.Empty(t, got.rest)
+	require.Len(t, got.calls, 1)
+	assert.Equal(t, `{"city": "Paris"}`, got.calls[0].Arguments)
+	assert.GreaterOrEqual(t, got.deltas, 4, "the name, then the arguments as they come")
 
-	sent, rest, calls = feed("Checking. <", "tool_call>{\"name\": \"get_time\"}</tool_call>")
-	assert.Equal(t, "Checking. ", strings.Join(sent, ""))
-	assert.Empty(t, rest)
-	require.Len(t, calls, 1)
+	got = feed("Checking. <", "tool_call>{\"name\": \"get_time\"}</tool_call>")
+	assert.Equal(t, "Checking. ", got.content)
+	assert.Empty(t, got.rest)
+	require.Len(t, got.calls, 1)
+	assert.Equal(t, 0, got.deltas, "no arguments key: sent at the end")
+
+	// Two calls, Llama 3 style with parameters; then Mistral's array.
+	got = feed(`{"name": "get_time", "parameters": {}}`)
+	require.Len(t, got.calls, 1)
+	assert.Equal(t, "{}", got.args[0])
+	got = feed(`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "A"}}, {"name": "get_time", "arguments": {}}]`)
+	require.Len(t, got.calls, 2)
+	assert.Equal(t, []string{`{"city": "A"}`, "{}"}, got.args)
 
 	// JSON that is not a call is sent at the end.
-	sent, rest, calls = feed(`{"a":`, ` 1}`)
-	assert.Equal(t, "", strings.Join(sent, ""))
-	assert.Equal(t, `{"a": 1}`, rest)
+	got = feed(`{"a":`, ` 1}`)
+	assert.Equal(t, "", got.content)
+	assert.Equal(t, `{"a": 1}`, got.rest)
+	assert.Empty(t, got.calls)
+
+	// A call cut by the length sends no text at the end.
+	ts := &toolStream{tp: tp}
+	_, ds := ts.feed(`<tool_call>{"name": "get_weather", "arguments": {"city": "Par`)
+	assert.Len(t, ds, 2)
+	rest, calls, _ := ts.end(false)
+	assert.Empty(t, rest)
 	assert.Empty(t, calls)
 }
 
