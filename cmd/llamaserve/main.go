@@ -68,10 +68,12 @@ Usage:
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
 server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).
-Requests take OpenAI's fields, and transformers' GenerationConfig fields
-(top_k, min_p, repetition_penalty, ...) and mirostat, mirostat_tau,
-mirostat_eta as extensions. Requests join the running batch as they come
-(continuous batching); --parallel requests run at once, the others wait.
+Chat prompts are the model's Jinja chat template rendered with the tools;
+replies carry tool_calls. Requests take OpenAI's fields, and transformers'
+GenerationConfig fields (top_k, min_p, repetition_penalty, ...) and
+mirostat, mirostat_tau, mirostat_eta as extensions. Requests join the
+running batch as they come (continuous batching); --parallel requests run at
+once, the others wait.
 SIGINT or SIGTERM stops the server after the requests in progress (at most
 --shutdown-timeout; then they are cut).
 `
@@ -93,7 +95,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	}
 	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API")
 	fs.Lookup("alias").DefValue = "the file name without .gguf"
-	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
+	fs.StringVar(&o.template, "chat-template", "", "chat template replacing the model's: a llama.cpp built-in `NAME` (chatml, llama3, ...) or Jinja text")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")

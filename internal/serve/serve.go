@@ -9,15 +9,27 @@
 // lists of them), max_tokens (default 16), temperature, top_p, n, stream,
 // stream_options.include_usage, logprobs (0-5), stop (up to 4 strings,
 // left out of the text as OpenAI does), seed, logit_bias and user;
-// /v1/chat/completions takes messages (system, developer, user and
-// assistant roles; text content) instead of prompt, max_tokens or
-// max_completion_tokens (default: the end of the sequence), logprobs (a
-// boolean) and top_logprobs (0-20). Temperature 0 is greedy decoding;
+// /v1/chat/completions takes messages (system, developer, user,
+// assistant with tool_calls, and tool roles; text content) instead of
+// prompt, max_tokens or max_completion_tokens (default: the end of the
+// sequence), logprobs (a boolean), top_logprobs (0-20), and tools,
+// tool_choice (none, auto, required or a function) and
+// parallel_tool_calls. Temperature 0 is greedy decoding;
 // presence_penalty and frequency_penalty (-2 to 2) count the tokens
 // generated so far. OpenAI's fields that change nothing here (metadata,
 // store, service_tier, reasoning_effort, ...) are accepted and ignored;
-// those that ask for what the server lacks (tools, audio, moderation) are
-// refused unless null or empty.
+// those that ask for what the server lacks (audio, moderation, the
+// deprecated functions) are refused unless null or empty.
+//
+// A chat prompt is the model's Jinja chat template (Config.ChatTemplate)
+// rendered with the messages and tools, or llama.cpp's built-in template
+// for a model without one or when the template fails; the reply's
+// X-Chat-Template header says which. The reply is read as tool calls in
+// the formats of the Hermes/Qwen, Llama 3, Mistral and plain JSON
+// families; tool_choice required or a function constrains it with a
+// grammar to one call whose arguments validate against the function's
+// parameters. A stream sends a call's name, then its arguments, as the
+// model writes them.
 // The transformers GenerationConfig fields (top_k, min_p, typical_p,
 // repetition_penalty, no_repeat_ngram_size, do_sample, sequence_bias,
 // suppress_tokens, ...) and Mirostat (mirostat 1 or 2, mirostat_tau,
