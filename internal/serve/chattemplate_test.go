@@ -102,6 +102,10 @@ func TestChatTemplatesRenderTools(t *testing.T) {
 			"<|im_start|>assistant\n<tool_call>\n" + `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}` + "\n</tool_call><|im_end|>\n",
 			"<|im_start|>user\n<tool_response>\n18 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
 		}},
+		{"Qwen 3.5", realTemplate(t, "Qwen3.5-35B-A3B-Q8_0.jinja"), "", "<|im_end|>", familyHermes, []string{
+			"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>",
+			"<tool_response>\n18 C\n</tool_response>",
+		}},
 		{"Ministral 3", realTemplate(t, "Ministral-3-14B-Instruct-2512-Q4_0.jinja"), "<s>", "</s>", familyMistral, []string{
 			"<s>[SYSTEM_PROMPT]You answer with the weather.[/SYSTEM_PROMPT]",
 			`[AVAILABLE_TOOLS][{"type": "function", "function": {"name": "get_weather"`,

@@ -66,6 +66,9 @@ const (
 	markMistral = "[TOOL_CALLS]"
 	markArgs    = "[ARGS]"
 	markPython  = "<|python_tag|>"
+	// markFunction opens a call in Qwen 3 Coder's XML form, inside
+	// <tool_call>.
+	markFunction = "<function="
 )
 
 var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -343,13 +346,81 @@ func (tp *toolPlan) parseHermes(t string) (string, []toolCall, bool) {
 		} else {
 			t = ""
 		}
-		c, ok := tp.callsFromJSON(body)
+		var c []toolCall
+		ok := false
+		if strings.HasPrefix(strings.TrimSpace(body), markFunction) {
+			c, ok = tp.parseXMLCall(strings.TrimSpace(body))
+		} else {
+			c, ok = tp.callsFromJSON(body)
+		}
 		if !ok {
 			return "", nil, false
 		}
 		calls = append(calls, c...)
 	}
 	return strings.TrimSpace(rest.String()), calls, true
+}
+
+// parseXMLCall reads the XML form of Qwen 3 Coder, 3.5 and 3.6 inside a
+// <tool_call>: <function=NAME><parameter=KEY>VALUE</parameter>...</function>.
+// A value is JSON where it reads as JSON and its parameter is not a
+// string, else the text.
+func (tp *toolPlan) parseXMLCall(body string) ([]toolCall, bool) {
+	rest, ok := strings.CutPrefix(body, markFunction)
+	if !ok {
+		return nil, false
+	}
+	name, rest, ok := strings.Cut(rest, ">")
+	if !ok {
+		return nil, false
+	}
+	fn := tp.tool(strings.TrimSpace(name))
+	if fn == nil {
+		return nil, false
+	}
+	var props map[string]struct {
+		Type any `json:"type"`
+	}
+	if fn.Parameters != nil {
+		var p struct {
+			Properties map[string]struct {
+				Type any `json:"type"`
+			} `json:"properties"`
+		}
+		json.Unmarshal(fn.Parameters, &p)
+		props = p.Properties
+	}
+	var args orderedProps
+	for {
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "</function>") {
+			break
+		}
+		after, ok := strings.CutPrefix(rest, "<parameter=")
+		if !ok {
+			return nil, false
+		}
+		key, after, ok := strings.Cut(after, ">")
+		if !ok {
+			return nil, false
+		}
+		value, after, ok := strings.Cut(after, "</parameter>")
+		if !ok {
+			return nil, false
+		}
+		value = strings.TrimSuffix(strings.TrimPrefix(value, "\n"), "\n")
+		var v any = value
+		if t, _ := props[key].Type.(string); t != "string" && json.Valid([]byte(value)) {
+			v = json.RawMessage(value)
+		}
+		args = append(args, kv{key, v})
+		rest = after
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return nil, false
+	}
+	return []toolCall{{Name: fn.Name, Arguments: string(data)}}, true
 }
 
 // parseMistral reads [TOOL_CALLS][{...}, ...] and the newer

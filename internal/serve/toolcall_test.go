@@ -40,6 +40,10 @@ func TestParseToolCalls(t *testing.T) {
 		{"Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
 			want{"Let me look.", []string{`get_weather {"city": "Paris"}`, `get_time {}`}}},
 		{"<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Rome\\\"}\"}", want{"", []string{`get_weather {"city": "Rome"}`}}},
+		// Qwen 3 Coder, 3.5 and 3.6: XML inside <tool_call>.
+		{"<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>",
+			want{"", []string{`get_weather {"city":"New York","unit":"c"}`}}},
+		{"<tool_call>\n<function=get_time>\n<parameter=zone>\n-3\n</parameter>\n</function>\n</tool_call>", want{"", []string{`get_time {"zone":-3}`}}},
 		// Llama 3.x.
 		{`<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}`, want{"", []string{`get_weather {"city": "Oslo"}`}}},
 		{`{"name": "get_weather", "parameters": {"city": "Oslo"}}; {"name": "get_time", "parameters": {}}`, want{"", []string{`get_weather {"city": "Oslo"}`, `get_time {}`}}},
