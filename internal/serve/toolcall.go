@@ -244,8 +244,10 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 		return "", badRequest("tools", "tools: the parameters cannot be enforced: %v", err)
 	}
 	// The call in the family's format around the JSON object (the
-	// schema's root rule, renamed).
+	// schema's root rule, renamed), its spaces single ones, as calls are
+	// written (and the fewest tokens).
 	src = strings.Replace(src, "root ::= ", "tool-call-object ::= ", 1)
+	src = strings.Replace(src, jsonSpace, `space ::= | " "`, 1)
 	var root string
 	switch tp.family {
 	case familyHermes:
@@ -257,6 +259,10 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 	}
 	return root + "\n" + src, nil
 }
+
+// jsonSpace is the grammar package's rule of the space between JSON
+// tokens.
+const jsonSpace = `space ::= | " " | "\n" [ \t]{0,20}`
 
 // orderedProps is a JSON object whose keys keep their order (the
 // grammar writes properties in the schema's order).

@@ -126,6 +126,7 @@ func TestToolCallGrammar(t *testing.T) {
 			"<tool_call>\n" + `{"name":"get_time","arguments":{}}` + "\n</tool_call>",
 		}, []string{
 			`{"name":"get_weather","arguments":{"city":"Paris"}}`,
+			"<tool_call>\n" + "{\n  \"name\": \"get_time\",\n  \"arguments\": {}\n}" + "\n</tool_call>", // single spaces only
 			"<tool_call>\n" + `{"name":"get_weather","arguments":{}}` + "\n</tool_call>",
 			"<tool_call>\n" + `{"name":"get_weather","arguments":{"city":"Paris","unit":"k"}}` + "\n</tool_call>",
 			"<tool_call>\n" + `{"name":"other","arguments":{}}` + "\n</tool_call>",
@@ -134,6 +135,7 @@ func TestToolCallGrammar(t *testing.T) {
 			`{"name":"get_weather","parameters":{"city":"Paris"}}`,
 		}, []string{
 			`{"name":"get_weather","arguments":{"city":"Paris"}}`,
+			"<tool_call>\n" + "{\n  \"name\": \"get_time\",\n  \"arguments\": {}\n}" + "\n</tool_call>", // single spaces only
 			`{"name":"get_time","parameters":{}}`,
 		}},
 		{familyMistral, `"required"`, []string{`[{"name":"get_time","arguments":{}}]`}, []string{`{"name":"get_time","arguments":{}}`}},
@@ -154,6 +156,10 @@ func TestToolCallGrammar(t *testing.T) {
 			assert.False(t, accepts(src, b), "%s: %s", tc.family, b)
 		}
 	}
+	// The space rule replaced is the grammar package's.
+	src0, err := grammar.SchemaToGBNF([]byte(`{"type":"object"}`))
+	require.NoError(t, err)
+	assert.Contains(t, src0, jsonSpace)
 	// auto constrains nothing.
 	src, err := weatherPlan(t, "").callGBNF(grammar.SchemaToGBNF)
 	require.NoError(t, err)
