@@ -326,3 +326,46 @@ func TestServeToolFamilies(t *testing.T) {
 	assert.Equal(t, "builtin", httpResp.Header.Get("X-Chat-Template"))
 	assert.Contains(t, s.log(), "only supports single tool-calls")
 }
+
+// With tool_choice auto, a reply that is a call is read as one: here
+// response_format makes the demo model write a call in the plain JSON form
+// (which it would not write by itself), streamed and not.
+func TestServeToolChoiceAutoReadsCalls(t *testing.T) {
+	s := startServer(t, "--ctx", "2048")
+	client := s.client()
+	ctx := context.Background()
+	callSchema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":      map[string]any{"const": "get_time"},
+			"arguments": timeParams,
+		},
+		"required":             []string{"name", "arguments"},
+		"additionalProperties": false,
+	}
+	params := openai.ChatCompletionNewParams{
+		Model: "demo", Messages: weatherQuestion(), Tools: testTools, MaxTokens: openai.Int(200), Seed: openai.Int(7),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "call", Schema: callSchema},
+		}},
+	}
+	res, err := client.Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	c := res.Choices[0]
+	require.Equal(t, "tool_calls", string(c.FinishReason), "%+v", c.Message)
+	require.Len(t, c.Message.ToolCalls, 1)
+	assert.Equal(t, "get_time", c.Message.ToolCalls[0].Function.Name)
+	validArgs(t, timeParams, c.Message.ToolCalls[0].Function.Arguments)
+
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	require.Len(t, acc.Choices, 1)
+	assert.Equal(t, "tool_calls", string(acc.Choices[0].FinishReason))
+	require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+	assert.Equal(t, c.Message.ToolCalls[0].Function.Arguments, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
+	assert.Empty(t, acc.Choices[0].Message.Content)
+}
