@@ -415,6 +415,10 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			r.Logprobs = out.logprobs
 			r.TopLogprobs = out.topLogprobs
 			r.Processors = procs
+			// The families' call markers may be special tokens
+			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
+			// their text (the end token's is dropped).
+			r.RenderSpecial = out.tools != nil
 			out.reqs = append(out.reqs, r)
 		}
 	}
