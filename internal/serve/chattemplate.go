@@ -89,7 +89,7 @@ func (t *ChatTemplate) render(messages, tools []byte, addGenerationPrompt bool) 
 func jsonValue(data []byte) (jinja.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return jinja.Value{}, err
 	}
@@ -99,7 +99,15 @@ func jsonValue(data []byte) (jinja.Value, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+// maxTemplateDepth bounds the nesting of the values a template reads: a
+// template that recurses over them (Hermes' over a tool's schema) keeps to
+// a bounded stack.
+const maxTemplateDepth = 64
+
+func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
+	if depth > maxTemplateDepth {
+		return jinja.Value{}, fmt.Errorf("values nested deeper than %d levels", maxTemplateDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return jinja.Value{}, err
@@ -114,7 +122,7 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 				if err != nil {
 					return jinja.Value{}, err
 				}
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return jinja.Value{}, err
 				}
@@ -127,7 +135,7 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 		case '[':
 			var items []jinja.Value
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return jinja.Value{}, err
 				}

@@ -153,3 +153,49 @@ func TestChatTemplateChatMLAndErrors(t *testing.T) {
 	assert.True(t, IsJinja(testmodel.ChatMLTemplate))
 	assert.False(t, IsJinja("chatml"))
 }
+
+// The constructs of Hermes 3's tool-use template render as in Jinja2: a
+// recursive macro over a JSON Schema, |items, loop.previtem and
+// loop.nextitem, "is iterable" on a list of types.
+func TestChatTemplateHermesConstructs(t *testing.T) {
+	const src = `{%- macro py(s) %}{%- set m = {"string": "str", "integer": "int"} %}` +
+		`{%- if m[s.type] is defined %}{{- m[s.type] }}{%- elif s.type == "array" %}{{- "list[" + py(s.items) + "]" }}` +
+		`{%- elif s.type == "object" %}dict{%- elif s.type is iterable %}{{- "Union[" }}{%- for t in s.type %}{{- py({"type": t}) }}{%- if not loop.last %},{% endif %}{%- endfor %}]` +
+		`{%- else %}Any{%- endif %}{%- endmacro %}` +
+		`{%- for tool in tools %}{%- set tool = tool.function %}{{ tool.name }}(` +
+		`{%- for k, v in tool.parameters.properties|items %}{{ k + ": " + py(v) }}{% if not loop.last %}{{ ", " }}{% endif %}{%- endfor %}){{ "\n" }}{% endfor %}` +
+		`{%- for m in messages %}{%- if m.role == "tool" %}{%- if loop.previtem and loop.previtem.role != "tool" %}<tool>{% endif %}` +
+		`[{{ m.content }}]{%- if loop.nextitem is not defined or loop.nextitem.role != "tool" %}</tool>{% endif %}{%- endif %}{%- endfor %}`
+	tools := `[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}},"b":{"type":["string","integer"]},"c":{"type":"object"}}}}}]`
+	msgs := []chatMessage{{Role: "user", Content: "x"}, {Role: "tool", ToolCallID: "1", Content: "r1"}, {Role: "tool", ToolCallID: "2", Content: "r2"}, {Role: "user", Content: "y"}}
+	out, _ := renderChat(t, src, "", "", msgs, tools)
+	assert.Equal(t, "f(a: list[int], b: Union[str,int], c: dict)\n<tool>[r1][r2]</tool>", out)
+}
+
+// Values nested too deep for a template to recurse over are an error of
+// the render (the request falls back to the built-in template).
+func TestChatTemplateDepth(t *testing.T) {
+	tmpl, err := NewChatTemplate(testmodel.ChatMLTemplate, "", "")
+	require.NoError(t, err)
+	deep := strings.Repeat(`{"type":"array","items":`, 100) + `{}` + strings.Repeat(`}`, 100)
+	_, err = tmpl.render(templateMessages([]chatMessage{{Role: "user", Content: "x"}}), []byte(`[{"type":"function","function":{"name":"f","parameters":`+deep+`}}]`), true)
+	assert.ErrorContains(t, err, "nested deeper than 64 levels")
+}
+
+// Where github.com/ardanlabs/jinja (v1.8.0, and v1.12.0's source alike)
+// differs from Jinja2: whitespace control and trim_blocks act on the
+// nearest text before (or after) a tag even when other tags stand
+// between: text between two expressions or at the end of a block's body
+// loses its leading or trailing whitespace to a {%- (or -%}, or a block
+// tag's trim_blocks) further on with only tags between. Jinja2 renders "a, b, c\nX"
+// here. The real templates tested write their text with {{- ... }} and
+// are not affected; this test shows when an upgrade changes it.
+func TestJinjaEngineWhitespaceDifference(t *testing.T) {
+	tmpl, err := NewChatTemplate(`{%- for x in messages %}{{ x.content }}{% if not loop.last %}, {% endif %}{%- endfor %}
+{% if true %}{{ "X" }}
+{% endif %}`, "", "")
+	require.NoError(t, err)
+	out, err := tmpl.render(templateMessages([]chatMessage{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}, {Role: "user", Content: "c"}}), nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, "a,b,cX", out, "Jinja2: \"a, b, c\\nX\\n\"")
+}
