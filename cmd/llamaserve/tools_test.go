@@ -297,6 +297,28 @@ func TestServeToolFamilies(t *testing.T) {
 			require.Len(t, c.Message.ToolCalls, 1)
 			validArgs(t, weatherParams, c.Message.ToolCalls[0].Function.Arguments)
 
+			// Streamed, in the family's format, the call comes in deltas
+			// that make the same arguments.
+			stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+				Model: "demo", Messages: msgs, Tools: testTools, ToolChoice: named("get_weather"),
+				MaxTokens: openai.Int(200), Seed: openai.Int(4),
+			})
+			var acc openai.ChatCompletionAccumulator
+			deltas := 0
+			for stream.Next() {
+				acc.AddChunk(stream.Current())
+				for _, ch := range stream.Current().Choices {
+					if len(ch.Delta.ToolCalls) > 0 {
+						deltas++
+					}
+				}
+			}
+			require.NoError(t, stream.Err())
+			require.Len(t, acc.Choices, 1)
+			require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+			assert.Equal(t, c.Message.ToolCalls[0].Function.Arguments, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
+			assert.Greater(t, deltas, 3)
+
 			msgs = append(msgs, c.Message.ToParam(), openai.ToolMessage("18 C", c.Message.ToolCalls[0].ID))
 			res2, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 				Model: "demo", Messages: msgs, Tools: testTools, MaxTokens: openai.Int(8), Temperature: openai.Float(0),
