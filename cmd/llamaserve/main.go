@@ -229,7 +229,8 @@ func serveModel(o *options, stderr io.Writer) error {
 			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
 		}
 	}
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}
+	chat, builtin, chatNote := chatTemplate(m, o.template)
+	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
@@ -272,7 +273,6 @@ func serveModel(o *options, stderr io.Writer) error {
 		id = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
 	}
 	logger := log.New(stderr, "llamaserve: ", log.LstdFlags)
-	chat, chatNote := chatTemplate(m, o.template)
 	handler := serve.New(serve.Config{
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
@@ -320,17 +320,18 @@ const (
 // chatTemplate is the Jinja chat template chat prompts are rendered with:
 // --chat-template's when it is one, else the model's; nil (llama.cpp's
 // built-in templates) for a model without one, a template that does not
-// compile, or --chat-template naming a built-in template. The note says
-// which it is.
-func chatTemplate(m *llamacpp.Model, flag string) (*serve.ChatTemplate, string) {
+// compile, or --chat-template naming a built-in template. builtin is the
+// template llama.cpp's formatting is given (the flag; chatml for a model
+// without a template, as llama-server has it). The note says which it is.
+func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builtin, note string) {
 	src, from := flag, "--chat-template's"
 	switch {
 	case flag != "" && !serve.IsJinja(flag):
-		return nil, fmt.Sprintf("llama.cpp's built-in %q (--chat-template)", flag)
+		return nil, flag, fmt.Sprintf("llama.cpp's built-in %q (--chat-template)", flag)
 	case flag == "":
 		var ok bool
 		if src, ok = m.ChatTemplate(""); !ok {
-			return nil, "llama.cpp's built-in (the model has no tokenizer.chat_template)"
+			return nil, "chatml", `llama.cpp's built-in "chatml" (the model has no tokenizer.chat_template)`
 		}
 		from = "the model's"
 	}
@@ -347,11 +348,11 @@ func chatTemplate(m *llamacpp.Model, flag string) (*serve.ChatTemplate, string) 
 	}
 	t, err := serve.NewChatTemplate(src, piece(v.BOS()), piece(v.EOS()))
 	if err != nil {
-		return nil, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
+		return nil, flag, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
 	}
 	tools := ""
 	if !t.TakesTools() {
 		tools = ", which does not render tools: they are described in the system message"
 	}
-	return t, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
+	return t, flag, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
 }

@@ -270,18 +270,14 @@ func TestServeToolFamilies(t *testing.T) {
 		{"qwen3", jinjaTemplate(t, "Qwen3-8B-Q8_0.jinja"), "hermes", "jinja"},
 		{"llama3.2", jinjaTemplate(t, "Llama-3.2-1B-Instruct-GGUF.jinja"), "llama3", "jinja"},
 		{"ministral3", jinjaTemplate(t, "Ministral-3-14B-Instruct-2512-Q4_0.jinja"), "mistral", "jinja"},
-		{"none", "", "", "builtin"}, // served with --chat-template chatml
+		{"none", "", "", "builtin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"-m", familyModel(t, tc.name, tc.template), "--ctx", "4096", "--parallel", "1"}
-			if tc.template == "" {
-				args = append(args, "--chat-template", "chatml")
-			}
-			s := startServer(t, args...)
+			s := startServer(t, "-m", familyModel(t, tc.name, tc.template), "--ctx", "4096", "--parallel", "1")
 			if tc.family != "" {
 				assert.Contains(t, s.log(), "tool calls read as "+tc.family)
 			} else {
-				assert.Contains(t, s.log(), `chat template: llama.cpp's built-in "chatml" (--chat-template)`)
+				assert.Contains(t, s.log(), `chat template: llama.cpp's built-in "chatml" (the model has no tokenizer.chat_template)`)
 			}
 			client := s.client()
 			msgs := weatherQuestion()
