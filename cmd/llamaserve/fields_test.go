@@ -71,8 +71,8 @@ func TestServeOpenAIFieldsIgnored(t *testing.T) {
 	}{
 		{"modalities", option.WithJSONSet("modalities", []string{"text", "audio"}), "text only"},
 		{"audio", option.WithJSONSet("audio", map[string]string{"voice": "alloy", "format": "wav"}), "audio output is not supported"},
-		{"tools", option.WithJSONSet("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}), "tool calls are not supported yet"},
-		{"tool_choice", option.WithJSONSet("tool_choice", "required"), "tool calls are not supported yet"},
+		{"tools[0].type", option.WithJSONSet("tools", []any{map[string]any{"type": "custom", "custom": map[string]any{"name": "f"}}}), "only function tools are supported"},
+		{"tool_choice", option.WithJSONSet("tool_choice", "required"), `tool_choice "required" needs tools`},
 	} {
 		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "demo", Messages: msgs, MaxTokens: openai.Int(2)}, tc.opt)
 		var apiErr *openai.Error

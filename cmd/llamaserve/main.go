@@ -68,10 +68,12 @@ Usage:
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
 server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).
-Requests take OpenAI's fields, and transformers' GenerationConfig fields
-(top_k, min_p, repetition_penalty, ...) and mirostat, mirostat_tau,
-mirostat_eta as extensions. Requests join the running batch as they come
-(continuous batching); --parallel requests run at once, the others wait.
+Chat prompts are the model's Jinja chat template rendered with the tools;
+replies carry tool_calls. Requests take OpenAI's fields, and transformers'
+GenerationConfig fields (top_k, min_p, repetition_penalty, ...) and
+mirostat, mirostat_tau, mirostat_eta as extensions. Requests join the
+running batch as they come (continuous batching); --parallel requests run at
+once, the others wait.
 SIGINT or SIGTERM stops the server after the requests in progress (at most
 --shutdown-timeout; then they are cut).
 `
@@ -93,7 +95,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	}
 	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API")
 	fs.Lookup("alias").DefValue = "the file name without .gguf"
-	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
+	fs.StringVar(&o.template, "chat-template", "", "chat template replacing the model's: a llama.cpp built-in `NAME` (chatml, llama3, ...) or Jinja text")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
@@ -227,7 +229,8 @@ func serveModel(o *options, stderr io.Writer) error {
 			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
 		}
 	}
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: o.template}
+	chat, builtin, chatNote := chatTemplate(m, o.template)
+	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
@@ -273,7 +276,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	handler := serve.New(serve.Config{
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
-		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger,
+		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -282,6 +285,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	// An idle keep-alive connection is closed after a while, as one that
 	// reads nothing is cut after --write-timeout.
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: logger}
+	fmt.Fprintf(stderr, "llamaserve: chat template: %s\n", chatNote)
 	fmt.Fprintf(stderr, "llamaserve: %s, %s, %d sequences of %d tokens; listening on http://%s\n",
 		id, cli.DeviceSummary(o.gpuLayers, m.Info().Layers), o.parallel, b.Room(0), ln.Addr())
 	served := make(chan error, 1)
@@ -312,3 +316,43 @@ const (
 	idleTimeout = 2 * time.Minute // a keep-alive connection waiting for its next request
 	abortGrace  = 5 * time.Second // past --shutdown-timeout, for the cut requests' last words
 )
+
+// chatTemplate is the Jinja chat template chat prompts are rendered with:
+// --chat-template's when it is one, else the model's; nil (llama.cpp's
+// built-in templates) for a model without one, a template that does not
+// compile, or --chat-template naming a built-in template. builtin is the
+// template llama.cpp's formatting is given (the flag; chatml for a model
+// without a template, as llama-server has it). The note says which it is.
+func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builtin, note string) {
+	src, from := flag, "--chat-template's"
+	switch {
+	case flag != "" && !serve.IsJinja(flag):
+		return nil, flag, fmt.Sprintf("llama.cpp's built-in %q (--chat-template)", flag)
+	case flag == "":
+		var ok bool
+		if src, ok = m.ChatTemplate(""); !ok {
+			return nil, "chatml", `llama.cpp's built-in "chatml" (the model has no tokenizer.chat_template)`
+		}
+		from = "the model's"
+	}
+	v := m.Vocab()
+	piece := func(t int32) string {
+		if t < 0 {
+			return ""
+		}
+		p, err := v.Piece(t, true)
+		if err != nil {
+			return ""
+		}
+		return p
+	}
+	t, err := serve.NewChatTemplate(src, piece(v.BOS()), piece(v.EOS()))
+	if err != nil {
+		return nil, flag, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
+	}
+	tools := ""
+	if !t.TakesTools() {
+		tools = ", which does not render tools: they are described in the system message"
+	}
+	return t, flag, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
+}

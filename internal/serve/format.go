@@ -85,18 +85,48 @@ func (f *formats) processor(rf *responseFormat) (logits.Processor, error) {
 
 // matcher returns the kept matcher of schema, building it when new.
 func (f *formats) matcher(schema []byte) (*grammar.Matcher, error) {
+	return f.kept(string(schema), func() (*grammar.Grammar, error) {
+		g, err := grammar.FromJSONSchema(schema)
+		if err != nil {
+			return nil, badRequest("response_format", "response_format: %v", err)
+		}
+		return g, nil
+	})
+}
+
+// gbnfProcessor returns the processor of the GBNF grammar src (a tool
+// call's).
+func (f *formats) gbnfProcessor(src string) (logits.Processor, error) {
+	if f.tok == nil {
+		return nil, badRequest("tool_choice", "tool_choice needs the model's tokenizer, which this server lacks")
+	}
+	m, err := f.kept("gbnf:"+src, func() (*grammar.Grammar, error) {
+		g, err := grammar.Parse(src)
+		if err != nil {
+			return nil, badRequest("tools", "tools: the call's grammar cannot be built: %v", err)
+		}
+		return g, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewProcessor(m), nil
+}
+
+// kept returns the matcher kept under key, building its grammar when new.
+func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*grammar.Matcher, error) {
 	f.once.Do(func() { f.voc, f.vocErr = grammar.VocabularyFrom(f.tok, f.vocab) })
 	if f.vocErr != nil {
 		return nil, f.vocErr
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if m, ok := f.matchers[string(schema)]; ok {
+	if m, ok := f.matchers[key]; ok {
 		return m, nil
 	}
-	g, err := grammar.FromJSONSchema(schema)
+	g, err := build()
 	if err != nil {
-		return nil, badRequest("response_format", "response_format: %v", err)
+		return nil, err
 	}
 	total := 0
 	for _, m := range f.matchers {
@@ -106,6 +136,6 @@ func (f *formats) matcher(schema []byte) (*grammar.Matcher, error) {
 		f.matchers = map[string]*grammar.Matcher{}
 	}
 	m := grammar.NewMatcher(g, f.voc)
-	f.matchers[string(schema)] = m
+	f.matchers[key] = m
 	return m, nil
 }

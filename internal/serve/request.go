@@ -15,6 +15,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/grammar"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -52,6 +53,9 @@ type apiRequest struct {
 	Suffix              *string            `json:"suffix"`
 	ResponseFormat      *responseFormat    `json:"response_format"`
 	User                string             `json:"user"`
+	Tools               []json.RawMessage  `json:"tools"` // chat
+	ToolChoice          json.RawMessage    `json:"tool_choice"`
+	ParallelToolCalls   *bool              `json:"parallel_tool_calls"`
 
 	// Extensions: Mirostat, under the names of llama.cpp's server.
 	Mirostat    *int     `json:"mirostat"`
@@ -73,9 +77,11 @@ type apiMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name"`
-	// ToolCalls and FunctionCall are an assistant's calls: refused unless
-	// null or empty, as tools are.
+	// ToolCalls are an assistant's calls; ToolCallID the call a tool
+	// message answers. FunctionCall, OpenAI's deprecated form, is refused
+	// unless null.
 	ToolCalls    json.RawMessage `json:"tool_calls"`
+	ToolCallID   string          `json:"tool_call_id"`
 	FunctionCall json.RawMessage `json:"function_call"`
 }
 
@@ -89,14 +95,13 @@ var (
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
-	// parallel_tool_calls (without tools there is no call to run in
-	// parallel).
+	// web search (there is none).
 	ignoredChatFields = []string{"metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key",
-		"prompt_cache_retention", "prompt_cache_options", "reasoning_effort", "verbosity", "parallel_tool_calls",
+		"prompt_cache_retention", "prompt_cache_options", "reasoning_effort", "verbosity",
 		"prediction", "web_search_options"}
 )
 
@@ -122,14 +127,12 @@ var checkedChatFields = map[string]func(raw json.RawMessage) string{
 	"moderation": func(raw json.RawMessage) string {
 		return "moderation is not available on this server: it has no moderation model"
 	},
-	"tools":         refuseNonEmptyList("tools"),
 	"functions":     refuseNonEmptyList("functions"),
-	"tool_choice":   refuseToolChoice("tool_choice"),
 	"function_call": refuseToolChoice("function_call"),
 }
 
-// errNoTools is the reason a request with tools is refused.
-const errNoTools = "tool calls are not supported yet"
+// errNoFunctions is the reason OpenAI's deprecated functions are refused.
+const errNoFunctions = "functions and function_call are deprecated by OpenAI: send tools and tool_choice"
 
 // refuseNonEmptyList refuses a list of tools that is not empty.
 func refuseNonEmptyList(name string) func(json.RawMessage) string {
@@ -139,21 +142,21 @@ func refuseNonEmptyList(name string) func(json.RawMessage) string {
 			return name + " must be an array"
 		}
 		if len(list) > 0 {
-			return name + ": " + errNoTools
+			return name + ": " + errNoFunctions
 		}
 		return ""
 	}
 }
 
-// refuseToolChoice accepts the choices that call no tool, "none" and
-// "auto" (without tools, auto calls none).
+// refuseToolChoice accepts the function_call choices that call no
+// function, "none" and "auto" (without functions, auto calls none).
 func refuseToolChoice(name string) func(json.RawMessage) string {
 	return func(raw json.RawMessage) string {
 		var s string
 		if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
 			return ""
 		}
-		return fmt.Sprintf("%s %s: %s", name, raw, errNoTools)
+		return fmt.Sprintf("%s %s: %s", name, raw, errNoFunctions)
 	}
 }
 
@@ -277,6 +280,8 @@ type plan struct {
 	logprobs     bool
 	topLogprobs  int
 	includeUsage bool
+	tools        *toolPlan // nil: no tool may be called
+	template     string    // the chat template that made the prompt: "jinja" or "builtin"
 }
 
 // params are what the server adds to a request.
@@ -285,6 +290,9 @@ type params struct {
 	formats  *formats          // response_format's grammars
 	vocab    int
 	slotSize int // tokens per sequence
+	tok      backend.Tokenizer
+	chat     *ChatTemplate // the model's Jinja chat template; nil: llama.cpp's
+	logf     func(format string, args ...any)
 }
 
 // plan checks req and builds the engine's requests.
@@ -340,7 +348,46 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.formats != nil {
+	var prompts []generation.Request
+	if chat {
+		msgs, err := parseMessages(req.Messages)
+		if err != nil {
+			return nil, err
+		}
+		if out.tools, err = parseTools(req); err != nil {
+			return nil, err
+		}
+		var prompt generation.Request
+		if prompt, out.template, err = p.chatPrompt(msgs, out.tools); err != nil {
+			return nil, err
+		}
+		prompts = []generation.Request{prompt}
+	} else if prompts, err = parsePrompt(req.Prompt); err != nil {
+		return nil, err
+	}
+	forced := false // a tool call's grammar constrains the output
+	if tp := out.tools; tp != nil {
+		src, err := tp.callGBNF(grammar.SchemaToGBNF)
+		if err != nil {
+			return nil, err
+		}
+		if src != "" {
+			if p.formats == nil {
+				return nil, badRequest("tool_choice", "tool_choice %s is not available on this server: it cannot constrain the reply", tp.mode)
+			}
+			proc, err := p.formats.gbnfProcessor(src)
+			if err != nil {
+				return nil, err
+			}
+			procs = append(procs, proc)
+			forced = true
+		}
+	}
+	if forced {
+		if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {
+			return nil, badRequest("response_format", "response_format cannot constrain a reply that tool_choice makes a tool call")
+		}
+	} else if p.formats != nil {
 		proc, err := p.formats.processor(req.ResponseFormat)
 		if err != nil {
 			return nil, err
@@ -358,16 +405,6 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 		seed = rand.Uint64()
 	}
 
-	var prompts []generation.Request
-	if chat {
-		msgs, err := parseMessages(req.Messages)
-		if err != nil {
-			return nil, err
-		}
-		prompts = []generation.Request{{Messages: msgs}}
-	} else if prompts, err = parsePrompt(req.Prompt); err != nil {
-		return nil, err
-	}
 	for _, pr := range prompts {
 		for j := range n {
 			r := pr
@@ -378,6 +415,10 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			r.Logprobs = out.logprobs
 			r.TopLogprobs = out.topLogprobs
 			r.Processors = procs
+			// The families' call markers may be special tokens
+			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
+			// their text (the end token's is dropped).
+			r.RenderSpecial = out.tools != nil
 			out.reqs = append(out.reqs, r)
 		}
 	}
@@ -620,37 +661,88 @@ func parsePrompt(raw json.RawMessage) ([]generation.Request, error) {
 }
 
 // parseMessages reads the chat messages.
-func parseMessages(msgs []apiMessage) ([]backend.Message, error) {
+func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 	if len(msgs) == 0 {
 		return nil, badRequest("messages", "messages is required")
 	}
-	out := make([]backend.Message, len(msgs))
+	out := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
 		role := m.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system" // OpenAI's newer name for the system role
-		case "tool", "function":
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoTools)
+		case "function":
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoFunctions)
 		default:
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user or assistant", i, m.Role)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
 		}
-		for _, call := range []struct {
-			name string
-			raw  json.RawMessage
-		}{{"tool_calls", m.ToolCalls}, {"function_call", m.FunctionCall}} {
-			if raw := string(bytes.TrimSpace(call.raw)); raw != "" && raw != "null" && raw != "[]" {
-				return nil, badRequest(fmt.Sprintf("messages[%d].%s", i, call.name), "messages[%d]: %s: %s", i, call.name, errNoTools)
+		if raw := string(bytes.TrimSpace(m.FunctionCall)); raw != "" && raw != "null" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].function_call", i), "messages[%d]: function_call: %s", i, errNoFunctions)
+		}
+		var calls []apiToolCall
+		if raw := bytes.TrimSpace(m.ToolCalls); len(raw) > 0 && string(raw) != "null" {
+			param := fmt.Sprintf("messages[%d].tool_calls", i)
+			if role != "assistant" {
+				return nil, badRequest(param, "messages[%d]: tool_calls belong to assistant messages", i)
 			}
+			if err := json.Unmarshal(raw, &calls); err != nil {
+				return nil, badRequest(param, "messages[%d]: tool_calls must be an array of calls: %v", i, err)
+			}
+			for j, c := range calls {
+				if c.Type != "" && c.Type != "function" {
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %q: only function calls", i, j, c.Type)
+				}
+				if c.Function.Name == "" {
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: function.name is required", i, j)
+				}
+			}
+		}
+		if role == "tool" && m.ToolCallID == "" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d]: a tool message needs tool_call_id", i)
 		}
 		text, err := messageText(m.Content)
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 		}
-		out[i] = backend.Message{Role: role, Content: text}
+		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCalls: calls, ToolCallID: m.ToolCallID}
 	}
 	return out, nil
+}
+
+// chatPrompt makes the prompt of a chat: the model's Jinja template,
+// given the tools, or, for a model without one or when it fails, llama.cpp's
+// built-in template (with the tools described in the system message); it
+// names the template that ran.
+func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Request, string, error) {
+	if p.chat != nil && p.tok != nil {
+		var tools []byte
+		if tp != nil && p.chat.takesTools {
+			tools = tp.toolsJSON()
+		}
+		shown := msgs
+		if !p.chat.takesTools || !p.chat.takesCalls {
+			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
+		}
+		text, err := p.chat.render(templateMessages(shown), tools, true)
+		if err == nil {
+			toks, err := p.tok.Tokenize(text, false, true)
+			if err != nil {
+				return generation.Request{}, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+			}
+			if tp != nil {
+				tp.family = p.chat.family
+			}
+			return generation.Request{Prompt: toks}, "jinja", nil
+		}
+		if p.logf != nil {
+			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
+		}
+	}
+	if tp != nil {
+		tp.family = familyJSON
+	}
+	return generation.Request{Messages: builtinMessages(msgs, tp)}, "builtin", nil
 }
 
 // messageText reads a message's content: a string, or an array of parts of

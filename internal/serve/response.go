@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
@@ -16,6 +17,7 @@ type choice struct {
 	tok      backend.Tokenizer
 	logprobs bool
 	topN     int
+	tools    *toolPlan // the tools it may call; nil: none
 
 	text   []byte // generated so far
 	sent   int    // bytes of text given to the response
@@ -78,6 +80,15 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 			}
 			c.finish = "stop"
 		case generation.FinishEOS:
+			if c.tools != nil && c.tok != nil && ev.Token >= 0 {
+				// A request with tools renders special tokens (the
+				// families' markers, [TOOL_CALLS], <|python_tag|>): the
+				// end token's text is not the reply's.
+				if p, err := c.tok.AppendPiece(nil, ev.Token, true); err == nil && bytes.HasSuffix(c.text[c.sent:], p) {
+					c.text = c.text[:len(c.text)-len(p)]
+					end = len(c.text)
+				}
+			}
 			c.finish = "stop"
 		case generation.FinishLength, generation.FinishContextFull:
 			c.finish = "length"
@@ -220,14 +231,50 @@ func (r *response) logprobsObject(lp *logprobs, offset int) any {
 }
 
 type message struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"` // null beside tool calls and no text
+	Refusal   *string        `json:"refusal"`
+	ToolCalls []respToolCall `json:"tool_calls,omitempty"`
 }
 
 type delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []respToolCall `json:"tool_calls,omitempty"`
+}
+
+// respToolCall is a tool call in a message, or a part of one in a delta
+// (which has its index).
+type respToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function respFunction `json:"function"`
+}
+
+type respFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// argumentsChunk is the most bytes of a call's arguments in one delta.
+const argumentsChunk = 16
+
+// callDeltas are the deltas that stream call i: the first names it (with
+// its id and empty arguments), the next ones carry its arguments piece by
+// piece, as OpenAI streams them.
+func callDeltas(i int, c toolCall) []*delta {
+	out := []*delta{{ToolCalls: []respToolCall{{Index: ptr(i), ID: c.ID, Type: "function", Function: respFunction{Name: c.Name}}}}}
+	args := c.Arguments
+	for len(args) > 0 {
+		n := min(len(args), argumentsChunk)
+		for n < len(args) && !utf8.RuneStart(args[n]) {
+			n++ // a delta holds whole characters
+		}
+		out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: args[:n]}}}})
+		args = args[n:]
+	}
+	return out
 }
 
 type wholeChoice struct {
@@ -272,7 +319,22 @@ func (r *response) whole(choices []*choice) body {
 		}
 		out[i].Logprobs = r.logprobsObject(lp, 0)
 		if r.chat {
-			out[i].Message = &message{Role: "assistant", Content: text}
+			out[i].Message = &message{Role: "assistant", Content: &text}
+			if c.tools != nil && c.finish == "stop" {
+				if content, calls := c.tools.parse(text); len(calls) > 0 {
+					m := out[i].Message
+					m.Content = nil
+					if content != "" {
+						m.Content = &content
+					}
+					for _, call := range calls {
+						m.ToolCalls = append(m.ToolCalls, respToolCall{ID: call.ID, Type: "function",
+							Function: respFunction{Name: call.Name, Arguments: call.Arguments}})
+					}
+					c.finish = "tool_calls"
+					out[i].FinishReason = c.finish
+				}
+			}
 		} else {
 			out[i].Text = &text
 		}

@@ -9,15 +9,27 @@
 // lists of them), max_tokens (default 16), temperature, top_p, n, stream,
 // stream_options.include_usage, logprobs (0-5), stop (up to 4 strings,
 // left out of the text as OpenAI does), seed, logit_bias and user;
-// /v1/chat/completions takes messages (system, developer, user and
-// assistant roles; text content) instead of prompt, max_tokens or
-// max_completion_tokens (default: the end of the sequence), logprobs (a
-// boolean) and top_logprobs (0-20). Temperature 0 is greedy decoding;
+// /v1/chat/completions takes messages (system, developer, user,
+// assistant with tool_calls, and tool roles; text content) instead of
+// prompt, max_tokens or max_completion_tokens (default: the end of the
+// sequence), logprobs (a boolean), top_logprobs (0-20), and tools,
+// tool_choice (none, auto, required or a function) and
+// parallel_tool_calls. Temperature 0 is greedy decoding;
 // presence_penalty and frequency_penalty (-2 to 2) count the tokens
 // generated so far. OpenAI's fields that change nothing here (metadata,
 // store, service_tier, reasoning_effort, ...) are accepted and ignored;
-// those that ask for what the server lacks (tools, audio, moderation) are
-// refused unless null or empty.
+// those that ask for what the server lacks (audio, moderation, the
+// deprecated functions) are refused unless null or empty.
+//
+// A chat prompt is the model's Jinja chat template (Config.ChatTemplate)
+// rendered with the messages and tools, or llama.cpp's built-in template
+// for a model without one or when the template fails; the reply's
+// X-Chat-Template header says which. The reply is read as tool calls in
+// the formats of the Hermes/Qwen, Llama 3, Mistral and plain JSON
+// families; tool_choice required or a function constrains it with a
+// grammar to one call whose arguments validate against the function's
+// parameters. A stream sends a call's name, then its arguments, as the
+// model writes them.
 // The transformers GenerationConfig fields (top_k, min_p, typical_p,
 // repetition_penalty, no_repeat_ngram_size, do_sample, sequence_bias,
 // suppress_tokens, ...) and Mirostat (mirostat 1 or 2, mirostat_tau,
@@ -105,6 +117,13 @@ type Config struct {
 	// waits for the client, so a client slower than it finds its stream
 	// cut rather than the server's memory filled.
 	MaxBufferedBytes int64
+	// ChatTemplate is the model's Jinja chat template, which renders chat
+	// prompts with their tools; nil renders them with the engine
+	// tokenizer's (llama.cpp's built-in templates), which is also the
+	// fallback when the Jinja template fails on a request. Every chat
+	// reply names the one that ran in its X-Chat-Template header (jinja or
+	// builtin).
+	ChatTemplate *ChatTemplate
 	// Cache reports the prefix cache's counters; nil reports zeros.
 	Cache CacheStats
 	// Log receives a line per failed request (status 500); nil discards.
@@ -149,10 +168,12 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg,
 		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
-			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()}},
+			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()},
+			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 	}
+	s.params.logf = s.logf
 	s.metrics.requests = map[requestKey]uint64{}
 	s.stopping, s.abort = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/v1/completions", s.completions)
@@ -420,6 +441,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
 		return
 	}
+	if p.template != "" {
+		w.Header().Set("X-Chat-Template", p.template)
+	}
 	// The sequences count until they end, not until the response is
 	// written: a client slow to read its reply holds nothing but its
 	// connection.
@@ -444,7 +468,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		if i%nPerPrompt == 0 {
 			promptTokens += task.PromptTokens()
 		}
-		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs}
+		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
 	}
 	resp := &response{
 		id: fmt.Sprintf("cmpl-%016x", rand.Uint64()), created: time.Now().Unix(),
@@ -527,7 +551,40 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 				send(resp.chunk(c.index, &delta{Role: "assistant", Content: ptr("")}, nil, nil))
 			}
 			offset := 0 // text_offset of the chunk's first token
+			var ts *toolStream
+			if c.tools != nil {
+				ts = &toolStream{tp: c.tools}
+			}
 			c.run(func(text string, lp *logprobs, finish *string) {
+				if ts != nil {
+					var deltas []*delta
+					text, deltas = ts.feed(text)
+					if finish != nil {
+						rest, calls, more := ts.end(*finish == "stop")
+						text += rest
+						deltas = append(deltas, more...)
+						if len(calls) > 0 {
+							c.finish = "tool_calls"
+						}
+					}
+					if len(deltas) > 0 || len(ts.live) > 0 {
+						// A call is streaming: the text and logprobs go
+						// first, then its deltas, then the end.
+						if text != "" || lp != nil {
+							send(resp.chunk(c.index, &delta{Content: &text}, resp.logprobsObject(lp, 0), nil))
+						}
+						for _, d := range deltas {
+							send(resp.chunk(c.index, d, nil, nil))
+						}
+						if finish != nil {
+							send(resp.chunk(c.index, &delta{}, nil, &c.finish))
+						}
+						return
+					}
+					if text == "" && lp == nil && finish == nil {
+						return // held back: it may be a tool call
+					}
+				}
 				var d *delta
 				if resp.chat {
 					d = &delta{}
