@@ -27,6 +27,8 @@ type choice struct {
 
 	// The whole response's logprobs (not streaming).
 	lp logprobs
+	// pending are the logprobs of tokens whose text is held back.
+	pending []pendingEntry
 }
 
 // logprobs are the log-probabilities of some tokens of a choice, in both
@@ -51,22 +53,21 @@ type topLogprob struct {
 
 // run iterates the choice's events. For each event it calls emit, when not
 // nil, with the text that may be shown now (stop strings are left out, and
-// text that may begin one is held back), the event's log-probabilities
-// and, on the last event, the finish reason. Without emit the text and
-// log-probabilities are gathered in the choice.
+// text that may begin one is held back), the log-probabilities of the
+// tokens whose text begins in it and, on the last event, the finish
+// reason. Without emit the text and log-probabilities are gathered in the
+// choice. The log-probabilities list the tokens of the text only: not the
+// end token, nor the tokens of a stop string left out (a token that begins
+// before the stop string is listed).
 func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 	var one logprobs
 	for ev := range c.task.Events() {
+		start := len(c.text) // where the token's bytes begin
 		c.text = append(c.text, ev.Text...)
-		lp := &one
-		one.entries = one.entries[:0]
-		if emit == nil {
-			lp = &c.lp
-		}
 		if ev.Token >= 0 {
 			c.tokens++
-			if c.logprobs {
-				lp.entries = append(lp.entries, c.entry(ev))
+			if c.logprobs && ev.Finish != generation.FinishEOS {
+				c.pending = append(c.pending, pendingEntry{start: start, entry: c.entry(ev)})
 			}
 		}
 		end := len(c.text)
@@ -104,6 +105,23 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 		if c.finish != "" {
 			finish = &c.finish
 		}
+		lp := &one
+		one.entries = one.entries[:0]
+		if emit == nil {
+			lp = &c.lp
+		}
+		// The tokens that begin in the text shown so far are released; at
+		// the end, those that begin past it (in the stop string) are
+		// dropped, and a token without bytes at the very end is kept.
+		k := 0
+		for k < len(c.pending) && (c.pending[k].start < end || finish != nil && c.pending[k].start == end && end == len(c.text)) {
+			lp.entries = append(lp.entries, c.pending[k].entry)
+			k++
+		}
+		c.pending = c.pending[k:]
+		if finish != nil {
+			c.pending = nil
+		}
 		text := string(c.text[c.sent:end])
 		c.sent = end
 		if emit != nil && (text != "" || finish != nil || len(one.entries) > 0) {
@@ -114,6 +132,13 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 			emit(text, l, finish)
 		}
 	}
+}
+
+// pendingEntry is a token's log-probabilities waiting for its text to be
+// shown: start is the offset of its bytes in the choice's text.
+type pendingEntry struct {
+	start int
+	entry tokenLogprob
 }
 
 // entry spells the token of ev and its alternatives.
