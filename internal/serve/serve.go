@@ -182,6 +182,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/v1/models/{id...}", s.model)
 	s.mux.HandleFunc("/health", s.health)
 	s.mux.HandleFunc("/metrics", s.metricsHandler)
+	s.moreRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &requestError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("no endpoint %s", r.URL.Path)})
 	})
