@@ -10,6 +10,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -41,6 +42,128 @@ func rawDo(t *testing.T, method, url, body string, headers ...string) (*http.Res
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, data
+}
+
+// With --api-key, every endpoint but /health and /metrics needs the key as
+// a Bearer token: the SDK with it works, without it (or with another) gets
+// 401 and OpenAI's error object.
+func TestServeAPIKey(t *testing.T) {
+	help := clitest.Run(t, bin, "", "--help")
+	require.Equal(t, 0, help.Code)
+	assert.Contains(t, help.Stdout, "--api-key KEY")
+	assert.Contains(t, help.Stdout, "--cors-origin ORIGIN")
+	assert.Contains(t, help.Stdout, "LLAMASERVE_API_KEY")
+
+	s := startServer(t, "--api-key", "s3cret")
+	ctx := context.Background()
+	good := openai.NewClient(option.WithBaseURL(s.url+"/v1/"), option.WithAPIKey("s3cret"), option.WithMaxRetries(0))
+	page, err := good.Models.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	res, err := good.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")},
+		MaxTokens: openai.Int(3), Temperature: openai.Float(0),
+	})
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Choices[0].Message.Content)
+
+	for _, key := range []string{"wrong", "s3cret-and-more", "s3cre"} {
+		bad := openai.NewClient(option.WithBaseURL(s.url+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+		_, err = bad.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")},
+		})
+		var apiErr *openai.Error
+		require.ErrorAs(t, err, &apiErr, key)
+		assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
+		assert.Equal(t, "invalid_api_key", apiErr.Code)
+		assert.Equal(t, "invalid_request_error", apiErr.Type)
+	}
+
+	// Without a key, over plain HTTP: the body is OpenAI's error object.
+	resp, data := rawDo(t, "POST", s.url+"/v1/completions", `{"prompt":"x","max_tokens":1}`)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, `Bearer realm="llamaserve"`, resp.Header.Get("WWW-Authenticate"))
+	var body map[string]map[string]any
+	require.NoError(t, json.Unmarshal(data, &body), string(data))
+	assert.Equal(t, "invalid_request_error", body["error"]["type"])
+	assert.Equal(t, "invalid_api_key", body["error"]["code"])
+	assert.Contains(t, body["error"]["message"], "API key")
+	for _, path := range []string{"/v1/models", "/models", "/tokenize", "/v1/responses", "/nowhere"} {
+		resp, _ = rawDo(t, "POST", s.url+path, `{}`, "Authorization", "Basic czNjcmV0")
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+	}
+	resp, _ = rawDo(t, "POST", s.url+"/tokenize", `{"content":"x"}`, "Authorization", "bearer s3cret")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the scheme's name is case-insensitive")
+	// Health and metrics stay open.
+	for _, path := range []string{"/health", "/metrics"} {
+		resp, _ = rawDo(t, "GET", s.url+path, "")
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+
+	// The key may come from the environment instead.
+	t.Setenv("LLAMASERVE_API_KEY", "from-env")
+	s2 := startServer(t)
+	resp, _ = rawDo(t, "GET", s2.url+"/v1/models", "")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = rawDo(t, "GET", s2.url+"/v1/models", "", "Authorization", "Bearer from-env")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// --cors-origin lets the pages of the origins given call the server: a
+// preflight is answered 204 with what they may send, and the replies carry
+// Access-Control-Allow-Origin. Without it there are no CORS headers and
+// OPTIONS is 405.
+func TestServeCORS(t *testing.T) {
+	preflight := func(url, origin string) *http.Response {
+		resp, _ := rawDo(t, "OPTIONS", url, "", "Origin", origin, "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization,content-type,x-stainless-os")
+		return resp
+	}
+	s := startServer(t, "--cors-origin", "http://app.example", "--cors-origin", "http://b.example, http://c.example:3000")
+	for _, origin := range []string{"http://app.example", "http://b.example", "http://c.example:3000"} {
+		resp := preflight(s.url+"/v1/chat/completions", origin)
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+		assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+		assert.Contains(t, resp.Header.Get("Access-Control-Allow-Methods"), "POST")
+		allowed := resp.Header.Get("Access-Control-Allow-Headers")
+		for _, h := range []string{"Authorization", "Content-Type", "x-stainless-os"} {
+			assert.Contains(t, allowed, h)
+		}
+		assert.Equal(t, "86400", resp.Header.Get("Access-Control-Max-Age"))
+		assert.Contains(t, resp.Header.Values("Vary"), "Origin")
+	}
+	resp := preflight(s.url+"/v1/chat/completions", "http://evil.example")
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), "an origin not given gets no CORS headers")
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Headers"))
+
+	body := `{"prompt":"The model","max_tokens":2,"temperature":0}`
+	resp, _ = rawDo(t, "POST", s.url+"/v1/completions", body, "Origin", "http://c.example:3000")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "http://c.example:3000", resp.Header.Get("Access-Control-Allow-Origin"))
+	resp, _ = rawDo(t, "POST", s.url+"/v1/completions", body, "Origin", "http://evil.example")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the server answers; the browser keeps it from the page")
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+
+	// Any origin, with an API key: the preflight needs no key (browsers
+	// send none), and a 401 carries the CORS headers so that the page can
+	// read it.
+	any := startServer(t, "--cors-origin", "*", "--api-key", "k")
+	resp = preflight(any.url+"/v1/responses", "https://anywhere.example")
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+	resp, _ = rawDo(t, "POST", any.url+"/v1/completions", body, "Origin", "https://anywhere.example")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+
+	// Without --cors-origin: same-origin only.
+	plain := startServer(t)
+	resp = preflight(plain.url+"/v1/chat/completions", "http://app.example")
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+	resp, _ = rawDo(t, "POST", plain.url+"/v1/completions", body, "Origin", "http://app.example")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
 }
 
 // /tokenize and /detokenize as llama.cpp's server has them.

@@ -57,6 +57,8 @@ type options struct {
 	maxConcurrent int
 	writeTimeout  time.Duration
 	maxBuffer     int64
+	apiKey        string
+	corsOrigins   []string
 	version       bool
 	help          bool
 }
@@ -80,7 +82,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
-	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout"}},
+	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
@@ -103,6 +105,15 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429); a reply counts until its generation ends, not until it is written")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "cut a connection whose client reads nothing of its reply for `DURATION`")
 	fs.Int64Var(&o.maxBuffer, "max-buffer", serve.DefaultMaxBufferedBytes, "cut a stream whose events waiting for a slow client exceed `BYTES`")
+	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
+	fs.Func("cors-origin", "let pages of `ORIGIN` call the server from a browser (CORS; * for any origin; repeat it or give a comma-separated list); without it, same-origin only", func(v string) error {
+		for _, origin := range strings.Split(v, ",") {
+			if origin = strings.TrimSuffix(strings.TrimSpace(origin), "/"); origin != "" {
+				o.corsOrigins = append(o.corsOrigins, origin)
+			}
+		}
+		return nil
+	})
 	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
@@ -154,6 +165,9 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--write-timeout %v: must be positive", o.writeTimeout)
 	case o.maxBuffer < 1:
 		return nil, cli.Usagef("--max-buffer %d: must be at least 1", o.maxBuffer)
+	}
+	if o.apiKey == "" {
+		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
 	}
 	if err := cli.CheckThreads(o.threads); err != nil && !o.version {
 		return nil, err
@@ -277,6 +291,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
+		APIKey: o.apiKey, CORSOrigins: o.corsOrigins,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

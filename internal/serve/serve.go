@@ -128,6 +128,12 @@ type Config struct {
 	Cache CacheStats
 	// Log receives a line per failed request (status 500); nil discards.
 	Log *log.Logger
+	// APIKey, when set, is required as a Bearer token on every endpoint but
+	// /health and /metrics (401 otherwise).
+	APIKey string
+	// CORSOrigins are the origins whose pages may call the server ("*":
+	// any); none means same-origin only, without CORS headers.
+	CORSOrigins []string
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -136,6 +142,8 @@ type Server struct {
 	params  params
 	mux     *http.ServeMux
 	created int64
+
+	apiKeyHash []byte // the digest of Config.APIKey; nil without one
 
 	inFlight atomic.Int64 // sequences of the requests in progress
 	metrics  metrics
@@ -172,6 +180,8 @@ func New(cfg Config) *Server {
 			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
+
+		apiKeyHash: apiKeyDigest(cfg.APIKey),
 	}
 	s.params.logf = s.logf
 	s.metrics.requests = map[requestKey]uint64{}
@@ -210,7 +220,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if path == "/" || path == "" {
 		path = "other"
 	}
-	s.mux.ServeHTTP(sw, r)
+	if !s.gate(sw, r) {
+		s.mux.ServeHTTP(sw, r)
+	}
 	s.metrics.count(path, sw.status)
 }
 
