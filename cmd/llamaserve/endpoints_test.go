@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,6 +79,10 @@ func TestServeAPIKey(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 		assert.Equal(t, "invalid_api_key", apiErr.Code)
 		assert.Equal(t, "invalid_request_error", apiErr.Type)
+		_, err = bad.Responses.New(ctx, responses.ResponseNewParams{Model: "demo",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hello")}})
+		require.ErrorAs(t, err, &apiErr, key)
+		assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 	}
 
 	// Without a key, over plain HTTP: the body is OpenAI's error object.
@@ -164,6 +170,179 @@ func TestServeCORS(t *testing.T) {
 	resp, _ = rawDo(t, "POST", plain.url+"/v1/completions", body, "Origin", "http://app.example")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+}
+
+// The Responses API through the SDK: a text or message items in, the reply
+// of the same conversation on chat out, whole or streamed with its named
+// events, and the fields that cannot apply refused by name.
+func TestServeResponses(t *testing.T) {
+	s := startServer(t)
+	client := s.client()
+	ctx := context.Background()
+	msgs := []backend.Message{{Role: "system", Content: "You are a model."}, {Role: "user", Content: "What does the model read?"}}
+	want := reference(t, generation.Request{Messages: msgs, Config: greedyConfig(12)})
+	require.Equal(t, generation.FinishLength, want.Finish)
+	chat, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(msgs[0].Content), openai.UserMessage(msgs[1].Content)},
+		MaxTokens: openai.Int(12), Temperature: openai.Float(0),
+	})
+	require.NoError(t, err)
+	require.Equal(t, want.Text, chat.Choices[0].Message.Content)
+
+	t.Run("whole", func(t *testing.T) {
+		for _, input := range []responses.ResponseNewParamsInputUnion{
+			{OfString: openai.String(msgs[1].Content)},
+			{OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(msgs[1].Content, responses.EasyInputMessageRoleUser)}},
+			{OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(
+				responses.ResponseInputMessageContentListParam{responses.ResponseInputContentParamOfInputText("What does the model "),
+					responses.ResponseInputContentParamOfInputText("read?")}, responses.EasyInputMessageRoleUser)}},
+		} {
+			res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+				Model: "demo", Instructions: openai.String(msgs[0].Content), Input: input,
+				MaxOutputTokens: openai.Int(12), Temperature: openai.Float(0),
+			})
+			require.NoError(t, err)
+			assert.Equal(t, want.Text, res.OutputText())
+			assert.True(t, strings.HasPrefix(res.ID, "resp_"), res.ID)
+			assert.Equal(t, "response", string(res.Object))
+			assert.Equal(t, "demo", string(res.Model))
+			assert.Equal(t, responses.ResponseStatusIncomplete, res.Status)
+			assert.Equal(t, "max_output_tokens", res.IncompleteDetails.Reason)
+			require.Len(t, res.Output, 1)
+			out := res.Output[0]
+			assert.Equal(t, "message", out.Type)
+			assert.Equal(t, "assistant", string(out.Role))
+			require.Len(t, out.Content, 1)
+			assert.Equal(t, "output_text", out.Content[0].Type)
+			assert.Equal(t, chat.Usage.PromptTokens, res.Usage.InputTokens)
+			assert.Equal(t, int64(len(want.Tokens)), res.Usage.OutputTokens)
+			assert.Equal(t, res.Usage.InputTokens+res.Usage.OutputTokens, res.Usage.TotalTokens)
+			assert.Equal(t, int64(12), res.MaxOutputTokens)
+		}
+	})
+
+	t.Run("streamed", func(t *testing.T) {
+		stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+			Model: "demo", Instructions: openai.String(msgs[0].Content),
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(msgs[1].Content)},
+			MaxOutputTokens: openai.Int(12), Temperature: openai.Float(0),
+		})
+		var types []string
+		var deltas strings.Builder
+		var done, final string
+		var last responses.Response
+		for stream.Next() {
+			ev := stream.Current()
+			assert.Equal(t, int64(len(types)), ev.SequenceNumber)
+			types = append(types, ev.Type)
+			switch ev.Type {
+			case "response.output_text.delta":
+				d := ev.AsResponseOutputTextDelta()
+				assert.Equal(t, int64(0), d.OutputIndex)
+				assert.NotEmpty(t, d.ItemID)
+				deltas.WriteString(d.Delta)
+			case "response.output_text.done":
+				done = ev.AsResponseOutputTextDone().Text
+			case "response.output_item.done":
+				final = ev.AsResponseOutputItemDone().Item.Content[0].Text
+			case "response.incomplete":
+				last = ev.AsResponseIncomplete().Response
+			}
+		}
+		require.NoError(t, stream.Err())
+		require.Greater(t, len(types), 8)
+		assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}, types[:4])
+		assert.Equal(t, []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.incomplete"}, types[len(types)-4:])
+		for _, typ := range types[4 : len(types)-4] {
+			assert.Equal(t, "response.output_text.delta", typ)
+		}
+		assert.Equal(t, want.Text, deltas.String())
+		assert.Equal(t, want.Text, done)
+		assert.Equal(t, want.Text, final)
+		assert.Equal(t, want.Text, last.OutputText())
+		assert.Equal(t, "max_output_tokens", last.IncompleteDetails.Reason)
+		assert.Equal(t, int64(len(want.Tokens)), last.Usage.OutputTokens)
+	})
+
+	t.Run("completed", func(t *testing.T) {
+		// A JSON schema's document ends the reply before max_output_tokens:
+		// the status is completed, streamed with response.completed.
+		params := responses.ResponseNewParams{
+			Model: "demo", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Rate a city")},
+			MaxOutputTokens: openai.Int(100), Temperature: openai.Float(0),
+			Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigParamOfJSONSchema("rating",
+				map[string]any{"type": "object", "properties": map[string]any{"score": map[string]any{"type": "integer", "minimum": 0, "maximum": 9}},
+					"required": []string{"score"}, "additionalProperties": false})},
+			Store:    openai.Bool(true),
+			Metadata: map[string]string{"who": "test"},
+		}
+		res, err := client.Responses.New(ctx, params)
+		require.NoError(t, err)
+		assert.Equal(t, responses.ResponseStatusCompleted, res.Status)
+		var doc struct{ Score *int }
+		require.NoError(t, json.Unmarshal([]byte(res.OutputText()), &doc), res.OutputText())
+		require.NotNil(t, doc.Score)
+		assert.Equal(t, "test", res.Metadata["who"])
+		stream := client.Responses.NewStreaming(ctx, params)
+		var lastType, text string
+		for stream.Next() {
+			lastType = stream.Current().Type
+			if lastType == "response.completed" {
+				text = stream.Current().AsResponseCompleted().Response.OutputText()
+			}
+		}
+		require.NoError(t, stream.Err())
+		assert.Equal(t, "response.completed", lastType)
+		assert.Equal(t, res.OutputText(), text)
+	})
+
+	t.Run("logprobs", func(t *testing.T) {
+		res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+			Model: "demo", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(msgs[1].Content)},
+			Instructions: openai.String(msgs[0].Content), MaxOutputTokens: openai.Int(12), Temperature: openai.Float(0),
+			Include: []responses.ResponseIncludable{responses.ResponseIncludableMessageOutputTextLogprobs}, TopLogprobs: openai.Int(2),
+		})
+		require.NoError(t, err)
+		lps := res.Output[0].Content[0].Logprobs
+		require.Len(t, lps, len(want.Tokens))
+		var joined strings.Builder
+		for _, lp := range lps {
+			joined.WriteString(lp.Token)
+			assert.Len(t, lp.TopLogprobs, 2)
+		}
+		assert.Equal(t, want.Text, joined.String())
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		base := responses.ResponseNewParams{Model: "demo", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("x")}}
+		for _, tc := range []struct {
+			param string
+			opt   option.RequestOption
+		}{
+			{"previous_response_id", option.WithJSONSet("previous_response_id", "resp_123")},
+			{"conversation", option.WithJSONSet("conversation", "conv_123")},
+			{"background", option.WithJSONSet("background", true)},
+			{"tools", option.WithJSONSet("tools", []any{map[string]any{"type": "function", "name": "f"}})},
+			{"truncation", option.WithJSONSet("truncation", "auto")},
+			{"max_output_tokens", option.WithJSONSet("max_output_tokens", 0)},
+			{"input[0].type", option.WithJSONSet("input", []any{map[string]any{"type": "function_call_output", "call_id": "c", "output": "x"}})},
+			{"input[0].content", option.WithJSONSet("input", []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "http://x"}}}})},
+			{"frobnicate", option.WithJSONSet("frobnicate", 1)},
+		} {
+			_, err := client.Responses.New(ctx, base, tc.opt)
+			var apiErr *openai.Error
+			require.ErrorAs(t, err, &apiErr, tc.param)
+			assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode, tc.param)
+			assert.Equal(t, tc.param, apiErr.Param)
+		}
+		// Accepted and ignored.
+		_, err := client.Responses.New(ctx, base, option.WithJSONSet("store", false), option.WithJSONSet("user", "u"),
+			option.WithJSONSet("service_tier", "auto"), option.WithJSONSet("reasoning", map[string]any{"effort": "low"}),
+			option.WithJSONSet("parallel_tool_calls", true), option.WithJSONSet("tools", []any{}),
+			option.WithJSONSet("tool_choice", "auto"), option.WithJSONSet("truncation", "disabled"),
+			option.WithJSONSet("max_output_tokens", 2))
+		require.NoError(t, err)
+	})
 }
 
 // /tokenize and /detokenize as llama.cpp's server has them.
@@ -256,6 +435,11 @@ func TestServeWithoutV1(t *testing.T) {
 	require.NoError(t, err)
 	wantChat := reference(t, generation.Request{Messages: chatMessages("", "Hello"), Config: greedyConfig(5)})
 	assert.Equal(t, wantChat.Text, chat.Choices[0].Message.Content)
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "demo",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hello")}, MaxOutputTokens: openai.Int(5),
+		Temperature: openai.Float(0)})
+	require.NoError(t, err)
+	assert.Equal(t, wantChat.Text, r.OutputText())
 	// The metrics count the paths as they were asked for.
 	resp, data := rawDo(t, "GET", s.url+"/metrics", "")
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -69,7 +69,9 @@ Usage:
   llamaserve -m MODEL.gguf [options]
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
-server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus).
+server-sent events), POST /v1/responses (OpenAI's Responses API), GET
+/v1/models (each also without /v1), POST /tokenize and /detokenize (as
+llama.cpp's server has them), GET /health, GET /metrics (Prometheus).
 Chat prompts are the model's Jinja chat template rendered with the tools;
 replies carry tool_calls. Requests take OpenAI's fields, and transformers'
 GenerationConfig fields (top_k, min_p, repetition_penalty, ...) and

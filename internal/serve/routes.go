@@ -1,13 +1,15 @@
 package serve
 
 // moreRoutes adds the endpoints beside OpenAI's /v1 ones: the same
-// endpoints without /v1 (llama.cpp's server accepts both), and llama.cpp's
-// /tokenize and /detokenize.
+// endpoints without /v1 (llama.cpp's server accepts both), the Responses
+// API, and llama.cpp's /tokenize and /detokenize.
 func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/completions", s.completions)
 	s.mux.HandleFunc("/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("/models", s.models)
 	s.mux.HandleFunc("/models/{id...}", s.model)
+	s.mux.HandleFunc("/v1/responses", s.responses)
+	s.mux.HandleFunc("/responses", s.responses)
 	s.mux.HandleFunc("/tokenize", s.tokenize)
 	s.mux.HandleFunc("/detokenize", s.detokenize)
 }

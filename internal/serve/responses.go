@@ -1,0 +1,608 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// responsesRequest is the body of /v1/responses, OpenAI's Responses API
+// (openai-go's responses.ResponseNewParams, and stream): the fields the
+// server implements, then the extensions. It runs as a chat request.
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Instructions    *string         `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Temperature     *float64        `json:"temperature"`
+	TopP            *float64        `json:"top_p"`
+	TopLogprobs     *int            `json:"top_logprobs"`
+	Stream          bool            `json:"stream"`
+	Include         []string        `json:"include"`
+	Text            json.RawMessage `json:"text"`
+	Metadata        json.RawMessage `json:"metadata"`
+	User            *string         `json:"user"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
+
+	// Extensions, as on chat: seed, Mirostat.
+	Seed        *int64   `json:"seed"`
+	Mirostat    *int     `json:"mirostat"`
+	MirostatTau *float64 `json:"mirostat_tau"`
+	MirostatEta *float64 `json:"mirostat_eta"`
+
+	config map[string]json.RawMessage // the GenerationConfig fields
+}
+
+// The fields of the Responses API by what the server does with them.
+var (
+	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
+		"top_logprobs", "stream", "include", "text", "seed", "mirostat", "mirostat_tau", "mirostat_eta"}
+	// ignoredResponsesFields change nothing here: OpenAI's accounting,
+	// storage (store: nothing is stored, whatever its value), routing,
+	// caching, reasoning and access controls, the stream's obfuscation, and
+	// the tool-call limits (no tool runs here).
+	ignoredResponsesFields = []string{"user", "metadata", "store", "service_tier", "safety_identifier",
+		"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "reasoning", "parallel_tool_calls",
+		"max_tool_calls", "stream_options", "access_programs"}
+	// checkedResponsesFields are accepted when they ask for nothing the
+	// server lacks; each check returns the reason of a refusal.
+	checkedResponsesFields = map[string]func(raw json.RawMessage) string{
+		"previous_response_id": func(raw json.RawMessage) string {
+			if s, ok := jsonString(raw); ok && s == "" {
+				return ""
+			}
+			return "previous_response_id: this server stores no responses; send the whole conversation as input"
+		},
+		"conversation": func(json.RawMessage) string {
+			return "conversation: this server stores no conversations; send the whole conversation as input"
+		},
+		"prompt": func(json.RawMessage) string {
+			return "prompt: this server has no stored prompt templates; send instructions and input"
+		},
+		"background": func(raw json.RawMessage) string {
+			if string(raw) == "false" {
+				return ""
+			}
+			return "background: a background response is fetched later, and this server stores no responses"
+		},
+		"tools": func(raw json.RawMessage) string {
+			var list []json.RawMessage
+			if json.Unmarshal(raw, &list) != nil {
+				return "tools must be an array"
+			}
+			if len(list) > 0 {
+				return "tools: tool calls are not supported on /v1/responses"
+			}
+			return ""
+		},
+		"tool_choice": func(raw json.RawMessage) string {
+			if s, ok := jsonString(raw); ok && (s == "none" || s == "auto") {
+				return ""
+			}
+			return fmt.Sprintf("tool_choice %s: tool calls are not supported on /v1/responses", raw)
+		},
+		"moderation": func(json.RawMessage) string {
+			return "moderation is not available on this server: it has no moderation model"
+		},
+		"image": func(json.RawMessage) string {
+			return "image: this server generates text only"
+		},
+		"context_management": func(raw json.RawMessage) string {
+			var list []json.RawMessage
+			if json.Unmarshal(raw, &list) == nil && len(list) == 0 {
+				return ""
+			}
+			return "context_management: this server does not compact the context"
+		},
+		"truncation": func(raw json.RawMessage) string {
+			if s, ok := jsonString(raw); ok && s == "disabled" {
+				return ""
+			}
+			return fmt.Sprintf("truncation %s: the input is never truncated here (an input longer than a sequence is 400, as with \"disabled\")", raw)
+		},
+	}
+)
+
+// logprobsInclude asks for the log-probabilities of the output text.
+const logprobsInclude = "message.output_text.logprobs"
+
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// decodeResponsesRequest reads the body of /v1/responses: the first field
+// in the body's order that is unknown or refused is named.
+func decodeResponsesRequest(body []byte) (*responsesRequest, error) {
+	if !utf8.Valid(body) {
+		return nil, badRequest("", "the body is not valid UTF-8")
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, badRequest("", "the body is not a JSON object")
+	}
+	if dec.More() {
+		return nil, badRequest("", "the body holds more than one JSON value")
+	}
+	keys, err := objectKeys(body)
+	if err != nil {
+		return nil, badRequest("", "the body is not a JSON object: %v", err)
+	}
+	req := &responsesRequest{config: map[string]json.RawMessage{}}
+	for _, k := range keys {
+		v := bytes.TrimSpace(fields[k])
+		switch {
+		case slices.Contains(responsesFields, k), slices.Contains(ignoredResponsesFields, k):
+		case slices.Contains(configFields, k):
+			req.config[k] = v
+		case checkedResponsesFields[k] != nil:
+			if string(v) == "null" {
+				continue
+			}
+			if why := checkedResponsesFields[k](v); why != "" {
+				return nil, badRequest(k, "%s", why)
+			}
+		default:
+			return nil, badRequest(k, "unknown field %q", k)
+		}
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, badRequest(te.Field, "field %q: a JSON %s cannot be %s", te.Field, te.Value, te.Type)
+		}
+		return nil, badRequest("", "%v", err)
+	}
+	return req, nil
+}
+
+// responsesText is the Responses API's text option: its format is
+// response_format's, flattened.
+type responsesText struct {
+	Format *struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
+	} `json:"format"`
+	Verbosity *string `json:"verbosity"` // accepted and ignored
+}
+
+// inputItem is an item of the Responses API's input: a message (the only
+// kind the server reads).
+type inputItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// chatRequest is the chat request that runs req.
+func (req *responsesRequest) chatRequest() (*apiRequest, error) {
+	out := &apiRequest{
+		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
+		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
+		MirostatEta: req.MirostatEta, config: req.config,
+	}
+	if m := req.MaxOutputTokens; m != nil && *m < 1 {
+		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)
+	}
+	if req.Instructions != nil && *req.Instructions != "" {
+		out.Messages = append(out.Messages, textMessage("system", *req.Instructions))
+	}
+	msgs, err := inputMessages(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	out.Messages = append(out.Messages, msgs...)
+	if len(bytes.TrimSpace(req.Text)) > 0 && string(bytes.TrimSpace(req.Text)) != "null" {
+		var t responsesText
+		if err := json.Unmarshal(req.Text, &t); err != nil {
+			return nil, badRequest("text", "text: %v", err)
+		}
+		if f := t.Format; f != nil {
+			out.ResponseFormat = &responseFormat{Type: f.Type}
+			if f.Type == "json_schema" {
+				out.ResponseFormat.JSONSchema = &jsonSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+			}
+		}
+	}
+	top := 0
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+	}
+	if top != 0 || slices.Contains(req.Include, logprobsInclude) {
+		out.Logprobs = json.RawMessage("true")
+		out.TopLogprobs = &top
+	}
+	return out, nil
+}
+
+func textMessage(role, text string) apiMessage {
+	content, _ := json.Marshal(text)
+	return apiMessage{Role: role, Content: content}
+}
+
+// inputMessages reads input: a text (one user message) or a list of
+// message items whose content is a text or a list of text parts.
+func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("input", "input is required")
+	}
+	if text, ok := jsonString(raw); ok {
+		return []apiMessage{textMessage("user", text)}, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest("input", "input must be a string or an array of message items")
+	}
+	if len(items) == 0 {
+		return nil, badRequest("input", "input is empty")
+	}
+	out := make([]apiMessage, len(items))
+	for i, it := range items {
+		switch it.Type {
+		case "", "message":
+		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output":
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: tool calls are not supported on /v1/responses", i, it.Type)
+		case "item_reference":
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item reference: this server stores no items; send the item itself", i)
+		default:
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: this server reads message items only", i, it.Type)
+		}
+		switch it.Role {
+		case "user", "system", "developer", "assistant":
+		default:
+			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %q is not user, system, developer or assistant", i, it.Role)
+		}
+		text, err := inputText(it.Content)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d]: %v", i, err)
+		}
+		out[i] = textMessage(it.Role, text)
+	}
+	return out, nil
+}
+
+// inputText reads an input message's content: a string, or text parts
+// (input_text, and output_text or refusal in an assistant's earlier
+// output) whose texts are joined.
+func inputText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if s, ok := jsonString(raw); ok {
+		return s, nil
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of input_text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+		}
+	}
+	return b.String(), nil
+}
+
+// responsesParam renames the chat request's fields in an error to the
+// Responses API's.
+func responsesParam(err error) error {
+	var re *requestError
+	if !errors.As(err, &re) {
+		return err
+	}
+	out := *re
+	for _, r := range [][2]string{{"max_completion_tokens", "max_output_tokens"}, {"max_tokens", "max_output_tokens"},
+		{"response_format", "text.format"}, {"messages", "input"}} {
+		if strings.HasPrefix(out.param, r[0]) {
+			out.param = r[1] + strings.TrimPrefix(out.param, r[0])
+		}
+		out.msg = strings.ReplaceAll(out.msg, r[0], r[1])
+	}
+	return &out
+}
+
+// The objects of the Responses API the server writes.
+type (
+	responseObject struct {
+		ID                 string             `json:"id"`
+		Object             string             `json:"object"`
+		CreatedAt          int64              `json:"created_at"`
+		Status             string             `json:"status"`
+		CompletedAt        *int64             `json:"completed_at"`
+		Error              *responseError     `json:"error"`
+		IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
+		Instructions       *string            `json:"instructions"`
+		MaxOutputTokens    *int               `json:"max_output_tokens"`
+		Model              string             `json:"model"`
+		Output             []outputMessage    `json:"output"`
+		ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+		PreviousResponseID *string            `json:"previous_response_id"`
+		Reasoning          map[string]any     `json:"reasoning"`
+		Store              bool               `json:"store"`
+		Temperature        float64            `json:"temperature"`
+		Text               json.RawMessage    `json:"text"`
+		ToolChoice         json.RawMessage    `json:"tool_choice"`
+		Tools              []any              `json:"tools"`
+		TopP               float64            `json:"top_p"`
+		TopLogprobs        int                `json:"top_logprobs"`
+		Truncation         string             `json:"truncation"`
+		Usage              *responseUsage     `json:"usage"`
+		User               *string            `json:"user"`
+		Metadata           json.RawMessage    `json:"metadata"`
+	}
+	responseError struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	incompleteDetails struct {
+		Reason string `json:"reason"`
+	}
+	outputMessage struct {
+		Type    string       `json:"type"`
+		ID      string       `json:"id"`
+		Status  string       `json:"status"`
+		Role    string       `json:"role"`
+		Content []outputText `json:"content"`
+	}
+	outputText struct {
+		Type        string         `json:"type"`
+		Text        string         `json:"text"`
+		Annotations []any          `json:"annotations"`
+		Logprobs    []tokenLogprob `json:"logprobs"`
+	}
+	responseUsage struct {
+		InputTokens         int            `json:"input_tokens"`
+		InputTokensDetails  map[string]int `json:"input_tokens_details"`
+		OutputTokens        int            `json:"output_tokens"`
+		OutputTokensDetails map[string]int `json:"output_tokens_details"`
+		TotalTokens         int            `json:"total_tokens"`
+	}
+)
+
+// newResponseObject is the response to req, in progress.
+func (s *Server) newResponseObject(req *responsesRequest, p *plan) *responseObject {
+	cfg := p.reqs[0].Config
+	temp := cfg.Temperature
+	if !cfg.DoSample {
+		temp = 0
+	}
+	o := &responseObject{
+		ID: fmt.Sprintf("resp_%016x%016x", rand.Uint64(), rand.Uint64()), Object: "response",
+		CreatedAt: time.Now().Unix(), Status: "in_progress", Instructions: req.Instructions,
+		MaxOutputTokens: req.MaxOutputTokens, Model: s.cfg.ModelID, Output: []outputMessage{},
+		ParallelToolCalls: true, Reasoning: map[string]any{"effort": nil, "summary": nil},
+		Temperature: temp, Text: json.RawMessage(`{"format":{"type":"text"}}`), ToolChoice: json.RawMessage(`"auto"`),
+		Tools: []any{}, TopP: cfg.TopP, TopLogprobs: p.topLogprobs, Truncation: "disabled", User: req.User,
+		Metadata: json.RawMessage(`{}`),
+	}
+	if t := bytes.TrimSpace(req.Text); len(t) > 0 && string(t) != "null" {
+		o.Text = t
+	}
+	if tc := bytes.TrimSpace(req.ToolChoice); len(tc) > 0 && string(tc) != "null" {
+		o.ToolChoice = tc
+	}
+	if m := bytes.TrimSpace(req.Metadata); len(m) > 0 && string(m) != "null" {
+		o.Metadata = m
+	}
+	return o
+}
+
+// finish completes o with the choice's output.
+func (o *responseObject) finish(msg outputMessage, c *choice, promptTokens int) {
+	now := time.Now().Unix()
+	o.CompletedAt = &now
+	o.Status = "completed"
+	if c.finish == "length" {
+		o.Status = "incomplete"
+		o.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
+	}
+	o.Output = []outputMessage{msg}
+	o.Usage = &responseUsage{InputTokens: promptTokens, InputTokensDetails: map[string]int{"cached_tokens": 0},
+		OutputTokens: c.tokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
+		TotalTokens: promptTokens + c.tokens}
+}
+
+// itemStatus is an output item's status once its choice ended.
+func itemStatus(c *choice) string {
+	if c.finish == "length" {
+		return "incomplete"
+	}
+	return "completed"
+}
+
+// responses serves /v1/responses.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	body := s.readBody(w, r)
+	if body == nil {
+		return
+	}
+	req, err := decodeResponsesRequest(body)
+	var p *plan
+	if err == nil {
+		var chat *apiRequest
+		if chat, err = req.chatRequest(); err == nil {
+			p, err = s.params.plan(chat, true)
+			err = responsesParam(err)
+		}
+	}
+	if err != nil {
+		var re *requestError
+		if !errors.As(err, &re) {
+			re = &requestError{status: http.StatusInternalServerError, msg: err.Error()}
+		}
+		writeError(w, re)
+		return
+	}
+	s.runResponse(w, r, req, p)
+}
+
+// runResponse runs the one choice of p and writes it as a response
+// object, or as the Responses API's stream of events.
+func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *responsesRequest, p *plan) {
+	if s.stopping.Err() != nil {
+		writeError(w, errShuttingDown)
+		return
+	}
+	n := int64(len(p.reqs))
+	if s.inFlight.Add(n) > int64(s.cfg.MaxConcurrent) {
+		s.inFlight.Add(-n)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, &requestError{status: http.StatusTooManyRequests, code: "server_busy",
+			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
+		return
+	}
+	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
+	defer release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.stopping, cancel)()
+	task, err := s.cfg.Engine.Submit(ctx, p.reqs[0])
+	if err != nil {
+		writeError(w, responsesParam(s.submitError(err, true)).(*requestError))
+		return
+	}
+	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs}
+	obj := s.newResponseObject(req, p)
+	msgID := fmt.Sprintf("msg_%016x%016x", rand.Uint64(), rand.Uint64())
+	if req.Stream {
+		s.streamResponse(ctx, r.Context(), cancel, w, obj, msgID, c, task.PromptTokens(), release)
+		return
+	}
+	c.run(nil)
+	switch {
+	case ctx.Err() != nil:
+		if r.Context().Err() == nil {
+			writeError(w, errShuttingDown)
+		}
+		return
+	case c.err != nil:
+		s.logf("%s: %v", r.URL.Path, c.err)
+		writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
+		return
+	}
+	release()
+	part := outputText{Type: "output_text", Text: string(c.text[:c.sent]), Annotations: []any{}, Logprobs: []tokenLogprob{}}
+	if c.logprobs {
+		part.Logprobs = append(part.Logprobs, c.lp.entries...)
+	}
+	obj.finish(outputMessage{Type: "message", ID: msgID, Status: itemStatus(c), Role: "assistant",
+		Content: []outputText{part}}, c, task.PromptTokens())
+	data, err := json.Marshal(obj)
+	if err != nil {
+		writeError(w, &requestError{status: http.StatusInternalServerError, msg: err.Error()})
+		return
+	}
+	s.writeReply(w, append(data, '\n'))
+}
+
+// streamResponse writes the choice as the Responses API streams it: named
+// server-sent events, each with its sequence number, from
+// response.created to response.completed (response.incomplete when the
+// reply reached max_output_tokens, response.failed when it failed); a
+// stream that Abort ends gets an error event instead.
+func (s *Server) streamResponse(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter,
+	obj *responseObject, msgID string, c *choice, promptTokens int, release func()) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := s.newStreamWriter(w, cancel)
+	seq := 0
+	send := func(typ string, fields map[string]any) {
+		fields["type"] = typ
+		fields["sequence_number"] = seq
+		seq++
+		data, err := json.Marshal(fields)
+		if err != nil {
+			s.logf("stream: %v", err)
+			return
+		}
+		out.send(fmt.Appendf(nil, "event: %s\ndata: %s\n\n", typ, data))
+	}
+	snapshot := func() responseObject { // the object as it is now: the events do not share it
+		o := *obj
+		o.Output = slices.Clone(obj.Output)
+		return o
+	}
+	send("response.created", map[string]any{"response": snapshot()})
+	send("response.in_progress", map[string]any{"response": snapshot()})
+	item := outputMessage{Type: "message", ID: msgID, Status: "in_progress", Role: "assistant", Content: []outputText{}}
+	send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	part := outputText{Type: "output_text", Annotations: []any{}, Logprobs: []tokenLogprob{}}
+	at := map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0}
+	with := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for k, v := range at {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	send("response.content_part.added", with("part", part))
+	var text strings.Builder
+	c.run(func(delta string, lp *logprobs, finish *string) {
+		entries := []tokenLogprob{}
+		if lp != nil {
+			entries = append(entries, lp.entries...)
+		}
+		if delta == "" && len(entries) == 0 {
+			return
+		}
+		text.WriteString(delta)
+		part.Logprobs = append(part.Logprobs, entries...)
+		send("response.output_text.delta", with("delta", delta, "logprobs", entries))
+	})
+	release()
+	switch {
+	case ctx.Err() != nil:
+		if client.Err() == nil && s.stopping.Err() != nil {
+			send("error", map[string]any{"code": errShuttingDown.code, "message": errShuttingDown.msg, "param": nil})
+		}
+	case c.err != nil:
+		s.logf("stream: %v", c.err)
+		obj.Status = "failed"
+		obj.Error = &responseError{Code: "server_error", Message: c.err.Error()}
+		send("response.failed", map[string]any{"response": snapshot()})
+	default:
+		part.Text = text.String()
+		send("response.output_text.done", with("text", part.Text, "logprobs", part.Logprobs))
+		send("response.content_part.done", with("part", part))
+		item.Status, item.Content = itemStatus(c), []outputText{part}
+		send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+		obj.finish(item, c, promptTokens)
+		event := "response.completed"
+		if obj.Status == "incomplete" {
+			event = "response.incomplete"
+		}
+		send(event, map[string]any{"response": snapshot()})
+	}
+	out.close()
+}
