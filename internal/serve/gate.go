@@ -31,12 +31,15 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		origin := r.Header.Get("Origin")
 		allowed := origin != "" && s.corsAllowed(origin)
 		h := w.Header()
+		wildcard := slices.Contains(s.cfg.CORSOrigins, "*")
+		if !wildcard {
+			h.Add("Vary", "Origin") // the answer depends on it, allowed or not
+		}
 		if allowed {
-			if slices.Contains(s.cfg.CORSOrigins, "*") {
+			if wildcard {
 				h.Set("Access-Control-Allow-Origin", "*")
 			} else {
 				h.Set("Access-Control-Allow-Origin", origin)
-				h.Add("Vary", "Origin")
 			}
 			h.Set("Access-Control-Expose-Headers", "Retry-After")
 		}
