@@ -221,6 +221,25 @@ func TestServeResponses(t *testing.T) {
 		}
 	})
 
+	t.Run("multi-turn", func(t *testing.T) {
+		// The history as the API sends it back: the earlier output message
+		// item, output_text part and all, between the user's messages.
+		turns := []backend.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello"},
+			{Role: "assistant", Content: " the model reads"}, {Role: "user", Content: "And then?"}}
+		want := reference(t, generation.Request{Messages: turns, Config: greedyConfig(6)})
+		res, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "demo",
+			MaxOutputTokens: openai.Int(6), Temperature: openai.Float(0)},
+			option.WithJSONSet("input", []any{
+				map[string]any{"type": "message", "role": "developer", "content": "Be brief."},
+				map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_text", "text": "Hello"}}},
+				map[string]any{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+					"content": []any{map[string]any{"type": "output_text", "text": " the model reads", "annotations": []any{}}}},
+				map[string]any{"role": "user", "content": "And then?"},
+			}))
+		require.NoError(t, err)
+		assert.Equal(t, want.Text, res.OutputText())
+	})
+
 	t.Run("streamed", func(t *testing.T) {
 		stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
 			Model: "demo", Instructions: openai.String(msgs[0].Content),
