@@ -460,6 +460,11 @@ func TestServeWithoutV1(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, wantChat.Text, r.OutputText())
 	// The metrics count the paths as they were asked for.
+	// The Responses API runs on the chat path: its reply names the chat
+	// template that made the prompt, as chat's does.
+	resp, _ := rawDo(t, "POST", s.url+"/responses", `{"input":"Hello","max_output_tokens":1}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "jinja", resp.Header.Get("X-Chat-Template"))
 	resp, data := rawDo(t, "GET", s.url+"/metrics", "")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(data), `path="/chat/completions"`)

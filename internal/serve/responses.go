@@ -476,6 +476,9 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
 		return
 	}
+	if p.template != "" {
+		w.Header().Set("X-Chat-Template", p.template)
+	}
 	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
 	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
