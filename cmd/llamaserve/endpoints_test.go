@@ -341,10 +341,11 @@ func TestServeResponses(t *testing.T) {
 			{"previous_response_id", option.WithJSONSet("previous_response_id", "resp_123")},
 			{"conversation", option.WithJSONSet("conversation", "conv_123")},
 			{"background", option.WithJSONSet("background", true)},
-			{"tools", option.WithJSONSet("tools", []any{map[string]any{"type": "function", "name": "f"}})},
+			{"tools[0].type", option.WithJSONSet("tools", []any{map[string]any{"type": "web_search"}})},
 			{"truncation", option.WithJSONSet("truncation", "auto")},
 			{"max_output_tokens", option.WithJSONSet("max_output_tokens", 0)},
-			{"input[0].type", option.WithJSONSet("input", []any{map[string]any{"type": "function_call_output", "call_id": "c", "output": "x"}})},
+			{"input[0].type", option.WithJSONSet("input", []any{map[string]any{"type": "custom_tool_call_output", "call_id": "c", "output": "x"}})},
+			{"input[0].type", option.WithJSONSet("input", []any{map[string]any{"type": "reasoning", "summary": []any{}}})},
 			{"input[0].content", option.WithJSONSet("input", []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "http://x"}}}})},
 			{"frobnicate", option.WithJSONSet("frobnicate", 1)},
 		} {

@@ -32,6 +32,8 @@ type responsesRequest struct {
 	Metadata        json.RawMessage `json:"metadata"`
 	User            *string         `json:"user"`
 	ToolChoice      json.RawMessage `json:"tool_choice"`
+	Tools           json.RawMessage `json:"tools"`
+	ParallelCalls   *bool           `json:"parallel_tool_calls"`
 
 	// Extensions, as on chat: seed, Mirostat.
 	Seed        *int64   `json:"seed"`
@@ -45,13 +47,15 @@ type responsesRequest struct {
 // The fields of the Responses API by what the server does with them.
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
-		"top_logprobs", "stream", "include", "text", "seed", "mirostat", "mirostat_tau", "mirostat_eta"}
+		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
-	// the tool-call limits (no tool runs here).
+	// max_tool_calls (the server runs no tool: a reply holds the calls the
+	// model writes in one turn).
 	ignoredResponsesFields = []string{"user", "metadata", "store", "service_tier", "safety_identifier",
-		"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "reasoning", "parallel_tool_calls",
+		"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "reasoning",
 		"max_tool_calls", "stream_options", "access_programs"}
 	// checkedResponsesFields are accepted when they ask for nothing the
 	// server lacks; each check returns the reason of a refusal.
@@ -73,22 +77,6 @@ var (
 				return ""
 			}
 			return "background: a background response is fetched later, and this server stores no responses"
-		},
-		"tools": func(raw json.RawMessage) string {
-			var list []json.RawMessage
-			if json.Unmarshal(raw, &list) != nil {
-				return "tools must be an array"
-			}
-			if len(list) > 0 {
-				return "tools: tool calls are not supported on /v1/responses"
-			}
-			return ""
-		},
-		"tool_choice": func(raw json.RawMessage) string {
-			if s, ok := jsonString(raw); ok && (s == "none" || s == "auto") {
-				return ""
-			}
-			return fmt.Sprintf("tool_choice %s: tool calls are not supported on /v1/responses", raw)
 		},
 		"moderation": func(json.RawMessage) string {
 			return "moderation is not available on this server: it has no moderation model"
@@ -185,6 +173,12 @@ type inputItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// A function_call item (an earlier output) and the
+	// function_call_output that answers it.
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
 }
 
 // chatRequest is the chat request that runs req.
@@ -216,6 +210,9 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 				out.ResponseFormat.JSONSchema = &jsonSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
 			}
 		}
+	}
+	if err := req.chatTools(out); err != nil {
+		return nil, err
 	}
 	top := 0
 	if req.TopLogprobs != nil {
@@ -250,12 +247,18 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 	if len(items) == 0 {
 		return nil, badRequest("input", "input is empty")
 	}
-	out := make([]apiMessage, len(items))
+	var out []apiMessage
 	for i, it := range items {
 		switch it.Type {
 		case "", "message":
-		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output":
-			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: tool calls are not supported on /v1/responses", i, it.Type)
+		case "function_call", "function_call_output":
+			var err error
+			if out, err = appendCallItem(out, i, it); err != nil {
+				return nil, err
+			}
+			continue
+		case "custom_tool_call", "custom_tool_call_output":
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: only function tools are supported", i, it.Type)
 		case "item_reference":
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item reference: this server stores no items; send the item itself", i)
 		default:
@@ -270,7 +273,7 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d]: %v", i, err)
 		}
-		out[i] = textMessage(it.Role, text)
+		out = append(out, textMessage(it.Role, text))
 	}
 	return out, nil
 }
@@ -339,7 +342,7 @@ type (
 		Instructions       *string            `json:"instructions"`
 		MaxOutputTokens    *int               `json:"max_output_tokens"`
 		Model              string             `json:"model"`
-		Output             []outputMessage    `json:"output"`
+		Output             []any              `json:"output"` // outputMessage and functionCallItem
 		ParallelToolCalls  bool               `json:"parallel_tool_calls"`
 		PreviousResponseID *string            `json:"previous_response_id"`
 		Reasoning          map[string]any     `json:"reasoning"`
@@ -347,7 +350,7 @@ type (
 		Temperature        float64            `json:"temperature"`
 		Text               json.RawMessage    `json:"text"`
 		ToolChoice         json.RawMessage    `json:"tool_choice"`
-		Tools              []any              `json:"tools"`
+		Tools              json.RawMessage    `json:"tools"`
 		TopP               float64            `json:"top_p"`
 		TopLogprobs        int                `json:"top_logprobs"`
 		Truncation         string             `json:"truncation"`
@@ -394,10 +397,10 @@ func (s *Server) newResponseObject(req *responsesRequest, p *plan) *responseObje
 	o := &responseObject{
 		ID: fmt.Sprintf("resp_%016x%016x", rand.Uint64(), rand.Uint64()), Object: "response",
 		CreatedAt: time.Now().Unix(), Status: "in_progress", Instructions: req.Instructions,
-		MaxOutputTokens: req.MaxOutputTokens, Model: s.cfg.ModelID, Output: []outputMessage{},
-		ParallelToolCalls: true, Reasoning: map[string]any{"effort": nil, "summary": nil},
+		MaxOutputTokens: req.MaxOutputTokens, Model: s.cfg.ModelID, Output: []any{},
+		ParallelToolCalls: req.ParallelCalls == nil || *req.ParallelCalls, Reasoning: map[string]any{"effort": nil, "summary": nil},
 		Temperature: temp, Text: json.RawMessage(`{"format":{"type":"text"}}`), ToolChoice: json.RawMessage(`"auto"`),
-		Tools: []any{}, TopP: cfg.TopP, TopLogprobs: p.topLogprobs, Truncation: "disabled", User: req.User,
+		Tools: json.RawMessage(`[]`), TopP: cfg.TopP, TopLogprobs: p.topLogprobs, Truncation: "disabled", User: req.User,
 		Metadata: json.RawMessage(`{}`),
 	}
 	if t := bytes.TrimSpace(req.Text); len(t) > 0 && string(t) != "null" {
@@ -409,11 +412,14 @@ func (s *Server) newResponseObject(req *responsesRequest, p *plan) *responseObje
 	if m := bytes.TrimSpace(req.Metadata); len(m) > 0 && string(m) != "null" {
 		o.Metadata = m
 	}
+	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" {
+		o.Tools = t
+	}
 	return o
 }
 
 // finish completes o with the choice's output.
-func (o *responseObject) finish(msg outputMessage, c *choice, promptTokens int) {
+func (o *responseObject) finish(output []any, c *choice, promptTokens int) {
 	now := time.Now().Unix()
 	o.CompletedAt = &now
 	o.Status = "completed"
@@ -421,7 +427,7 @@ func (o *responseObject) finish(msg outputMessage, c *choice, promptTokens int) 
 		o.Status = "incomplete"
 		o.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
 	}
-	o.Output = []outputMessage{msg}
+	o.Output = output
 	o.Usage = &responseUsage{InputTokens: promptTokens, InputTokensDetails: map[string]int{"cached_tokens": 0},
 		OutputTokens: c.tokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
 		TotalTokens: promptTokens + c.tokens}
@@ -489,7 +495,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 		writeError(w, responsesParam(s.submitError(err, true)).(*requestError))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs}
+	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
 	obj := s.newResponseObject(req, p)
 	msgID := fmt.Sprintf("msg_%016x%016x", rand.Uint64(), rand.Uint64())
 	if req.Stream {
@@ -509,12 +515,27 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 		return
 	}
 	release()
-	part := outputText{Type: "output_text", Text: string(c.text[:c.sent]), Annotations: []any{}, Logprobs: []tokenLogprob{}}
-	if c.logprobs {
-		part.Logprobs = append(part.Logprobs, c.lp.entries...)
+	text := string(c.text[:c.sent])
+	var calls []toolCall
+	if c.tools != nil && c.finish == "stop" {
+		if content, cs := c.tools.parse(text); len(cs) > 0 {
+			text, calls = content, cs
+		}
 	}
-	obj.finish(outputMessage{Type: "message", ID: msgID, Status: itemStatus(c), Role: "assistant",
-		Content: []outputText{part}}, c, task.PromptTokens())
+	var output []any
+	if len(calls) == 0 || text != "" {
+		part := outputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []tokenLogprob{}}
+		if c.logprobs {
+			part.Logprobs = append(part.Logprobs, c.lp.entries...)
+		}
+		output = append(output, outputMessage{Type: "message", ID: msgID, Status: itemStatus(c), Role: "assistant",
+			Content: []outputText{part}})
+	}
+	for _, call := range calls {
+		output = append(output, functionCallItem{Type: "function_call", ID: newItemID("fc"), CallID: call.ID,
+			Name: call.Name, Arguments: call.Arguments, Status: "completed"})
+	}
+	obj.finish(output, c, task.PromptTokens())
 	data, err := json.Marshal(obj)
 	if err != nil {
 		writeError(w, &requestError{status: http.StatusInternalServerError, msg: err.Error()})
@@ -555,33 +576,35 @@ func (s *Server) streamResponse(ctx, client context.Context, cancel context.Canc
 	}
 	send("response.created", map[string]any{"response": snapshot()})
 	send("response.in_progress", map[string]any{"response": snapshot()})
-	item := outputMessage{Type: "message", ID: msgID, Status: "in_progress", Role: "assistant", Content: []outputText{}}
-	send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-	part := outputText{Type: "output_text", Annotations: []any{}, Logprobs: []tokenLogprob{}}
-	at := map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0}
-	with := func(kv ...any) map[string]any {
-		m := map[string]any{}
-		for k, v := range at {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
+	st := &outputStream{send: send, msgID: msgID}
+	var ts *toolStream
+	if c.tools != nil {
+		ts = &toolStream{tp: c.tools}
 	}
-	send("response.content_part.added", with("part", part))
-	var text strings.Builder
 	c.run(func(delta string, lp *logprobs, finish *string) {
 		entries := []tokenLogprob{}
 		if lp != nil {
 			entries = append(entries, lp.entries...)
 		}
-		if delta == "" && len(entries) == 0 {
+		if ts == nil {
+			st.text(delta, entries)
 			return
 		}
-		text.WriteString(delta)
-		part.Logprobs = append(part.Logprobs, entries...)
-		send("response.output_text.delta", with("delta", delta, "logprobs", entries))
+		// The model's text goes through the tool-call reader: text that
+		// may open a call is held back, a call streams as its item.
+		text, deltas := ts.feed(delta)
+		if finish != nil {
+			rest, calls, more := ts.end(*finish == "stop")
+			text += rest
+			deltas = append(deltas, more...)
+			st.final = calls
+		}
+		st.text(text, entries)
+		for _, d := range deltas {
+			for _, tc := range d.ToolCalls {
+				st.call(tc)
+			}
+		}
 	})
 	release()
 	switch {
@@ -593,14 +616,15 @@ func (s *Server) streamResponse(ctx, client context.Context, cancel context.Canc
 		s.logf("stream: %v", c.err)
 		obj.Status = "failed"
 		obj.Error = &responseError{Code: "server_error", Message: c.err.Error()}
+		obj.Output = st.output
 		send("response.failed", map[string]any{"response": snapshot()})
 	default:
-		part.Text = text.String()
-		send("response.output_text.done", with("text", part.Text, "logprobs", part.Logprobs))
-		send("response.content_part.done", with("part", part))
-		item.Status, item.Content = itemStatus(c), []outputText{part}
-		send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
-		obj.finish(item, c, promptTokens)
+		if len(st.calls) == 0 && st.msg == nil {
+			st.open() // a reply has its message, if empty
+		}
+		st.closeMessage(itemStatus(c))
+		st.closeCalls()
+		obj.finish(st.output, c, promptTokens)
 		event := "response.completed"
 		if obj.Status == "incomplete" {
 			event = "response.incomplete"
