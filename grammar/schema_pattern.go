@@ -205,7 +205,7 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 				continue
 			}
 		}
-		e, err := regexpToGBNF(core)
+		e, err := regexpToGBNF(core.Simplify())
 		if err != nil {
 			return "", fail(path, "pattern", "pattern %q: %v", pat, err)
 		}
@@ -217,8 +217,11 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 		}
 		alts = append(alts, e)
 	}
-	if len(alts) == 0 {
+	switch len(alts) {
+	case 0:
 		return "", nil
+	case 1:
+		return alts[0], nil
 	}
 	return "(" + strings.Join(alts, " | ") + ")", nil
 }
@@ -394,11 +397,8 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 	case syntax.OpAnyCharNotNL:
 		return anyNotNL, nil
 	case syntax.OpCapture:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + s[0] + ")", nil
+		// No group of its own: a generated rule per group would deepen every stack.
+		return regexpToGBNF(re.Sub[0])
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
 		s, err := sub()
 		if err != nil {
@@ -420,7 +420,7 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return "(" + strings.Join(s, " ") + ")", nil
+		return strings.Join(s, " "), nil // a sequence binds tighter than |, and repetitions group it
 	case syntax.OpAlternate:
 		s, err := sub()
 		if err != nil {
