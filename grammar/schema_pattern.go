@@ -205,7 +205,7 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 				continue
 			}
 		}
-		e, err := regexpToGBNF(core.Simplify())
+		e, err := regexpToGBNF(core)
 		if err != nil {
 			return "", fail(path, "pattern", "pattern %q: %v", pat, err)
 		}
@@ -411,6 +411,9 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 			}
 			op = repeatSuffix(re.Min, re.Max)
 		}
+		if atomic(re.Sub[0]) {
+			return s[0] + op, nil
+		}
 		return "(" + s[0] + ")" + op, nil
 	case syntax.OpConcat:
 		if len(re.Sub) == 0 {
@@ -431,6 +434,18 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 		return "", errors.New("^ and $ are supported at the ends of the pattern (or of its top-level alternatives) only")
 	}
 	return "", fmt.Errorf("regular expression operator %v is not supported", re.Op)
+}
+
+// atomic reports whether the GBNF of re is one symbol, which a repetition may follow without
+// a group (and the generated rule a group costs): a class, a literal, a group already.
+func atomic(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL, syntax.OpLiteral, syntax.OpAlternate:
+		return true
+	case syntax.OpCapture:
+		return atomic(re.Sub[0])
+	}
+	return false
 }
 
 // anyNotNL is ECMA-262's ".": any character but the line terminators.
