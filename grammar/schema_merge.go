@@ -474,7 +474,7 @@ func (c *converter) alternatives(s *node, kw, path string) (string, error) {
 			for j := i + 1; j < len(sums); j++ {
 				if !sums[i].disjoint(sums[j]) {
 					return "", fail(path, "oneOf", "branches %d and %d are not provably disjoint, so the grammar cannot enforce that exactly one matches "+
-						"(supported: branches of different types, with different const/enum values, or with a required property whose const/enum values differ)", i, j)
+						"(supported: branches of different types, with different const/enum values, with a required property whose const/enum values differ, or with a key that one requires and the other forbids)", i, j)
 				}
 			}
 		}
@@ -511,6 +511,10 @@ type summary struct {
 	types int
 	enum  map[string]bool            // nil: no enum
 	tags  map[string]map[string]bool // a required property -> its const/enum values
+	// required lists the required names; forbids reports whether the branch's objects cannot
+	// have a key (false in properties, or outside them with additionalProperties false).
+	required []string
+	forbids  func(name string) bool
 }
 
 func (c *converter) summarize(b *node, path string) (summary, error) {
@@ -543,9 +547,19 @@ func (c *converter) summarize(b *node, path string) (summary, error) {
 		sum.types &= types
 	}
 	props := f.get("properties")
+	addl := f.get("additionalProperties")
+	sum.forbids = func(name string) bool {
+		if p := props.get(name); p != nil {
+			return isFalse(p)
+		}
+		return isFalse(addl)
+	}
 	if req := f.get("required"); req != nil && req.kind == 'a' {
 		for _, r := range req.arr {
 			name, ok := r.str()
+			if ok {
+				sum.required = append(sum.required, name)
+			}
 			if !ok || props.get(name) == nil {
 				continue
 			}
@@ -595,6 +609,12 @@ func (a summary) disjoint(b summary) bool {
 	if common == tObject {
 		for name, va := range a.tags {
 			if vb, ok := b.tags[name]; ok && disjointSets(va, vb) {
+				return true
+			}
+		}
+		// A key that one branch requires and the other forbids.
+		for _, x := range [][2]summary{{a, b}, {b, a}} {
+			if x[1].forbids != nil && slices.ContainsFunc(x[0].required, x[1].forbids) {
 				return true
 			}
 		}

@@ -187,11 +187,22 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 		}
 		core := &syntax.Regexp{Op: syntax.OpConcat, Sub: parts}
 		if lo > 0 || hi >= 0 {
-			var ok, none bool
-			if core, ok, none = foldLength(core, lo, hi); none {
+			folded, ok, none := foldLength(core, lo, hi)
+			switch {
+			case none:
 				continue
-			} else if !ok {
-				return "", fail(path, lengthKeyword(lo), "pattern %q with minLength %d and maxLength %d: the lengths cannot be folded into the pattern (supported: at most one part of variable length, a repetition of a fixed-length item)", pat, lo, hi)
+			case ok:
+				core = folded
+			default:
+				// The general way: the pattern's automaton times a count of code points.
+				e, err := c.countedPattern(core, lo, hi)
+				if err != nil {
+					return "", fail(path, lengthKeyword(lo), "pattern %q with minLength %d and maxLength %d: %v", pat, lo, hi, err)
+				}
+				if e != "" {
+					alts = append(alts, e)
+				}
+				continue
 			}
 		}
 		e, err := regexpToGBNF(core)
@@ -206,8 +217,11 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 		}
 		alts = append(alts, e)
 	}
-	if len(alts) == 0 {
+	switch len(alts) {
+	case 0:
 		return "", nil
+	case 1:
+		return alts[0], nil
 	}
 	return "(" + strings.Join(alts, " | ") + ")", nil
 }
@@ -375,12 +389,79 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 		}
 		return literal(strings.Join(jsonUnits(string(re.Rune)), "")), nil
 	case syntax.OpCharClass:
+		return classExpr(re.Rune)
+	case syntax.OpAnyChar:
+		// The free end of a pattern that is not anchored, bounded by minLength or maxLength: any
+		// character, an escaped surrogate pair counting as one.
+		return "(" + lenChar + ")", nil
+	case syntax.OpAnyCharNotNL:
+		return anyNotNL, nil
+	case syntax.OpCapture:
+		// No group of its own: a generated rule per group would deepen every stack.
+		return regexpToGBNF(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		s, err := sub()
+		if err != nil {
+			return "", err
+		}
+		op := map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[re.Op]
+		if re.Op == syntax.OpRepeat {
+			if re.Max == 0 {
+				return `""`, nil
+			}
+			op = repeatSuffix(re.Min, re.Max)
+		}
+		if atomic(re.Sub[0]) {
+			return s[0] + op, nil
+		}
+		return "(" + s[0] + ")" + op, nil
+	case syntax.OpConcat:
+		if len(re.Sub) == 0 {
+			return `""`, nil
+		}
+		s, err := sub()
+		if err != nil {
+			return "", err
+		}
+		return strings.Join(s, " "), nil // a sequence binds tighter than |, and repetitions group it
+	case syntax.OpAlternate:
+		s, err := sub()
+		if err != nil {
+			return "", err
+		}
+		return "(" + strings.Join(s, " | ") + ")", nil
+	case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
+		return "", errors.New("^ and $ are supported at the ends of the pattern (or of its top-level alternatives) only")
+	}
+	return "", fmt.Errorf("regular expression operator %v is not supported", re.Op)
+}
+
+// atomic reports whether the GBNF of re is one symbol, which a repetition may follow without
+// a group (and the generated rule a group costs): a class, a literal, a group already.
+func atomic(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL, syntax.OpLiteral, syntax.OpAlternate:
+		return true
+	case syntax.OpCapture:
+		return atomic(re.Sub[0])
+	}
+	return false
+}
+
+// anyNotNL is ECMA-262's ".": any character but the line terminators.
+const anyNotNL = `[^"\\\x7F\x00-\x1F\u2028\u2029]`
+
+// classExpr returns the GBNF of one character of a string's content in the class of ranges (lo,
+// hi pairs): the characters that JSON escapes in their jsonQuote spelling, the others as
+// themselves.
+func classExpr(ranges []rune) (string, error) {
+	{
 		var b strings.Builder
 		var escaped []string
 		b.WriteByte('[')
 		n := 0
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
+		for i := 0; i+1 < len(ranges); i += 2 {
+			lo, hi := ranges[i], ranges[i+1]
 			// The characters that JSON escapes become alternatives of their own.
 			for r := lo; r <= min(hi, 0x7F); r++ {
 				if r < 0x20 || r == '"' || r == '\\' || r == 0x7F {
@@ -411,48 +492,168 @@ func regexpToGBNF(re *syntax.Regexp) (string, error) {
 			return alts[0], nil
 		}
 		return "(" + strings.Join(alts, " | ") + ")", nil
-	case syntax.OpAnyChar:
-		// The free end of a pattern that is not anchored, bounded by minLength or maxLength: any
-		// character, an escaped surrogate pair counting as one.
-		return "(" + lenChar + ")", nil
-	case syntax.OpAnyCharNotNL:
-		return `[^"\\\x7F\x00-\x1F\u2028\u2029]`, nil
-	case syntax.OpCapture:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + s[0] + ")", nil
-	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		op := map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[re.Op]
-		if re.Op == syntax.OpRepeat {
-			if re.Max == 0 {
-				return `""`, nil
-			}
-			op = repeatSuffix(re.Min, re.Max)
-		}
-		return "(" + s[0] + ")" + op, nil
-	case syntax.OpConcat:
-		if len(re.Sub) == 0 {
-			return `""`, nil
-		}
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + strings.Join(s, " ") + ")", nil
-	case syntax.OpAlternate:
-		s, err := sub()
-		if err != nil {
-			return "", err
-		}
-		return "(" + strings.Join(s, " | ") + ")", nil
-	case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
-		return "", errors.New("^ and $ are supported at the ends of the pattern (or of its top-level alternatives) only")
 	}
-	return "", fmt.Errorf("regular expression operator %v is not supported", re.Op)
+}
+
+// maxCountedStates bounds the rules of a pattern counted by code points.
+const maxCountedStates = 20000
+
+// countedPattern returns a rule for the strings of re (anchored at both ends, no anchors inside)
+// that have lo to hi code points (hi < 0: unbounded): the product of the pattern's automaton
+// (Go's compiled program) with a count of the code points taken so far, capped at lo when hi is
+// open. One right-linear rule per pair of an instruction and a count; "" when no string of re
+// has such a length.
+func (c *converter) countedPattern(re *syntax.Regexp, lo, hi int) (string, error) {
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return "", err
+	}
+	limit := hi
+	if hi < 0 {
+		limit = lo // past lo, every count is the same
+	}
+	type key struct{ pc, n int }
+	type step struct {
+		class string // "" for the end of the string
+		next  key
+	}
+	index := map[key]int{}
+	var keys []key
+	var steps [][]step
+	// closure lists the instructions that consume a character or match, reached from pc
+	// without consuming.
+	closure := func(pc int) ([]int, error) {
+		var out []int
+		seen := map[int]bool{}
+		var walk func(pc int) error
+		walk = func(pc int) error {
+			if seen[pc] {
+				return nil
+			}
+			seen[pc] = true
+			in := prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstAlt, syntax.InstAltMatch:
+				if err := walk(int(in.Out)); err != nil {
+					return err
+				}
+				return walk(int(in.Arg))
+			case syntax.InstNop, syntax.InstCapture:
+				return walk(int(in.Out))
+			case syntax.InstEmptyWidth:
+				return errors.New("^ and $ are supported at the ends of the pattern only")
+			case syntax.InstFail:
+				return nil
+			}
+			out = append(out, pc)
+			return nil
+		}
+		return out, walk(pc)
+	}
+	var build func(k key) (int, error)
+	build = func(k key) (int, error) {
+		if i, ok := index[k]; ok {
+			return i, nil
+		}
+		if len(keys) >= maxCountedStates {
+			return 0, fmt.Errorf("more than %d states", maxCountedStates)
+		}
+		i := len(keys)
+		index[k] = i
+		keys = append(keys, k)
+		steps = append(steps, nil)
+		insts, err := closure(k.pc)
+		if err != nil {
+			return 0, err
+		}
+		for _, pc := range insts {
+			in := prog.Inst[pc]
+			if in.Op == syntax.InstMatch {
+				if k.n >= lo {
+					steps[i] = append(steps[i], step{})
+				}
+				continue
+			}
+			if hi >= 0 && k.n >= hi {
+				continue
+			}
+			var class string
+			switch in.Op {
+			case syntax.InstRune:
+				if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+					return 0, errors.New("case-insensitive patterns are not supported")
+				}
+				class, err = classExpr(in.Rune)
+			case syntax.InstRune1:
+				class, err = classExpr([]rune{in.Rune[0], in.Rune[0]})
+			case syntax.InstRuneAnyNotNL:
+				class = anyNotNL
+			case syntax.InstRuneAny:
+				class = "(" + lenChar + ")"
+			default:
+				err = fmt.Errorf("instruction %v is not supported", in.Op)
+			}
+			if err != nil {
+				return 0, err
+			}
+			next := key{int(in.Out), min(k.n+1, limit)}
+			if _, err := build(next); err != nil {
+				return 0, err
+			}
+			steps[i] = append(steps[i], step{class, next})
+		}
+		return i, nil
+	}
+	if _, err := build(key{prog.Start, 0}); err != nil {
+		return "", err
+	}
+	// A state is live when it can end the string, now or after some steps: a walk back from the
+	// states that can end it.
+	live := make([]bool, len(keys))
+	preds := make([][]int, len(keys))
+	var queue []int
+	for i := range keys {
+		for _, s := range steps[i] {
+			if s.class == "" {
+				if !live[i] {
+					live[i] = true
+					queue = append(queue, i)
+				}
+			} else {
+				preds[index[s.next]] = append(preds[index[s.next]], i)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, p := range preds[i] {
+			if !live[p] {
+				live[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	if !live[0] {
+		return "", nil
+	}
+	name := func(i int) string { return fmt.Sprintf("counted-%d-%d", c.n, i) }
+	c.n++
+	for i := range keys {
+		if !live[i] {
+			continue
+		}
+		var alts []string
+		for _, s := range steps[i] {
+			switch {
+			case s.class == "":
+				alts = append(alts, `""`)
+			case live[index[s.next]]:
+				alts = append(alts, s.class+" "+name(index[s.next]))
+			}
+		}
+		c.rules[name(i)] = strings.Join(alts, " | ")
+		c.order = append(c.order, name(i))
+	}
+	return name(0), nil
 }

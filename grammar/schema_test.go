@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,6 +67,8 @@ func TestSchemaSentences(t *testing.T) {
 		{`{"required":["foo"],"additionalProperties":{"type":"integer"}}`, []string{`{"foo":1}`, `{"foo":1,"bar":2}`}, []string{`{"foo":"x"}`, `{"foo":1,"bar":"x"}`}},
 		{`{"$defs":{"n":{"type":"object","properties":{"a":{"type":"integer"},"child":{"allOf":[{"$ref":"#/$defs/n"},{"required":["a"]}]}}}},"$ref":"#/$defs/n"}`,
 			[]string{`{"a":1,"child":{"a":2,"child":{"a":3}}}`, `{}`}, []string{`{"child":{}}`, `{"a":1,"child":{"child":{"a":1}}}`}},
+		{`{"type":"string","pattern":"^[a-z]+-[0-9]+$","maxLength":6}`, []string{`"a-1"`, `"abc-12"`}, []string{`"abcd-12"`, `"a-"`, `"-1"`}},
+		{`{"type":"string","pattern":"a+","maxLength":3,"minLength":2}`, []string{`"aa"`, `"xa"`, `"aax"`}, []string{`"a"`, `"xxxa"`, `"bb"`}},
 		{`{"type":"string","pattern":"^ab","maxLength":4}`, []string{`"ab"`, `"abcd"`, `"ab\ud83d\ude00\n"`}, []string{`"abcde"`, `"a"`, `"ab\ud83d\ude00\n\n"`}},
 		{`{"type":"string","pattern":"b$","minLength":3}`, []string{`"aab"`, `"bbb"`}, []string{`"ab"`, `"abc"`}},
 		{`{"type":"array","uniqueItems":false,"items":{"type":"integer"}}`, []string{`[1,1]`}, []string{`["x"]`}},
@@ -76,6 +79,8 @@ func TestSchemaSentences(t *testing.T) {
 		{`{"type":"integer","multipleOf":1.5}`, []string{`0`, `3`, `-9`, `300`}, []string{`1`, `4`, `1.5`}},
 		{`{"type":"integer","multipleOf":7}`, []string{`0`, `7`, `-14`, `7000000000000007`}, []string{`1`, `8`, `-15`, `07`, `-0`}},
 		{`{"type":"integer","multipleOf":5,"minimum":-12,"exclusiveMaximum":20}`, []string{`-10`, `0`, `15`}, []string{`-15`, `20`, `3`}},
+		{`{"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"],"additionalProperties":false}]}`,
+			[]string{`{"a":1}`, `{"b":"x"}`}, []string{`{"a":1,"b":"x"}`, `{}`}},
 		{`{"maximum":3}`, []string{`"x"`, `3`, `-1.5`, `2.999`, `{}`}, []string{`3.001`, `4`}},
 		{`{"type":"number","exclusiveMinimum":0,"maximum":1}`, []string{`0.5`, `1`, `1.0`, `0.0001`}, []string{`0`, `0.0`, `1.01`, `-0.5`}},
 		{`{"allOf":[{"type":"string"},{"maxLength":3},{"minLength":1}]}`, []string{`"abc"`}, []string{`"abcd"`, `""`, `1`}},
@@ -128,9 +133,9 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"type":"integer","minimum":1e17}`, "", "minimum", `the range allows no integer of at most 16 digits`},
 		{`{"allOf":[{"pattern":"^a$"},{"pattern":"^b$"}]}`, "/allOf/1", "pattern", `the intersection of two different patterns ("^a$" and "^b$") is not supported`},
 		{`{"prefixItems":[{},{}],"allOf":[{"prefixItems":[{}]}]}`, "/allOf/0", "prefixItems", `the intersection of two different prefixItems lists is not supported`},
-		{`{"oneOf":[{"type":"string"},{"maxLength":3}]}`, "", "oneOf", `branches 0 and 1 are not provably disjoint, so the grammar cannot enforce that exactly one matches (supported: branches of different types, with different const/enum values, or with a required property whose const/enum values differ)`},
-		{`{"type":"string","pattern":"^[a-z]+[0-9]+$","maxLength":3}`, "", "maxLength", `pattern "^[a-z]+[0-9]+$" with minLength 0 and maxLength 3: the lengths cannot be folded into the pattern (supported: at most one part of variable length, a repetition of a fixed-length item)`},
-		{`{"type":"string","pattern":"a+","maxLength":3}`, "", "maxLength", `pattern "a+" with minLength 0 and maxLength 3: the lengths cannot be folded into the pattern (supported: at most one part of variable length, a repetition of a fixed-length item)`},
+		{`{"oneOf":[{"type":"object","required":["a"]},{"type":"object","properties":{"a":{}},"additionalProperties":false}]}`, "", "oneOf", `branches 0 and 1 are not provably disjoint, so the grammar cannot enforce that exactly one matches (supported: branches of different types, with different const/enum values, with a required property whose const/enum values differ, or with a key that one requires and the other forbids)`},
+		{`{"oneOf":[{"type":"string"},{"maxLength":3}]}`, "", "oneOf", `branches 0 and 1 are not provably disjoint, so the grammar cannot enforce that exactly one matches (supported: branches of different types, with different const/enum values, with a required property whose const/enum values differ, or with a key that one requires and the other forbids)`},
+		{`{"type":"string","pattern":"^[a-z]+[0-9]+$","maxLength":100000}`, "", "maxLength", `pattern "^[a-z]+[0-9]+$" with minLength 0 and maxLength 100000: more than 20000 states`},
 		{`{"type":"string","pattern":"^(?=a)"}`, "", "pattern", `pattern "^(?=a)": (?...) groups other than (?:...) are not supported (lookarounds, named groups, flags)`},
 		{`{"type":"string","pattern":"^\\p{L}$"}`, "", "pattern", `pattern "^\\p{L}$": the escape \p is not supported`},
 		{`{"type":"string","pattern":"^[\\S]$"}`, "", "pattern", `pattern "^[\\S]$": \S inside a character class is not supported`},
@@ -350,15 +355,37 @@ func TestSchemaPatterns(t *testing.T) {
 		{"(ab)+", "(ab)+"}, {"^[^\\d\\s]$", "^[^0-9" + sp + "]$"}, {"^\\.\\*$", "^\\.\\*$"}, {"^ \\/$", "^ /$"}}
 	alphabet := []string{"a", "b", "c", "d", "x", "A", "1", "2", " ", "\t", "\n", "\r", "\u2028", "\u00a0", "é", "😀", "\"", "\\", ".", "*", "/", "@", "-", "~"}
 	rng := rand.New(rand.NewPCG(3, 4))
+	type variant struct {
+		pair   [2]string
+		lo, hi int
+	}
+	var variants []variant
 	for _, pair := range patterns {
-		p := pair[0]
-		schema, err := json.Marshal(map[string]any{"type": "string", "pattern": p})
+		variants = append(variants, variant{pair, 0, -1}, variant{pair, 2, 3}, variant{pair, 0, 2}, variant{pair, 3, -1})
+	}
+	for _, vt := range variants {
+		p := vt.pair[0]
+		sch := map[string]any{"type": "string", "pattern": p}
+		if vt.lo > 0 {
+			sch["minLength"] = vt.lo
+		}
+		if vt.hi >= 0 {
+			sch["maxLength"] = vt.hi
+		}
+		schema, err := json.Marshal(sch)
 		require.NoError(t, err)
 		g, err := FromJSONSchema(schema)
-		require.NoError(t, err, p)
-		re := regexp.MustCompile(pair[1])
+		if err != nil && strings.Contains(err.Error(), "matches no value") {
+			continue
+		}
+		require.NoError(t, err, "%s", schema)
+		pat := regexp.MustCompile(vt.pair[1])
+		re := struct{ MatchString func(string) bool }{func(s string) bool {
+			n := utf8.RuneCountInString(s)
+			return pat.MatchString(s) && n >= vt.lo && (vt.hi < 0 || n <= vt.hi)
+		}}
 		m := NewMatcher(g, v)
-		for range 3000 {
+		for range 1500 {
 			var b strings.Builder
 			for range rng.IntN(5) {
 				b.WriteString(alphabet[rng.IntN(len(alphabet))])
@@ -366,11 +393,11 @@ func TestSchemaPatterns(t *testing.T) {
 			s := b.String()
 			for _, q := range []func(string) string{jsonQuote, quoteAll, quoteHTML} {
 				if matches(m, q(s)) {
-					require.True(t, re.MatchString(s), "pattern %q accepts %s, which does not match %s", p, q(s), re)
+					require.True(t, re.MatchString(s), "%s accepts %s, which does not match %s", schema, q(s), pat)
 				}
 			}
 			if re.MatchString(s) && !strings.ContainsAny(s, "\"\\\t\n\r") {
-				assert.True(t, matches(m, jsonQuote(s)), "pattern %q rejects %q", p, s)
+				assert.True(t, matches(m, jsonQuote(s)), "%s rejects %q", schema, s)
 			}
 		}
 	}
