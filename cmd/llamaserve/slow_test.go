@@ -42,7 +42,10 @@ func nonReader(t *testing.T, url, path, body string) net.Conn {
 // the non-readers' replies are still unread, and after --write-timeout (or
 // past --max-buffer for a stream) the non-readers are cut and counted.
 func TestServeSlowReaders(t *testing.T) {
-	s := startServer(t, "--max-concurrent", "32", "--write-timeout", "3s", "--max-buffer", "65536")
+	// The write timeout is long enough that the whole reply, whose
+	// generation can end seconds before the stream's (under make test-asan
+	// by more than 3 s), is not cut before both have ended.
+	s := startServer(t, "--max-concurrent", "32", "--write-timeout", "10s", "--max-buffer", "65536")
 	// Each non-reader asks for 16 choices of 250 tokens with 20 alternatives
 	// each (the end token banned): about 6 MB of reply, more than the
 	// kernel's socket buffers take (4 MiB at most here), as the issue's
@@ -64,7 +67,7 @@ func TestServeSlowReaders(t *testing.T) {
 	}
 	start := time.Now()
 	// Finished replies no longer count against --max-concurrent, although
-	// the whole one still waits for its client (cut 3 s after its first
+	// the whole one still waits for its client (cut 10 s after its first
 	// blocked write).
 	m := s.metrics(t)
 	assert.Zero(t, m[`llamaserve_connections_cut_total{reason="write_timeout"}`])
