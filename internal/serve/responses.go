@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -470,26 +469,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 // runResponse runs the one choice of p and writes it as a response
 // object, or as the Responses API's stream of events.
 func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *responsesRequest, p *plan) {
-	if s.stopping.Err() != nil {
-		writeError(w, errShuttingDown)
+	ctx, release, cancel, ok := s.admit(w, r, p)
+	if !ok {
 		return
 	}
-	n := int64(len(p.reqs))
-	if s.inFlight.Add(n) > int64(s.cfg.MaxConcurrent) {
-		s.inFlight.Add(-n)
-		w.Header().Set("Retry-After", "1")
-		writeError(w, &requestError{status: http.StatusTooManyRequests, code: "server_busy",
-			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
-		return
-	}
-	if p.template != "" {
-		w.Header().Set("X-Chat-Template", p.template)
-	}
-	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
 	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	defer context.AfterFunc(s.stopping, cancel)()
 	task, err := s.cfg.Engine.Submit(ctx, p.reqs[0])
 	if err != nil {
 		writeError(w, responsesParam(s.submitError(err, true)).(*requestError))

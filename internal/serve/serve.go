@@ -440,11 +440,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 var errShuttingDown = &requestError{status: http.StatusServiceUnavailable, code: "server_shutting_down",
 	msg: "the server is shutting down: the request was cut"}
 
-// run submits the choices of p and writes the response.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p *plan, chat bool) {
+// admit counts p's sequences against --max-concurrent, or answers the
+// request itself (shutting down, busy) and reports false. The sequences
+// count until release, which the caller calls when they end, not when the
+// response is written: a client slow to read its reply holds nothing but its
+// connection. ctx ends with the client, at shutdown and at cancel, which
+// ends every choice still running whatever ends the response.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, p *plan) (ctx context.Context, release, cancel func(), ok bool) {
 	if s.stopping.Err() != nil {
 		writeError(w, errShuttingDown)
-		return
+		return nil, nil, nil, false
 	}
 	n := int64(len(p.reqs))
 	if s.inFlight.Add(n) > int64(s.cfg.MaxConcurrent) {
@@ -452,20 +457,25 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &requestError{status: http.StatusTooManyRequests, code: "server_busy",
 			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
-		return
+		return nil, nil, nil, false
 	}
 	if p.template != "" {
 		w.Header().Set("X-Chat-Template", p.template)
 	}
-	// The sequences count until they end, not until the response is
-	// written: a client slow to read its reply holds nothing but its
-	// connection.
-	release := sync.OnceFunc(func() { s.inFlight.Add(-n) })
-	defer release()
+	release = sync.OnceFunc(func() { s.inFlight.Add(-n) })
+	ctx, cancelCtx := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.stopping, cancelCtx)
+	return ctx, release, func() { stop(); cancelCtx() }, true
+}
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel() // ends every choice still running, whatever ends the response
-	defer context.AfterFunc(s.stopping, cancel)()
+// run submits the choices of p and writes the response.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p *plan, chat bool) {
+	ctx, release, cancel, ok := s.admit(w, r, p)
+	if !ok {
+		return
+	}
+	defer release()
+	defer cancel()
 	choices := make([]*choice, len(p.reqs))
 	promptTokens := 0
 	nPerPrompt := 1
