@@ -235,14 +235,23 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 			return nil, badRequest(k, "unknown field %q", k)
 		}
 	}
+	if err := unmarshalFields(body, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// unmarshalFields decodes a request body whose keys were checked into req;
+// a value of the wrong JSON type is refused naming its field.
+func unmarshalFields(body []byte, req any) *requestError {
 	if err := json.Unmarshal(body, req); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, badRequest(te.Field, "field %q: a JSON %s cannot be %s", te.Field, te.Value, te.Type)
+			return badRequest(te.Field, "field %q: a JSON %s cannot be %s", te.Field, te.Value, te.Type)
 		}
-		return nil, badRequest("", "%v", err)
+		return badRequest("", "%v", err)
 	}
-	return req, nil
+	return nil
 }
 
 // objectKeys lists the keys of the JSON object body in their order.

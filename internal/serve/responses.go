@@ -143,12 +143,8 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, error) {
 			return nil, badRequest(k, "unknown field %q", k)
 		}
 	}
-	if err := json.Unmarshal(body, req); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, badRequest(te.Field, "field %q: a JSON %s cannot be %s", te.Field, te.Value, te.Type)
-		}
-		return nil, badRequest("", "%v", err)
+	if err := unmarshalFields(body, req); err != nil {
+		return nil, err
 	}
 	return req, nil
 }
