@@ -34,7 +34,7 @@ type EngineOptions struct {
 // batching). A request depends on the others of the batch, and on how its
 // prompt is chunked, only as far as its logits do (see Batch invariance):
 // on backend.MemoryBackend, and on llama.cpp with
-// llamacpp.ContextParams.BatchInvariant in the tests, its tokens are those
+// llamacpp.ContextParams.BatchInvariant, its tokens are those
 // it gets alone through Generator.Stream.
 //
 // An Engine owns its backend until Close: nothing else may use the backend

@@ -69,16 +69,17 @@
 // depend on the other requests: batched and alone give the same tokens
 // exactly. On llama.cpp (package llamacpp/llamabackend, CPU backend) they
 // do through rounding: its kernels depend on how many tokens and
-// sequences a decode holds. With llama.cpp's default context (f16 KV cache, flash attention
-// auto) a request's logits alone and beside others differ by up to about
-// 4e-3 (logits of standard deviation 3), and a seeded sampled token, a
-// Mirostat token or a near tie under greedy decoding may then differ, after
-// which the rest of the request does. A context made with
-// llamacpp.ContextParams.BatchInvariant (f32 KV cache, flash attention off)
-// narrows that to float32 rounding (within 2e-5): tokens then differ only
-// when a draw or a greedy choice falls that close to a boundary, which the
-// tests never saw in hundreds of sampled tokens. A GPU backend gives no
-// such bound.
+// sequences a decode holds. With llama.cpp's default context a request's
+// logits alone and beside others differ by up to about 4e-3 on the
+// 3-layer test model and 0.015 on a 12-layer one, and a seeded sampled
+// token, a Mirostat token or a near tie under greedy decoding may then
+// differ, after which the rest of the request does. In a context made
+// with llamacpp.ContextParams.BatchInvariant the llama.cpp backend shapes
+// every decode so that each row takes the kernels it takes alone: a
+// request's logits, and so its tokens and log-probabilities, are then
+// bit-identical alone and batched, however its prompt is chunked (tested
+// on a 12-layer model through the Engine). A GPU backend gives no such
+// bound.
 //
 // # Stops
 //

@@ -96,16 +96,17 @@ type ContextParams struct {
 	UnifiedKV bool
 	// Perf enables llama.cpp's timing counters (Context.Perf).
 	Perf bool
-	// BatchInvariant selects an f32 KV cache (TypeK and TypeV f32) and flash
-	// attention off, and refuses other values of those options: the settings
-	// in which, on the CPU backend, a sequence's logits depend on the other
-	// sequences decoded with it only through float32 rounding (llama.cpp
-	// picks its kernels by the number of tokens and sequences in a decode;
-	// within 2e-5 on the test models, whose logits have a
-	// standard deviation of about 3). With llama.cpp's defaults (f16 cache,
-	// flash attention auto) they differ by up to about 4e-3, enough to
-	// change a sampled token now and then. It costs twice the KV cache
-	// memory of f16. GPU backends give no such bound.
+	// BatchInvariant makes a sequence's logits independent of the other
+	// sequences decoded with it, bit for bit on the CPU backend:
+	// llamabackend.Backend then shapes every decode so that each row takes
+	// the kernels it takes alone (see "Batch-invariant evaluation" there).
+	// It needs a KV stream per sequence (UnifiedKV false), where a
+	// sequence's cells sit where they would alone; it holds with any cache
+	// type and flash attention setting (tested on bench-small, 12 layers,
+	// with F16, Q8_0 and Q4_0 weights). It costs one KV cell per sequence,
+	// a second row per decoding step and decodes of their own for prompt
+	// chunks. Decode itself runs the batches it is given; GPU backends
+	// promise nothing.
 	BatchInvariant bool
 }
 
@@ -120,8 +121,11 @@ type Context struct {
 	nCtx    int
 	nCtxSeq int
 	nBatch  int
+	nUbatch int
 	nSeq    int
 	unified bool
+	// invariant: made with ContextParams.BatchInvariant
+	invariant bool
 
 	// the Go context whose cancellation currently sets abort; abortMu keeps
 	// a late cancellation from writing the flag after Close freed it
@@ -272,13 +276,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if p.BatchThreads > 0 {
 		cp.NThreadsBatch = int32(p.BatchThreads)
 	}
-	if p.BatchInvariant {
-		if (p.TypeK != KVDefault && p.TypeK != KVF32) || (p.TypeV != KVDefault && p.TypeV != KVF32) ||
-			(p.FlashAttention != FlashAttentionAuto && p.FlashAttention != FlashAttentionOff) {
-			return nil, invalid("BatchInvariant needs TypeK and TypeV f32 and FlashAttention off (got TypeK %q, TypeV %q, FlashAttention %s)",
-				p.TypeK, p.TypeV, p.FlashAttention)
-		}
-		p.TypeK, p.TypeV, p.FlashAttention = KVF32, KVF32, FlashAttentionOff
+	if p.BatchInvariant && p.UnifiedKV {
+		return nil, invalid("BatchInvariant needs a KV stream per sequence (UnifiedKV false): in a unified cache a sequence's cells lie among the others' and its attention rounds by where")
 	}
 	switch p.FlashAttention {
 	case FlashAttentionAuto:
@@ -328,8 +327,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	pools := &threadpools{}
 	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
 	c.AttachThreadpool(pools.single, pools.batch)
-	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV,
-		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax(), native: native}
+	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV, invariant: p.BatchInvariant,
+		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nUbatch: c.NUbatch(), nSeq: c.NSeqMax(), native: native}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
@@ -391,11 +390,19 @@ func (ctx *Context) SequenceSize() int { return ctx.nCtxSeq }
 // BatchSize is the most tokens one Decode may carry (n_batch).
 func (ctx *Context) BatchSize() int { return ctx.nBatch }
 
+// MicroBatchSize is the most tokens llama.cpp computes at once (n_ubatch):
+// a Decode of more is split.
+func (ctx *Context) MicroBatchSize() int { return ctx.nUbatch }
+
 // Sequences is n_seq_max: valid sequence ids are 0..Sequences()-1.
 func (ctx *Context) Sequences() int { return ctx.nSeq }
 
 // UnifiedKV reports whether sequences share one KV buffer.
 func (ctx *Context) UnifiedKV() bool { return ctx.unified }
+
+// BatchInvariant reports whether the context was made with
+// ContextParams.BatchInvariant.
+func (ctx *Context) BatchInvariant() bool { return ctx.invariant }
 
 // VocabSize is the width of a logits row.
 func (ctx *Context) VocabSize() int { return ctx.nVocab }

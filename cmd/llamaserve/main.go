@@ -50,6 +50,7 @@ type options struct {
 	threads       int
 	gpuLayers     int
 	cacheType     string
+	invariant     bool
 	cacheSlots    int
 	cacheCells    int
 	maxBody       int64
@@ -85,7 +86,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
@@ -123,7 +124,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
-	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: a reply depends on the batch it runs in only through float32 rounding)")
+	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
+	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
 	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
 	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
 	cli.CommonFlags(fs, &o.version, &o.help)
@@ -252,9 +254,10 @@ func serveModel(o *options, stderr io.Writer) error {
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
-		// Flash attention and an f16 cache round differently for another
-		// batch shape; f32 without it does not.
-		BatchInvariant: o.cacheType == "f32",
+		BatchInvariant: o.invariant,
+	}
+	if o.cacheType == "f32" {
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
 	}
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {

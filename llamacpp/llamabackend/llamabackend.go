@@ -43,6 +43,8 @@ type Backend struct {
 	batch  *llamacpp.Batch
 	lens   []int
 	views  [][]float32
+	// invariant: the context is batch-invariant (see evalInvariant)
+	invariant bool
 	copies [][]float32
 	last   []int // per feed: batch index of its last token in the decode that holds it
 
@@ -61,7 +63,7 @@ func New(ctx *llamacpp.Context) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
+	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences()), invariant: ctx.BatchInvariant()}, nil
 }
 
 // Close frees the backend's batch (the context stays open).
@@ -81,7 +83,7 @@ func (b *Backend) Room(slot int) int {
 	if slot < 0 || slot >= len(b.lens) {
 		return 0
 	}
-	return b.ctx.SequenceSize() - b.lens[slot]
+	return max(0, b.ctx.SequenceSize()-b.lens[slot]-b.twinRoom())
 }
 
 // Len is the number of tokens slot holds.
@@ -102,6 +104,9 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 		return err
 	}
 	b.grow(len(feeds))
+	if b.invariant {
+		return b.evalInvariant(ctx, feeds, false)
+	}
 	b.batch.Clear()
 	done := 0
 	first := 0 // first feed whose output is still pending
@@ -163,10 +168,7 @@ func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
 func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int, more bool) error {
 	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		b.resync(feeds)
-		if errors.Is(err, llamacpp.ErrContextFull) {
-			return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
-		}
-		return err
+		return b.decodeError(err)
 	}
 	inBatch := b.batch.Len()
 	for i := from; i < to && i < len(feeds); i++ {
@@ -186,6 +188,14 @@ func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int
 	}
 	b.batch.Clear()
 	return nil
+}
+
+// decodeError is a failed decode's error as the backend contract words it.
+func (b *Backend) decodeError(err error) error {
+	if errors.Is(err, llamacpp.ErrContextFull) {
+		return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
+	}
+	return err
 }
 
 // resync re-reads the true lengths after a failed decode.
