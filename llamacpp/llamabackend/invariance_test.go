@@ -1,12 +1,12 @@
 package llamabackend_test
 
 import (
-	"os"
-	"strings"
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -386,7 +386,6 @@ func TestBatchInvarianceMultiLayer(t *testing.T) {
 		})
 	}
 }
-
 
 // TestBatchInvariantEngineMultiLayer: on bench-small (12 layers, F16
 // weights and KV cache) in batch-invariant mode, seeded sampled requests submitted

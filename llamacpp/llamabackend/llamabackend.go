@@ -39,14 +39,14 @@ import (
 // backend.ErrContextFull (and llamacpp.ErrContextFull), which the decoding
 // loop turns into FinishContextFull for the rows of that step.
 type Backend struct {
-	ctx    *llamacpp.Context
-	batch  *llamacpp.Batch
-	lens   []int
-	views  [][]float32
+	ctx   *llamacpp.Context
+	batch *llamacpp.Batch
+	lens  []int
+	views [][]float32
 	// invariant: the context is batch-invariant (see evalInvariant)
 	invariant bool
-	copies [][]float32
-	last   []int // per feed: batch index of its last token in the decode that holds it
+	copies    [][]float32
+	last      []int // per feed: batch index of its last token in the decode that holds it
 
 	all    []float32 // EvalAll: the rows of every token of every feed, in feed order
 	allOff []int     // EvalAll: per feed, the index of its first row in all; nil after Eval
