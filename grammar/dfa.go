@@ -96,7 +96,7 @@ func newDFA(g *Grammar, workBudget, maxBytes int) *dfa {
 	d := &dfa{g: g, nodeOf: map[string]int32{}, expandMemo: map[[2]int32]int32{}, setMemo: map[int32]int32{},
 		unionMemo: map[[2]int32]int32{}, nodeState: map[int32]int32{}, byToken: map[[2]int32]int32{},
 		off: []int32{0}, workBudget: workBudget, maxBytes: maxBytes}
-	d.intern(nil)                 // node 0: no stack
+	d.intern(nil)                // node 0: no stack
 	d.intern([]entry{{pos: -1}}) // node 1: the empty stack
 	d.state(0)                   // state 0: dead
 	for b := range 256 {

@@ -66,7 +66,7 @@ type Matcher struct {
 	maskBytes int
 	maxBytes  int
 	errs      [3]error // by overrun
-	walk      []int32 // trie walk scratch: the state at each depth
+	walk      []int32  // trie walk scratch: the state at each depth
 
 	negInf []float32 // a row of -inf, copied over the rows whose masks allow few tokens
 }
