@@ -152,10 +152,11 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 
 // failureError is the response to a request whose generation failed with
 // err: 400 when its grammar needed more than the matcher's budget (the
-// request's schema or tools are too ambiguous to follow), 500 otherwise.
+// request's response_format or tools are too ambiguous to follow), 500
+// otherwise.
 func failureError(err error) *requestError {
 	if errors.Is(err, grammar.ErrBudget) {
-		return &requestError{status: http.StatusBadRequest, param: "response_format", code: "grammar_budget_exceeded", msg: err.Error()}
+		return &requestError{status: http.StatusBadRequest, code: "grammar_budget_exceeded", msg: err.Error()}
 	}
 	return &requestError{status: http.StatusInternalServerError, msg: err.Error()}
 }

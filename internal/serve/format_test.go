@@ -146,8 +146,8 @@ func TestHostileSchemaBesideOthers(t *testing.T) {
 }
 
 // TestBudgetErrorIsBadRequest: a generation that failed on its grammar's
-// budget is the request's fault (400, naming response_format); any other
-// failure is the server's.
+// budget is the request's fault (400, code grammar_budget_exceeded); any
+// other failure is the server's.
 func TestBudgetErrorIsBadRequest(t *testing.T) {
 	g, err := grammar.Parse(`root ::= "a"`)
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestBudgetErrorIsBadRequest(t *testing.T) {
 	m := grammar.NewMatcher(g, v)
 	e := failureError(m.Err(-1))
 	assert.Equal(t, http.StatusBadRequest, e.status)
-	assert.Equal(t, "response_format", e.param)
+	assert.Equal(t, "grammar_budget_exceeded", e.code)
 	assert.Contains(t, e.msg, "Options.StepWork")
 	assert.Equal(t, http.StatusInternalServerError, failureError(errors.New("x")).status)
 }
