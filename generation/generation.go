@@ -92,7 +92,10 @@
 // requests still waiting go on), FinishCancelled when the context ends (see
 // the cancellation contract of package backend), and FinishError when its
 // scores make no choice possible (a NaN, or every score -inf:
-// [logits.ErrNoChoice]; torch would pick the NaN, or token 0). The token
+// [logits.ErrNoChoice]; torch would pick the NaN, or token 0), with Event.Err
+// the processor's own error when one of Request.Processors says why it left
+// no choice (a grammar.Processor whose grammar needed more than its
+// matcher's budget: the error wraps grammar.ErrBudget). The token
 // that ends a request (an EOS token, the token that completes a stop
 // string) is part of its output, as in transformers.
 //
@@ -204,7 +207,7 @@ const (
 	FinishLength                   // max_length (max_new_tokens)
 	FinishContextFull              // no room left in the request's backend slot
 	FinishCancelled                // the context ended
-	FinishError                    // the scores allow no choice; see Event.Err
+	FinishError                    // the scores allow no choice (a processor failed); see Event.Err
 )
 
 var finishNames = [...]string{"", "eos", "stop", "length", "context full", "cancelled", "error"}

@@ -262,7 +262,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 
 	tok, err := r.choose.Choose(r.hist, scores, &r.src)
 	if err != nil {
-		return r.end(FinishError, err) // wraps logits.ErrNoChoice
+		return r.end(FinishError, r.failure(err)) // wraps logits.ErrNoChoice or a processor's error
 	}
 	logprob := g.logprobAt(withLogprobs, tok)
 	t := int32(tok)
@@ -313,6 +313,25 @@ func (g *Generator) logprobAt(withLogprobs bool, tok int) float32 {
 		return 0
 	}
 	return g.logprobs[tok]
+}
+
+// failer is a processor that can say why it left a row without a choice: grammar.Processor,
+// whose grammar needed more than its budget.
+type failer interface {
+	Err(hist *logits.History) error
+}
+
+// failure returns the error of the first of r's processors that failed r's row, or err (the
+// chooser's) when none did.
+func (r *seq) failure(err error) error {
+	for _, p := range r.req.Processors {
+		if f, ok := p.(failer); ok {
+			if perr := f.Err(r.hist); perr != nil {
+				return perr
+			}
+		}
+	}
+	return err
 }
 
 // end finishes r without a new token: its event carries the text still held

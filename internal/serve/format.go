@@ -3,6 +3,8 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"sync"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -121,12 +123,20 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var g *grammar.Grammar
 	if m, ok := f.matchers[key]; ok {
-		return m, nil
-	}
-	g, err := build()
-	if err != nil {
-		return nil, err
+		// Half-way to its budget, a kept matcher is replaced for the requests to come: one
+		// request that grew it (deep nesting, an ambiguous grammar) does not leave the next
+		// ones of the same schema without room. The requests that hold it keep it.
+		if m.Footprint() < grammar.DefaultMaxBytes/2 {
+			return m, nil
+		}
+		g = m.Grammar()
+	} else {
+		var err error
+		if g, err = build(); err != nil {
+			return nil, err
+		}
 	}
 	total := 0
 	for _, m := range f.matchers {
@@ -138,4 +148,15 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 	m := grammar.NewMatcher(g, f.voc)
 	f.matchers[key] = m
 	return m, nil
+}
+
+// failureError is the response to a request whose generation failed with
+// err: 400 when its grammar needed more than the matcher's budget (the
+// request's response_format or tools are too ambiguous to follow), 500
+// otherwise.
+func failureError(err error) *requestError {
+	if errors.Is(err, grammar.ErrBudget) {
+		return &requestError{status: http.StatusBadRequest, code: "grammar_budget_exceeded", msg: err.Error()}
+	}
+	return &requestError{status: http.StatusInternalServerError, msg: err.Error()}
 }

@@ -492,7 +492,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 		return
 	case c.err != nil:
 		s.logf("%s: %v", r.URL.Path, c.err)
-		writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
+		writeError(w, failureError(c.err))
 		return
 	}
 	release()

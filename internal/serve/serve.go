@@ -514,7 +514,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		}
 		if c.err != nil {
 			s.logf("%s: %v", r.URL.Path, c.err)
-			writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
+			writeError(w, failureError(c.err))
 			return
 		}
 	}
