@@ -75,11 +75,11 @@ func (ctx *Context) Encode(gctx context.Context, b *Batch) error {
 	if err := b.check(); err != nil {
 		return err
 	}
-	if err := ctx.validate(b); err != nil {
-		return err
-	}
 	if ub := ctx.c.NUbatch(); b.n > ub {
 		return invalid("encoder input of %d tokens exceeds the micro-batch size %d (llama.cpp encodes in one micro-batch)", b.n, ub)
+	}
+	if err := ctx.validate(b); err != nil {
+		return err
 	}
 	if err := gctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrAborted, err)
