@@ -156,4 +156,3 @@ func TestEncoderDecoderEngine(t *testing.T) {
 	_, err = e.Submit(context.Background(), Request{})
 	require.ErrorIs(t, err, ErrNoEncoderInput)
 }
-
