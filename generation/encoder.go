@@ -78,3 +78,12 @@ func (g *Generator) encode(ctx context.Context, emit func(*seq, Event) bool) (bo
 	}
 	return true, nil
 }
+
+// inputTokens is the size of the request's input as a caller counts it:
+// its encoder input on an encoder-decoder backend, its prompt otherwise.
+func (r *seq) inputTokens() int {
+	if len(r.encoder) > 0 {
+		return len(r.encoder)
+	}
+	return len(r.prompt)
+}

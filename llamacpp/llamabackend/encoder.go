@@ -60,12 +60,14 @@ func NewEncoderDecoder(ctx *llamacpp.Context) (*EncoderDecoder, error) {
 	return &EncoderDecoder{b}, nil
 }
 
-// Close frees the backend's batches (the context stays open).
-func (e *EncoderDecoder) Close() error {
-	if e.enc.batch != nil {
-		e.enc.batch.Close()
+// Encoder returns the EncoderDecoder of b when NewEncoderDecoder made it,
+// for the code that holds the Backend and hands the decoding loop or beam
+// search its contract; ok is false for a decoder-only model's Backend.
+func (b *Backend) Encoder() (e *EncoderDecoder, ok bool) {
+	if b.enc == nil {
+		return nil, false
 	}
-	return e.Backend.Close()
+	return &EncoderDecoder{b}, true
 }
 
 // EncodeCalls is how many llama_encode calls the backend made.

@@ -74,8 +74,13 @@ func newBackend(ctx *llamacpp.Context) (*Backend, error) {
 	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
 }
 
-// Close frees the backend's batch (the context stays open).
-func (b *Backend) Close() error { return b.batch.Close() }
+// Close frees the backend's batches (the context stays open).
+func (b *Backend) Close() error {
+	if b.enc != nil && b.enc.batch != nil {
+		b.enc.batch.Close()
+	}
+	return b.batch.Close()
+}
 
 // Context is the llama.cpp context the backend decodes with.
 func (b *Backend) Context() *llamacpp.Context { return b.ctx }
