@@ -26,7 +26,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
@@ -246,7 +245,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		}
 	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}
+	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
@@ -255,13 +254,15 @@ func serveModel(o *options, stderr io.Writer) error {
 		// Flash attention and an f16 cache round differently for another
 		// batch shape; f32 without it does not.
 		BatchInvariant: o.cacheType == "f32",
+		// llama.cpp's t5 decoder has one KV stream.
+		UnifiedKV: m.HasEncoder() && sequences > 1,
 	}
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {
 		return err
 	}
 	defer lctx.Close()
-	lb, err := llamabackend.New(lctx)
+	lb, b, err := newBackend(m, lctx, o)
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,6 @@ func serveModel(o *options, stderr io.Writer) error {
 	// The engine's backend: the llama.cpp sequences, under the prefix cache
 	// when there is one (its first --parallel slots serve requests, the
 	// others keep finished ones).
-	var b backend.Backend = lb
 	var cache serve.CacheStats
 	if o.cacheSlots > 0 {
 		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})
