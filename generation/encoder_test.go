@@ -156,3 +156,27 @@ func TestEncoderDecoderEngine(t *testing.T) {
 	_, err = e.Submit(context.Background(), Request{})
 	require.ErrorIs(t, err, ErrNoEncoderInput)
 }
+
+// min_length counts decoder tokens from decoder_start_token_id: with the
+// first greedy token as EOS, a request stops at once; min_length 3 (the
+// start token and two more) keeps EOS out of the first two new tokens,
+// which it would not if the 20 encoder tokens counted.
+func TestEncoderDecoderMinLength(t *testing.T) {
+	m := t5Reference(t)
+	in := make([]int32, 20)
+	for i := range in {
+		in[i] = int32(300 + 5*i)
+	}
+	first := bruteGreedy(t, m, in, 1)[0]
+	cfg := maxNew(6)
+	cfg.EOSTokenID = []int32{first}
+	atLeast := cfg.Clone()
+	atLeast.MinLength = 3
+	g := NewGenerator(refbackend.NewT5(m, 2), nil)
+	res, err := g.Generate(context.Background(), []Request{{Prompt: in, Config: cfg}, {Prompt: in, Config: atLeast}})
+	require.NoError(t, err)
+	require.Equal(t, []int32{first}, res[0].Tokens)
+	require.Equal(t, FinishEOS, res[0].Finish)
+	require.GreaterOrEqual(t, len(res[1].Tokens), 2)
+	require.NotContains(t, res[1].Tokens[:2], first)
+}
