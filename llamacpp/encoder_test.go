@@ -172,3 +172,20 @@ func TestT5BadInput(t *testing.T) {
 	tiny := newContext(t, loadModel(t, "tiny-f32"), llamacpp.ContextParams{ContextSize: 256})
 	require.ErrorContains(t, tiny.Encode(context.Background(), b), "has no encoder")
 }
+
+// In llama.cpp's default context (f16 KV cache, flash attention chosen by
+// llama.cpp, which the cross-attention may take) the t5 logits stay close
+// to the reference, as the llama ones do.
+func TestT5DefaultContextNearReference(t *testing.T) {
+	m := loadModel(t, "tiny-t5")
+	ref := loadT5Reference(t)
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, BatchSize: 128, TypeK: llamacpp.KVF16, TypeV: llamacpp.KVF16,
+		FlashAttention: llamacpp.FlashAttentionAuto})
+	b := newBatch(t, 128, 1)
+	in := randomTokens(5, 40, m.Vocab().Size())
+	dec := append([]int32{ref.DecoderStart}, randomTokens(6, 39, m.Vocab().Size())...)
+	encodeSeqs(t, ctx, b, [][]int32{in}, [][]int32{{0}})
+	d := maxDiff(t, decodeSeq(t, ctx, b, 0, 0, dec), refDecode(t, ref, in, dec))
+	t.Logf("t5, default context: largest |llama.cpp - reference|: %.3g", d)
+	require.LessOrEqual(t, d, llamatest.Tolerance(t, llamatest.DefaultContext))
+}
