@@ -260,3 +260,25 @@ func TestT5EncoderFollowsSlots(t *testing.T) {
 	t.Logf("largest |llama.cpp - reference| over the operations: %.3g", worst)
 	require.LessOrEqual(t, worst, tol)
 }
+
+// A decoder step of an encoder-decoder allocates nothing once the encoder
+// output serves its slots: the encoder check is a loop over the feeds.
+func TestT5StepAllocatesNothing(t *testing.T) {
+	lb, _, m := t5Setup(t, 2)
+	ins := t5Inputs(m)
+	require.NoError(t, lb.Encode(context.Background(), []backend.EncoderFeed{{Slots: []int{0}, Tokens: ins[1]}, {Slots: []int{1}, Tokens: ins[2]}}))
+	start := lb.DecoderStart()
+	feeds := []backend.Feed{{Slot: 0, Tokens: []int32{start}}, {Slot: 1, Tokens: []int32{start}}}
+	ctx := context.Background()
+	require.NoError(t, lb.Eval(ctx, feeds))
+	tok := []int32{400}
+	feeds[0].Tokens, feeds[1].Tokens = tok, tok
+	calls := lb.EncodeCalls()
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := lb.Eval(ctx, feeds); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, calls, lb.EncodeCalls())
+}
