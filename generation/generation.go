@@ -35,7 +35,10 @@
 // # Lengths
 //
 // A request follows generate() of transformers with its own prompt length
-// P: its config is resolved with genconfig.Config.Resolve(P), so
+// P. On an encoder-decoder backend (backend.Encoder) the request's prompt
+// is the encoder input, evaluated once when the request gets its slot, and
+// P is the length of the decoder prompt (1: decoder_start_token_id), as in
+// transformers, so max_length and min_length count decoder tokens. Its config is resolved with genconfig.Config.Resolve(P), so
 // max_new_tokens gives max_length = P + max_new_tokens, and a request stops
 // once P plus its new tokens reach max_length. A prompt of max_length tokens
 // or more is an error, as in transformers. min_length, min_new_tokens,
@@ -137,6 +140,12 @@ type Request struct {
 	// parsed and no special tokens added (the template writes them), as
 	// transformers' apply_chat_template does.
 	Messages []backend.Message
+	// DecoderPrompt is, for an encoder-decoder backend (backend.Encoder),
+	// the decoder's prompt, transformers' decoder_input_ids; nil means the
+	// backend's DecoderStart alone. On such a backend Prompt, Text or
+	// Messages give the encoder input, which must not be empty
+	// (ErrNoEncoderInput).
+	DecoderPrompt []int32
 
 	// Config is the request's generation config; nil means
 	// genconfig.Default(). When it has no eos_token_id and the
@@ -276,6 +285,7 @@ type Result struct {
 // backend: one Stream or Generate at a time.
 type Generator struct {
 	backend backend.Backend
+	enc     backend.Encoder // the backend when it is an encoder-decoder, or nil
 	tok     backend.Tokenizer
 	vocab   int
 	busy    bool
@@ -285,7 +295,9 @@ type Generator struct {
 	free          []int  // free slots, a stack
 	active        []*seq // requests holding a slot, in admission order
 	feeds         []backend.Feed
-	fedSeqs       []*seq       // fedSeqs[i] is the request of feeds[i]
+	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
+	admitted      []*seq // requests admitted this step whose encoder input waits
+	encFeeds      []backend.EncoderFeed
 	chunk         int          // most prompt tokens per step; 0: no limit
 	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
@@ -295,7 +307,8 @@ type Generator struct {
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
 func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
-	return &Generator{backend: b, tok: tok, vocab: b.VocabSize()}
+	enc, _ := b.(backend.Encoder)
+	return &Generator{backend: b, enc: enc, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each

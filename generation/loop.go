@@ -46,7 +46,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 	for s := g.backend.Slots() - 1; s >= 0; s-- {
 		g.free = append(g.free, s)
 	}
-	g.active = g.active[:0]
+	g.active, g.admitted = g.active[:0], g.admitted[:0]
 	defer func() {
 		// Clear errors are ignored here: the slots are lost anyway, and
 		// the next call clears before it writes.
@@ -101,6 +101,25 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 			g.free = g.free[:len(g.free)-1]
 			r.slot = slot
 			g.active = append(g.active, r)
+			if g.enc != nil {
+				g.admitted = append(g.admitted, r)
+			}
+		}
+		if len(g.admitted) > 0 {
+			ok, err := g.encode(ctx, emit)
+			if err != nil {
+				g.cancel(err, q, emit)
+				return nil
+			}
+			if !ok {
+				return nil
+			}
+			if err := g.retire(); err != nil {
+				return err
+			}
+			if len(g.active) == 0 {
+				continue // every admitted request failed: admit the next ones
+			}
 		}
 		if len(g.active) == 0 {
 			return nil // the queue is done

@@ -140,6 +140,10 @@ type Context struct {
 	// outputs of the last successful Decode: batch index -> logits row
 	lastOutputs []int8
 	lastN       int
+
+	// encoded[s]: sequence s may attend to the output of the last Encode
+	// (encoder-decoder models)
+	encoded []bool
 }
 
 // ctxResources is what a forgotten Context's cleanup frees.
@@ -305,6 +309,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if reason := m.cannotGenerate(); reason != "" {
 		return nil, invalid("model %s: %s", m.path, reason)
 	}
+	if err := m.checkEncoderParams(p, cp.NSeqMax); err != nil {
+		return nil, err
+	}
 	native, err := m.kv.check(p, cp)
 	if err != nil {
 		return nil, err
@@ -333,6 +340,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
 	ctx.lastOutputs = make([]int8, ctx.nBatch)
+	ctx.encoded = make([]bool, ctx.nSeq)
 	// A cleanup, not a finalizer: a cancellation callback may point back at
 	// the context, and finalizers never run on cycles. Its argument keeps
 	// the model alive until the context is freed.
@@ -478,6 +486,9 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 		return err
 	}
 	if err := ctx.validate(b); err != nil {
+		return err
+	}
+	if err := ctx.checkEncoded(b); err != nil {
 		return err
 	}
 	if err := gctx.Err(); err != nil {

@@ -47,6 +47,8 @@ func modelPath(t testing.TB, name string) string {
 			err = testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF16))
 		case "prefix":
 			err = testmodel.NewPrefix(7).Write(path)
+		case "tiny-t5":
+			err = testmodel.TinyT5().Write(path)
 		default:
 			t.Fatalf("unknown test model %q", name)
 		}

@@ -26,7 +26,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
@@ -248,13 +247,15 @@ func serveModel(o *options, stderr io.Writer) error {
 		}
 	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}
+	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
 		BatchInvariant: o.invariant,
+		// llama.cpp's t5 decoder has one KV stream.
+		UnifiedKV: m.HasEncoder() && sequences > 1,
 	}
 	if o.cacheType == "f32" {
 		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
@@ -264,7 +265,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		return err
 	}
 	defer lctx.Close()
-	lb, err := llamabackend.New(lctx)
+	lb, b, err := newBackend(m, lctx, o)
 	if err != nil {
 		return err
 	}
@@ -272,7 +273,6 @@ func serveModel(o *options, stderr io.Writer) error {
 	// The engine's backend: the llama.cpp sequences, under the prefix cache
 	// when there is one (its first --parallel slots serve requests, the
 	// others keep finished ones).
-	var b backend.Backend = lb
 	var cache serve.CacheStats
 	if o.cacheSlots > 0 {
 		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})

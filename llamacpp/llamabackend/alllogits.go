@@ -19,6 +19,11 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	if err != nil {
 		return err
 	}
+	if b.enc != nil {
+		if err := b.prepareEncoder(ctx, feeds); err != nil {
+			return err
+		}
+	}
 	nv := b.VocabSize()
 	if cap(b.all) < total*nv {
 		b.all = make([]float32, total*nv)

@@ -50,12 +50,22 @@ type Backend struct {
 
 	all    []float32 // EvalAll: the rows of every token of every feed, in feed order
 	allOff []int     // EvalAll: per feed, the index of its first row in all; nil after Eval
+
+	enc *encoderState // an encoder-decoder model's (NewEncoderDecoder), or nil
 }
 
 // New makes a Backend of ctx, which it owns from then on for decoding: do
 // not decode through ctx directly while the backend is in use. It starts by
-// clearing the context's cache.
+// clearing the context's cache. A model with an encoder needs
+// NewEncoderDecoder.
 func New(ctx *llamacpp.Context) (*Backend, error) {
+	if ctx.Model().HasEncoder() {
+		return nil, fmt.Errorf("%w: the model is an encoder-decoder: use NewEncoderDecoder", llamacpp.ErrInvalidArgument)
+	}
+	return newBackend(ctx)
+}
+
+func newBackend(ctx *llamacpp.Context) (*Backend, error) {
 	if err := ctx.ClearCache(); err != nil {
 		return nil, err
 	}
@@ -66,8 +76,13 @@ func New(ctx *llamacpp.Context) (*Backend, error) {
 	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences()), invariant: ctx.BatchInvariant()}, nil
 }
 
-// Close frees the backend's batch (the context stays open).
-func (b *Backend) Close() error { return b.batch.Close() }
+// Close frees the backend's batches (the context stays open).
+func (b *Backend) Close() error {
+	if b.enc != nil && b.enc.batch != nil {
+		b.enc.batch.Close()
+	}
+	return b.batch.Close()
+}
 
 // Context is the llama.cpp context the backend decodes with.
 func (b *Backend) Context() *llamacpp.Context { return b.ctx }
@@ -102,6 +117,11 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	total, err := b.checkFeeds(feeds)
 	if err != nil {
 		return err
+	}
+	if b.enc != nil {
+		if err := b.prepareEncoder(ctx, feeds); err != nil {
+			return err
+		}
 	}
 	b.grow(len(feeds))
 	if b.invariant {
@@ -230,6 +250,9 @@ func (b *Backend) Copy(dst, src int) error {
 		return err
 	}
 	b.lens[dst] = b.lens[src]
+	if b.enc != nil {
+		b.enc.want[dst] = b.enc.want[src]
+	}
 	return nil
 }
 
@@ -262,6 +285,9 @@ func (b *Backend) Clear(slot int) error {
 		return err
 	}
 	b.lens[slot] = 0
+	if b.enc != nil {
+		b.enc.want[slot] = nil
+	}
 	return nil
 }
 
