@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/llamaloop/llamaloop/cgo"
+	"github.com/llamaloop/llamaloop/embedding"
 )
 
 // MaxThreads is the most threads a context may use (GGML_MAX_N_THREADS).
@@ -107,6 +108,13 @@ type ContextParams struct {
 	// change a sampled token now and then. It costs twice the KV cache
 	// memory of f16. GPU backends give no such bound.
 	BatchInvariant bool
+	// Embeddings makes the context compute embeddings besides logits:
+	// what Embed, EmbedTokens, SequenceEmbedding and TokenEmbedding read
+	// (embeddings.go). A pooled context decodes with MicroBatchSize equal
+	// to BatchSize, so that a sequence's pooling sees all of its tokens.
+	Embeddings bool
+	// Pooling is an Embeddings context's pooling (default: the model's).
+	Pooling embedding.Pooling
 }
 
 // Context is an evaluation context over a model: its KV cache holds up to
@@ -122,6 +130,9 @@ type Context struct {
 	nBatch  int
 	nSeq    int
 	unified bool
+	// pooling of an Embeddings context, resolved by llama.cpp; the zero
+	// PoolingModel in a context without embeddings
+	pooling embedding.Pooling
 
 	// the Go context whose cancellation currently sets abort; abortMu keeps
 	// a late cancellation from writing the flag after Close freed it
@@ -299,6 +310,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	cp.KVUnified = p.UnifiedKV
 	cp.NoPerf = !p.Perf
+	if err := m.embeddingParams(p, &cp); err != nil {
+		return nil, err
+	}
 
 	if m.vocabOnly {
 		return nil, invalid("model %s was loaded with VocabOnly and has no weights to evaluate", m.path)
@@ -330,6 +344,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	c.AttachThreadpool(pools.single, pools.batch)
 	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV,
 		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax(), native: native}
+	if p.Embeddings {
+		ctx.pooling = embedding.FromLlama(int32(c.PoolingType()))
+	}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)

@@ -45,6 +45,9 @@ type Spec struct {
 	Seed uint64
 	// Vocab is the tokenizer.
 	Vocab *Vocab
+	// Extra are more GGUF keys, written after the others (e.g.
+	// llama.pooling_type).
+	Extra []gguf.KV
 }
 
 // HeadDim returns NEmbd/NHead, the per-head width (and the RoPE dimension).
@@ -119,7 +122,7 @@ func (s Spec) metadata() []gguf.KV {
 	if v.ChatTemplate != "" {
 		md = append(md, gguf.KV{Key: "tokenizer.chat_template", Value: v.ChatTemplate})
 	}
-	return md
+	return append(md, s.Extra...)
 }
 
 // tensor is one tensor to write: its info and a function that writes its
