@@ -497,7 +497,7 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	ctx.lastN = 0
 	b.c.SetNTokens(b.n)
 	ctx.pools.decoded = true
-	rc := ctx.c.Decode(b.c)
+	rc := ctx.decodeBatch(b)
 	if rc == 0 && len(ctx.pools.retired) > 0 {
 		ctx.pools.freeRetired()
 	}
@@ -523,8 +523,13 @@ func (ctx *Context) validate(b *Batch) error {
 	if b.n > ctx.nBatch {
 		return invalid("batch of %d tokens exceeds the context's batch size %d", b.n, ctx.nBatch)
 	}
+	if b.embd.used {
+		if err := ctx.checkEmbdInput(b); err != nil {
+			return err
+		}
+	}
 	for i := range b.n {
-		if t := b.tokens[i]; t < 0 || int(t) >= ctx.nVocab {
+		if t := b.tokens[i]; !b.embd.used && (t < 0 || int(t) >= ctx.nVocab) {
 			return invalid("token %d at batch index %d outside the vocabulary [0, %d)", t, i, ctx.nVocab)
 		}
 		if b.pos[i] < 0 {
