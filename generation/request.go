@@ -18,6 +18,7 @@ type seq struct {
 	index  int // in the requests of the call
 	req    *Request
 	prompt []int32
+	embd   [][]float32 // Request.PromptEmbeddings, or nil
 	pipe   *logits.Pipeline
 	hist   *logits.History
 	maxNew int     // new tokens allowed by max_length
@@ -135,6 +136,9 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	if err != nil {
 		return nil, err
 	}
+	if err := g.checkEmbeddings(req); err != nil {
+		return nil, err
+	}
 	c, err := g.config(req, configs)
 	if err != nil {
 		return nil, err
@@ -168,6 +172,7 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	}
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
+	r.embd = req.PromptEmbeddings
 	r.pipe = c.pipe
 	r.hist = c.pipe.NewHistory(r.prompt)
 	r.maxNew = maxLength - len(prompt)

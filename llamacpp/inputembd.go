@@ -122,3 +122,7 @@ func (ctx *Context) decodeBatch(b *Batch) int32 {
 	}
 	return ctx.c.Decode(b.c)
 }
+
+// HoldsEmbeddings reports whether the batch holds input embeddings (then
+// Add refuses tokens until Clear).
+func (b *Batch) HoldsEmbeddings() bool { return b.embd.used }
