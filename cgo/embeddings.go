@@ -15,9 +15,6 @@ func (m Model) NEmbdInp() int { return int(C.llama_model_n_embd_inp(m.c)) }
 // the model's when the context parameters left it unspecified.
 func (ctx Context) PoolingType() int { return int(C.llama_pooling_type(ctx.c)) }
 
-// SetEmbeddings is llama_set_embeddings.
-func (ctx Context) SetEmbeddings(on bool) { C.llama_set_embeddings(ctx.c, C.bool(on)) }
-
 // EmbeddingsIth is llama_get_embeddings_ith: the embedding row of batch
 // index i of the last decode, or nil.
 func (ctx Context) EmbeddingsIth(i int) *float32 {
