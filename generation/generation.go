@@ -146,6 +146,15 @@ type Request struct {
 	// Messages give the encoder input, which must not be empty
 	// (ErrNoEncoderInput).
 	DecoderPrompt []int32
+	// PromptEmbeddings, with Prompt, has one entry per prompt token: a
+	// non-nil entry is an input embedding evaluated in place of that token
+	// (what a vision or audio encoder feeds a decoder). The token stays as
+	// its placeholder: processors see it and the lengths count it, as
+	// transformers' do for the image token ids in the input_ids of a
+	// LLaVA-style model (transformers' generate with inputs_embeds alone,
+	// which has no ids, corresponds to placeholders that no processor
+	// acts on). It needs a backend implementing backend.EmbeddingInput.
+	PromptEmbeddings [][]float32
 
 	// Config is the request's generation config; nil means
 	// genconfig.Default(). When it has no eos_token_id and the

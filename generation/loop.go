@@ -151,7 +151,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 				}
 				continue
 			}
-			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks})
+			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks)})
 			g.fedSeqs = append(g.fedSeqs, r)
 		}
 		if len(g.feeds) > 0 {

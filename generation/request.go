@@ -22,6 +22,7 @@ type seq struct {
 	// is the slot list of its EncoderFeed
 	encoder []int32
 	encSlot [1]int
+	embd    [][]float32 // Request.PromptEmbeddings, or nil
 	pipe    *logits.Pipeline
 	hist    *logits.History
 	maxNew  int     // new tokens allowed by max_length
@@ -139,6 +140,9 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	if err != nil {
 		return nil, err
 	}
+	if err := g.checkEmbeddings(req); err != nil {
+		return nil, err
+	}
 	c, err := g.config(req, configs)
 	if err != nil {
 		return nil, err
@@ -172,6 +176,7 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	}
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
+	r.embd = req.PromptEmbeddings
 	r.pipe = c.pipe
 	r.encoder = append(r.encoder[:0], encoder...)
 	if g.enc != nil {

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/llamaloop/llamaloop/cgo"
+	"github.com/llamaloop/llamaloop/embedding"
 )
 
 // MaxThreads is the most threads a context may use (GGML_MAX_N_THREADS).
@@ -108,6 +109,13 @@ type ContextParams struct {
 	// chunks. Decode itself runs the batches it is given; GPU backends
 	// promise nothing.
 	BatchInvariant bool
+	// Embeddings makes the context compute embeddings besides logits:
+	// what Embed, EmbedTokens, SequenceEmbedding and TokenEmbedding read
+	// (embeddings.go). A pooled context decodes with MicroBatchSize equal
+	// to BatchSize, so that a sequence's pooling sees all of its tokens.
+	Embeddings bool
+	// Pooling is an Embeddings context's pooling (default: the model's).
+	Pooling embedding.Pooling
 }
 
 // Context is an evaluation context over a model: its KV cache holds up to
@@ -126,6 +134,9 @@ type Context struct {
 	unified bool
 	// invariant: made with ContextParams.BatchInvariant
 	invariant bool
+	// pooling of an Embeddings context, resolved by llama.cpp; the zero
+	// PoolingModel in a context without embeddings
+	pooling embedding.Pooling
 
 	// the Go context whose cancellation currently sets abort; abortMu keeps
 	// a late cancellation from writing the flag after Close freed it
@@ -302,6 +313,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	cp.KVUnified = p.UnifiedKV
 	cp.NoPerf = !p.Perf
+	if err := m.embeddingParams(p, &cp); err != nil {
+		return nil, err
+	}
 
 	if m.vocabOnly {
 		return nil, invalid("model %s was loaded with VocabOnly and has no weights to evaluate", m.path)
@@ -336,6 +350,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	c.AttachThreadpool(pools.single, pools.batch)
 	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV, invariant: p.BatchInvariant,
 		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nUbatch: c.NUbatch(), nSeq: c.NSeqMax(), native: native}
+	if p.Embeddings {
+		ctx.pooling = embedding.FromLlama(int32(c.PoolingType()))
+	}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
@@ -498,7 +515,7 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	ctx.lastN = 0
 	b.c.SetNTokens(b.n)
 	ctx.pools.decoded = true
-	rc := ctx.c.Decode(b.c)
+	rc := ctx.decodeBatch(b)
 	if rc == 0 && len(ctx.pools.retired) > 0 {
 		ctx.pools.freeRetired()
 	}
@@ -524,8 +541,13 @@ func (ctx *Context) validate(b *Batch) error {
 	if b.n > ctx.nBatch {
 		return invalid("batch of %d tokens exceeds the context's batch size %d", b.n, ctx.nBatch)
 	}
+	if b.embd.used {
+		if err := ctx.checkEmbdInput(b); err != nil {
+			return err
+		}
+	}
 	for i := range b.n {
-		if t := b.tokens[i]; t < 0 || int(t) >= ctx.nVocab {
+		if t := b.tokens[i]; !b.embd.used && (t < 0 || int(t) >= ctx.nVocab) {
 			return invalid("token %d at batch index %d outside the vocabulary [0, %d)", t, i, ctx.nVocab)
 		}
 		if b.pos[i] < 0 {

@@ -512,7 +512,7 @@ func TestServeErrorStatuses(t *testing.T) {
 		{"body too large", "POST", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 3000) + `"}`, 413, ""},
 		{"n above the limit", "POST", "/v1/completions", `{"prompt":"x","n":3}`, 429, ""},
 		{"wrong method", "GET", "/v1/completions", ``, 405, ""},
-		{"no such endpoint", "POST", "/v1/embeddings", `{}`, 404, ""},
+		{"no such endpoint", "POST", "/v1/images/generations", `{}`, 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, s.url+tc.path, strings.NewReader(tc.body))

@@ -134,6 +134,12 @@ type Config struct {
 	// CORSOrigins are the origins whose pages may call the server ("*":
 	// any); none means same-origin only, without CORS headers.
 	CORSOrigins []string
+	// Embedder, when set, answers /v1/embeddings (embeddings.go); without
+	// it that endpoint answers 400. The generation endpoints do not use it.
+	Embedder Embedder
+	// Matryoshka says the model's embeddings keep their meaning cut to
+	// their first values, so that /v1/embeddings may take dimensions.
+	Matryoshka bool
 }
 
 // Server is the HTTP handler of llamaserve.

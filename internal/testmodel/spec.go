@@ -45,6 +45,9 @@ type Spec struct {
 	Seed uint64
 	// Vocab is the tokenizer.
 	Vocab *Vocab
+	// Extra are more GGUF keys, written after the others (e.g.
+	// llama.pooling_type).
+	Extra []gguf.KV
 }
 
 // HeadDim returns NEmbd/NHead, the per-head width (and the RoPE dimension).
@@ -102,7 +105,8 @@ func (s Spec) metadata() []gguf.KV {
 		{Key: "llama.rope.freq_base", Value: s.RopeFreqBase},
 		{Key: "llama.rope.dimension_count", Value: uint32(s.HeadDim())},
 	}
-	return append(md, vocabMetadata(s.Vocab)...)
+	md = append(md, vocabMetadata(s.Vocab)...)
+	return append(md, s.Extra...)
 }
 
 // vocabMetadata returns the tokenizer key/values of an SPM vocabulary, which

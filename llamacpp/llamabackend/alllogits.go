@@ -49,13 +49,14 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 		pos := int32(b.lens[f.Slot])
 		b.allOff = append(b.allOff, done)
 		for j, t := range f.Tokens {
-			if b.batch.Len() == b.batch.Cap() {
+			e := backend.EmbdAt(f, j)
+			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
 				if err := b.decodeAll(ctx, feeds, base); err != nil {
 					return err
 				}
 				base = done
 			}
-			if _, err := b.batch.Add(t, pos+int32(j), int32(f.Slot), true); err != nil {
+			if _, err := b.add(t, e, pos+int32(j), int32(f.Slot), true); err != nil {
 				return err
 			}
 			done++

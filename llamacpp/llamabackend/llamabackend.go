@@ -133,14 +133,15 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	for i, f := range feeds {
 		pos := int32(b.lens[f.Slot])
 		for j, t := range f.Tokens {
-			if b.batch.Len() == b.batch.Cap() {
+			e := backend.EmbdAt(f, j)
+			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
 				if err := b.decode(ctx, feeds, first, i, total-done > 0); err != nil {
 					return err
 				}
 				first = i
 			}
 			isLast := j == len(f.Tokens)-1
-			k, _ := b.batch.Add(t, pos+int32(j), int32(f.Slot), isLast)
+			k, _ := b.add(t, e, pos+int32(j), int32(f.Slot), isLast)
 			if isLast {
 				b.last[i] = k
 			}
@@ -176,6 +177,9 @@ func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
 			if t < 0 || t >= nv {
 				return 0, fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", backend.ErrTokenOutOfRange, t, nv)
 			}
+		}
+		if err := b.checkEmbd(feeds, i); err != nil {
+			return 0, err
 		}
 		total += len(f.Tokens)
 	}
@@ -307,7 +311,8 @@ func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bo
 
 // The adapters satisfy the contract.
 var (
-	_ backend.Backend       = (*Backend)(nil)
-	_ backend.Tokenizer     = Tokenizer{}
-	_ backend.ChatTemplater = Tokenizer{}
+	_ backend.Backend        = (*Backend)(nil)
+	_ backend.EmbeddingInput = (*Backend)(nil)
+	_ backend.Tokenizer      = Tokenizer{}
+	_ backend.ChatTemplater  = Tokenizer{}
 )
