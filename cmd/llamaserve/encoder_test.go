@@ -42,7 +42,7 @@ func TestServeEncoderDecoder(t *testing.T) {
 		}
 	}
 
-	s := startServer(t, "-m", path, "--parallel", "2")
+	s := startServer(t, "-m", path, "--parallel", "2", "--batch-invariant=false")
 	assert.Contains(t, s.log(), "chat template: none (an encoder-decoder model")
 	client := s.client()
 	ctx := context.Background()
