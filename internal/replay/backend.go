@@ -21,16 +21,48 @@ const modelRows = 16
 // top-p and Mirostat keep as many tokens as they do on a real model.
 //
 // The wait runs from the start of Eval to a deadline: the copy of the rows
-// into the output buffers happens inside it, as a device's copy does. The
-// wait parks the thread in the kernel (see sleepUntil), so the machine's
-// cores stay free for the Go side, as they are while a GPU computes.
+// into the output buffers happens inside it, as a device's copy does. How
+// the thread waits is Wait: parked in the kernel, or spinning as CUDA's
+// default schedule does.
 type Backend struct {
+	// Wait is how Eval waits for the device: Sleep (the zero value) or Spin.
+	Wait Wait
+
 	prof  ModelProfile
 	lens  []int
 	rows  [modelRows][]float32
 	out   [][]float32
 	nOut  int
 	evals int
+}
+
+// Wait is how an Eval's thread waits for the profiled device.
+type Wait int
+
+const (
+	// Sleep parks the thread in the kernel (see sleepUntil), so the machine's
+	// cores stay free for the Go side, as they are while a GPU computes; the
+	// thread, and its cache, may then take a while to come back.
+	Sleep Wait = iota
+	// Spin polls the clock on the thread until the deadline, as CUDA does
+	// while a kernel runs (its default schedule, cudaDeviceScheduleAuto,
+	// spins when the host has more cores than active contexts): the Go side
+	// resumes at once, on a warm core, and one core is busy meanwhile.
+	Spin
+)
+
+// String names the mode as llamabench's table does.
+func (w Wait) String() string {
+	if w == Spin {
+		return "spinning"
+	}
+	return "sleeping"
+}
+
+// spinUntil returns at deadline, polling the clock meanwhile.
+func spinUntil(deadline time.Time) {
+	for time.Now().Before(deadline) {
+	}
 }
 
 // New returns a replay backend of slots slots over the model profile m.
@@ -131,7 +163,11 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 		r := (last*0x9e3779b97f4a7c15 + uint64(b.lens[f.Slot])) >> 32 % modelRows
 		copy(b.out[i], b.rows[r])
 	}
-	sleepUntil(deadline)
+	if b.Wait == Spin {
+		spinUntil(deadline)
+	} else {
+		sleepUntil(deadline)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -87,3 +87,22 @@ func TestEvalDoesNotSpin(t *testing.T) {
 		assert.Less(t, c-before, wall/2)
 	}
 }
+
+func TestSpinningEvalWaitsOnTheCore(t *testing.T) {
+	// A 20 ms spinning wait keeps the core: the process's CPU time is about
+	// the wall time, which is at least the profile's.
+	m := ModelProfile{Name: "m", VocabSize: 16, Steps: []StepTime{{1, 20}}, PromptTokensPerS: 1}
+	b, err := New(m, 1)
+	require.NoError(t, err)
+	b.Wait = Spin
+	before := cpuTime()
+	start := time.Now()
+	require.NoError(t, b.Eval(context.Background(), []backend.Feed{{Slot: 0, Tokens: []int32{3}}}))
+	wall := time.Since(start)
+	assert.GreaterOrEqual(t, wall, 20*time.Millisecond)
+	if c := cpuTime(); c >= 0 {
+		assert.Greater(t, c-before, wall/4, "the wait ran on the CPU (a busy machine may take some of it)")
+	}
+	assert.Equal(t, "spinning", Spin.String())
+	assert.Equal(t, "sleeping", Sleep.String())
+}
