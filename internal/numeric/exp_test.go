@@ -96,11 +96,12 @@ func TestTermIsItsDefinition(t *testing.T) {
 		z := fma(d, 1/math.Ln2, ExpShifter)
 		kf := z - ExpShifter
 		rr := fma(kf, -termLn2Lo, fma(kf, -termLn2Hi, d))
-		p := termPoly[0]
-		for _, c := range termPoly[1:] {
-			p = fma(p, rr, c)
+		r2 := rr * rr
+		even, odd := termPoly[0], termPoly[1]
+		for i := 2; i < len(termPoly); i += 2 {
+			even, odd = fma(even, r2, termPoly[i]), fma(odd, r2, termPoly[i+1])
 		}
-		p = fma(p, rr, 1)
+		p := fma(odd, rr, fma(even, r2, 1))
 		k := int(kf)
 		want := math.Ldexp(p, k)
 		require.Equal(t, want, Term(d), "d=%v", d)

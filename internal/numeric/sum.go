@@ -66,8 +66,9 @@ func addLanesGo(l *lanes, block []float32, m float64) int {
 			z := math.FMA(d, inv, sh)
 			kf := z - sh
 			r := math.FMA(kf, nlo, math.FMA(kf, nhi, d))
-			p := math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(c10, r, c9), r, c8), r, c7), r, c6), r, c5)
-			p = math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(p, r, c4), r, c3), r, c2), r, c1), r, one)
+			r2 := float64(r * r)
+			even := math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(c10, r2, c8), r2, c6), r2, c4), r2, c2), r2, one)
+			p := math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(c9, r2, c7), r2, c5), r2, c3), r2, c1), r, even)
 			l[j] += math.Float64frombits(math.Float64bits(p) + math.Float64bits(z)<<52)
 		}
 	}

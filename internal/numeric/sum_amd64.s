@@ -21,10 +21,11 @@
 
 // TERM4 computes the terms of the 4 entries at off(SI) into P as addLanesGo does, and in M the
 // lanes that Term handles otherwise (d < ExpFloor, -Inf, NaN): d = x - m, z = fma(d, inv, sh),
-// kf = z - sh, r = fma(kf, -lo, fma(kf, -hi, d)), p = fma(...fma(fma(c10, r, c9), r, c8)..., r, 1),
-// term = bits(p) + bits(z)<<52. D ends as r, Z as z<<52. Registers: Y15 m, Y14 1/ln2, Y13
-// ExpShifter, Y12 -ln2hi, Y11 -ln2lo, Y10 1.
-#define TERM4(off, D, M, Z, P) \
+// kf = z - sh, r = fma(kf, -lo, fma(kf, -hi, d)), r2 = r*r, the even and odd halves of the
+// polynomial in r2, p = fma(odd, r, even), term = bits(p) + bits(z)<<52. D ends as r, Z as
+// z<<52; R2 and O are scratch. Registers: Y15 m, Y14 1/ln2, Y13 ExpShifter, Y12 -ln2hi, Y11
+// -ln2lo, Y10 1.
+#define TERM4(off, D, M, Z, P, R2, O) \
 	VCVTPS2PD off(SI), D \
 	VSUBPD Y15, D, D \
 	VCMPPD $0x19, FLOOR(R9), D, M \
@@ -33,17 +34,19 @@
 	VSUBPD Y13, Z, P \
 	VFMADD231PD Y12, P, D \
 	VFMADD231PD Y11, P, D \
+	VMULPD D, D, R2 \
 	VMOVUPD C10(R9), P \
-	VFMADD213PD C9(R9), D, P \
-	VFMADD213PD C8(R9), D, P \
-	VFMADD213PD C7(R9), D, P \
-	VFMADD213PD C6(R9), D, P \
-	VFMADD213PD C5(R9), D, P \
-	VFMADD213PD C4(R9), D, P \
-	VFMADD213PD C3(R9), D, P \
-	VFMADD213PD C2(R9), D, P \
-	VFMADD213PD C1(R9), D, P \
-	VFMADD213PD Y10, D, P \
+	VFMADD213PD C8(R9), R2, P \
+	VFMADD213PD C6(R9), R2, P \
+	VFMADD213PD C4(R9), R2, P \
+	VFMADD213PD C2(R9), R2, P \
+	VFMADD213PD Y10, R2, P \
+	VMOVUPD C9(R9), O \
+	VFMADD213PD C7(R9), R2, O \
+	VFMADD213PD C5(R9), R2, O \
+	VFMADD213PD C3(R9), R2, O \
+	VFMADD213PD C1(R9), R2, O \
+	VFMADD231PD O, D, P \
 	VPSLLQ $52, Z, Z \
 	VPADDQ Z, P, P
 
@@ -75,16 +78,20 @@ TEXT ·expLanesAVX2(SB), NOSPLIT, $0-48
 	VMOVUPD 32(DI), Y1
 
 loop2:
-	TERM4(0, Y2, Y3, Y4, Y5)
-	TERM4(16, Y6, Y7, Y8, Y9)
+	TERM4(0, Y2, Y3, Y4, Y5, Y6, Y7)
 	VMOVMSKPD Y3, BX
-	VMOVMSKPD Y7, DX
-	ORL  DX, BX
-	JNZ  other2
+	TESTL BX, BX
+	JNZ  other2a
 
-add2:
+add2a:
 	VADDPD Y5, Y0, Y0
-	VADDPD Y9, Y1, Y1
+	TERM4(16, Y2, Y3, Y4, Y5, Y6, Y7)
+	VMOVMSKPD Y3, BX
+	TESTL BX, BX
+	JNZ  other2b
+
+add2b:
+	VADDPD Y5, Y1, Y1
 	ADDQ $32, SI
 	DECQ CX
 	JNZ  loop2
@@ -94,10 +101,13 @@ add2:
 	VZEROUPPER
 	RET
 
-other2: // rare: a masked entry, a NaN, or one far below the largest
+other2a: // rare: a masked entry, a NaN, or one far below the largest
 	OTHER4(0, Y5, Y3, Y2, Y4)
-	OTHER4(16, Y9, Y7, Y6, Y8)
-	JMP  add2
+	JMP  add2a
+
+other2b:
+	OTHER4(16, Y5, Y3, Y2, Y4)
+	JMP  add2b
 
 // func expLanesAVX512(row *float32, groups int, m float64, l *lanes, scalars *[18]float64)
 //
@@ -141,17 +151,19 @@ loop8:
 	VMOVAPD Z1, Z4
 	VFMADD231PD Z28, Z3, Z4
 	VFMADD231PD Z27, Z3, Z4
+	VMULPD Z4, Z4, Z6
 	VMOVAPD Z25, Z5
-	VFMADD213PD Z24, Z4, Z5
-	VFMADD213PD Z23, Z4, Z5
-	VFMADD213PD Z22, Z4, Z5
-	VFMADD213PD Z21, Z4, Z5
-	VFMADD213PD Z20, Z4, Z5
-	VFMADD213PD Z19, Z4, Z5
-	VFMADD213PD Z18, Z4, Z5
-	VFMADD213PD Z17, Z4, Z5
-	VFMADD213PD Z16, Z4, Z5
-	VFMADD213PD Z26, Z4, Z5
+	VFMADD213PD Z23, Z6, Z5
+	VFMADD213PD Z21, Z6, Z5
+	VFMADD213PD Z19, Z6, Z5
+	VFMADD213PD Z17, Z6, Z5
+	VFMADD213PD Z26, Z6, Z5
+	VMOVAPD Z24, Z7
+	VFMADD213PD Z22, Z6, Z7
+	VFMADD213PD Z20, Z6, Z7
+	VFMADD213PD Z18, Z6, Z7
+	VFMADD213PD Z16, Z6, Z7
+	VFMADD231PD Z7, Z4, Z5
 	VPSLLQ $52, Z2, Z2
 	VPADDQ Z2, Z5, Z5
 	KORTESTW K1, K1
@@ -214,17 +226,19 @@ tloop8:
 	VMOVAPD Z1, Z4
 	VFMADD231PD Z28, Z3, Z4
 	VFMADD231PD Z27, Z3, Z4
+	VMULPD Z4, Z4, Z6
 	VMOVAPD Z25, Z5
-	VFMADD213PD Z24, Z4, Z5
-	VFMADD213PD Z23, Z4, Z5
-	VFMADD213PD Z22, Z4, Z5
-	VFMADD213PD Z21, Z4, Z5
-	VFMADD213PD Z20, Z4, Z5
-	VFMADD213PD Z19, Z4, Z5
-	VFMADD213PD Z18, Z4, Z5
-	VFMADD213PD Z17, Z4, Z5
-	VFMADD213PD Z16, Z4, Z5
-	VFMADD213PD Z26, Z4, Z5
+	VFMADD213PD Z23, Z6, Z5
+	VFMADD213PD Z21, Z6, Z5
+	VFMADD213PD Z19, Z6, Z5
+	VFMADD213PD Z17, Z6, Z5
+	VFMADD213PD Z26, Z6, Z5
+	VMOVAPD Z24, Z7
+	VFMADD213PD Z22, Z6, Z7
+	VFMADD213PD Z20, Z6, Z7
+	VFMADD213PD Z18, Z6, Z7
+	VFMADD213PD Z16, Z6, Z7
+	VFMADD231PD Z7, Z4, Z5
 	VPSLLQ $52, Z2, Z2
 	VPADDQ Z2, Z5, Z5
 	KORTESTW K1, K1
@@ -265,16 +279,20 @@ TEXT ·termsAVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSD 32(R8), Y10
 
 tloop2:
-	TERM4(0, Y2, Y3, Y4, Y5)
-	TERM4(16, Y6, Y7, Y8, Y9)
+	TERM4(0, Y2, Y3, Y4, Y5, Y6, Y7)
 	VMOVMSKPD Y3, BX
-	VMOVMSKPD Y7, DX
-	ORL  DX, BX
-	JNZ  tother2
+	TESTL BX, BX
+	JNZ  tother2a
 
-store2:
+store2a:
 	VMOVUPD Y5, (DI)
-	VMOVUPD Y9, 32(DI)
+	TERM4(16, Y2, Y3, Y4, Y5, Y6, Y7)
+	VMOVMSKPD Y3, BX
+	TESTL BX, BX
+	JNZ  tother2b
+
+store2b:
+	VMOVUPD Y5, 32(DI)
 	ADDQ $64, DI
 	ADDQ $32, SI
 	DECQ CX
@@ -283,7 +301,11 @@ store2:
 	VZEROUPPER
 	RET
 
-tother2: // rare: a masked entry, a NaN, or one far below the largest
+tother2a: // rare: a masked entry, a NaN, or one far below the largest
 	OTHER4(0, Y5, Y3, Y2, Y4)
-	OTHER4(16, Y9, Y7, Y6, Y8)
-	JMP  store2
+	JMP  store2a
+
+tother2b:
+	OTHER4(16, Y5, Y3, Y2, Y4)
+	JMP  store2b
+
