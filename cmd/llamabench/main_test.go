@@ -733,7 +733,7 @@ func TestReplay(t *testing.T) {
 
 	var rep struct {
 		Models []struct {
-			Name   string
+			Name     string
 			Speeds   map[string]stat `json:"tokens_per_s"`
 			Ratios   map[string]stat
 			Spinning map[string]stat `json:"spinning_ratios"`
