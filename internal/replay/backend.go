@@ -44,12 +44,20 @@ const (
 	// cores stay free for the Go side, as they are while a GPU computes; the
 	// thread, and its cache, may then take a while to come back.
 	Sleep Wait = iota
-	// Spin polls the clock on the thread until the deadline, as CUDA does
-	// while a kernel runs (its default schedule, cudaDeviceScheduleAuto,
+	// Spin keeps the thread running when the device finishes, as CUDA
+	// does while a kernel runs (its default schedule, cudaDeviceScheduleAuto,
 	// spins when the host has more cores than active contexts): the Go side
-	// resumes at once, on a warm core, and one core is busy meanwhile.
+	// resumes at once, on a warm core. It sleeps until spinLead before the
+	// deadline and polls the clock from there: a thread that spun through
+	// the whole wait would, on a machine whose cores other work shares, lose
+	// its core to that work as a CPU-bound thread, where a thread woken from
+	// sleep gets it back first.
 	Spin
 )
+
+// spinLead is how long before the deadline a spinning wait stops sleeping:
+// longer than a wake-up from sleep on a busy machine takes.
+const spinLead = 200 * time.Microsecond
 
 // String names the mode as llamabench's table does.
 func (w Wait) String() string {
@@ -59,8 +67,10 @@ func (w Wait) String() string {
 	return "sleeping"
 }
 
-// spinUntil returns at deadline, polling the clock meanwhile.
+// spinUntil returns at deadline: it sleeps until spinLead before it, then
+// polls the clock.
 func spinUntil(deadline time.Time) {
+	sleepUntil(deadline.Add(-spinLead))
 	for time.Now().Before(deadline) {
 	}
 }
