@@ -22,8 +22,8 @@ const modelRows = 16
 //
 // The wait runs from the start of Eval to a deadline: the copy of the rows
 // into the output buffers happens inside it, as a device's copy does. How
-// the thread waits is Wait: parked in the kernel, or spinning as CUDA's
-// default schedule does.
+// the thread waits is Wait: parked in the kernel, or running at the deadline
+// as CUDA's default schedule has it.
 type Backend struct {
 	// Wait is how Eval waits for the device: Sleep (the zero value) or Spin.
 	Wait Wait
