@@ -70,10 +70,10 @@ func validateModel(path string, p ModelParams, full bool) error {
 	if err != nil {
 		return &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
 	}
-	v := validator{f: r.File}
+	v := validator{f: r.File, size: st.Size()}
 	v.tensors()
 	if full {
-		v.vocab(p.AllowUnknownPreTokenizer)
+		v.vocab(p.AllowUnknownPreTokenizer, !p.VocabOnly)
 		if !p.VocabOnly {
 			// llama.cpp reads no hyperparameters for a vocabulary.
 			v.hparams()
@@ -87,8 +87,9 @@ func validateModel(path string, p ModelParams, full bool) error {
 
 // validator keeps the first problem found.
 type validator struct {
-	f   *gguf.File
-	err string
+	f    *gguf.File
+	size int64 // of the file, in bytes
+	err  string
 }
 
 func (v *validator) failf(format string, args ...any) {
@@ -132,14 +133,25 @@ func weightType(t gguf.TensorType) bool {
 
 // vocab checks what llama_vocab::impl::load and the tokenizers assert or
 // index without bounds checks.
-func (v *validator) vocab(allowUnknownPre bool) {
+// withTensors is false for a vocabulary-only load, which reads no tensors.
+func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 	model, ok := v.f.Lookup("tokenizer.ggml.model")
 	if !ok {
 		return // llama.cpp reports the missing key itself
 	}
 	name, ok := model.(string)
-	if !ok || name == "no_vocab" || name == "none" {
-		return // a wrong type is a clean error in llama.cpp; no vocabulary needs no checks
+	if !ok {
+		return // a wrong type is a clean error in llama.cpp
+	}
+	if name == "no_vocab" || name == "none" {
+		// llama.cpp makes vocab_size empty tokens (some 40 bytes each)
+		// before it reads a tensor.
+		a, _ := v.f.Lookup("general.architecture")
+		arch, _ := a.(string)
+		if n, ok := v.uint(arch + ".vocab_size"); ok {
+			v.vocabSize(arch+".vocab_size", n, true)
+		}
+		return
 	}
 	raw, ok := v.f.Lookup("tokenizer.ggml.tokens")
 	if !ok {
@@ -156,6 +168,14 @@ func (v *validator) vocab(allowUnknownPre bool) {
 	}
 	if len(tokens) > math.MaxInt32 {
 		v.failf("tokenizer.ggml.tokens: %d tokens do not fit token ids", len(tokens))
+		return
+	}
+	if withTensors {
+		if v.vocabSize("tokenizer.ggml.tokens", uint64(len(tokens)), false); v.err != "" {
+			return
+		}
+	}
+	if v.specialTokens(name, len(tokens)); v.err != "" {
 		return
 	}
 	// llama.cpp reads scores and types through raw pointers, n_tokens of
@@ -235,6 +255,41 @@ func (v *validator) vocab(allowUnknownPre bool) {
 	}
 }
 
+// vocabSize compares the vocabulary size n, from key, with the rows of the
+// token embedding, which llama.cpp requires to match (after it has built
+// the vocabulary); without an embedding, a size beyond the file's bytes
+// (bound, when only the vocabulary is loaded, by the file) is refused.
+func (v *validator) vocabSize(key string, n uint64, bound bool) {
+	if t, ok := v.f.Tensor("token_embd.weight"); ok && len(t.Shape) > 1 {
+		if n != t.Shape[1] {
+			v.failf("%s: %d tokens, but tensor \"token_embd.weight\" embeds %d", key, n, t.Shape[1])
+		}
+		return
+	}
+	if bound && n > uint64(v.size) {
+		v.failf("%s: %d tokens in a file of %d bytes", key, n, v.size)
+	}
+}
+
+// specialTokens mirrors how llama_vocab::impl::load picks the special
+// tokens (a default per tokenizer, replaced by a key that names a token of
+// the vocabulary) and whether it adds BOS and EOS: the tokenizers assert
+// that a token they add exists. Only the UGM ("t5") tokenizer has a default
+// without a token (BOS); the others' defaults are ids, and rwkv adds none.
+func (v *validator) specialTokens(name string, n int) {
+	if name != "t5" {
+		return
+	}
+	addBOS := false
+	if b, ok := v.f.Lookup("tokenizer.ggml.add_bos_token"); ok {
+		addBOS, _ = b.(bool)
+	}
+	if id, ok := v.uint("tokenizer.ggml.bos_token_id"); addBOS && (!ok || id >= uint64(n)) {
+		v.failf("tokenizer.ggml.add_bos_token: true, but the %q vocabulary has no BOS token "+
+			"(tokenizer.ggml.bos_token_id missing or beyond its %d tokens)", name, n)
+	}
+}
+
 // preTokenizer refuses a BPE vocabulary whose pre-tokenizer this llama.cpp
 // does not know, unless the caller accepts llama.cpp's fallback.
 func (v *validator) preTokenizer(allowUnknown bool) {
@@ -304,6 +359,11 @@ func (v *validator) hparams() {
 		}
 	}
 	v.experts(key)
+	if v.err != "" {
+		return
+	}
+	used, _ := v.uint(key("expert_used_count"))
+	v.tensorUses(used)
 	if v.err != "" || !hasLayers {
 		return
 	}
@@ -312,7 +372,10 @@ func (v *validator) hparams() {
 	heads := v.perLayer(key("attention.head_count"), int(layers))
 	headsKV := v.perLayer(key("attention.head_count_kv"), int(layers))
 	v.perLayer(key("feed_forward_length"), int(layers))
-	if v.err != "" || heads == nil {
+	if v.err != "" {
+		return
+	}
+	if v.archHparams(arch, key, heads, layers); v.err != "" || heads == nil {
 		return
 	}
 	if headsKV == nil {
