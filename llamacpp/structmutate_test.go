@@ -287,11 +287,19 @@ var structFamilies = []struct {
 	// 5. Another architecture's name, and the tensors it optionally loads.
 	{"architecture", func(rng *rand.Rand, p *parts) {
 		p.setArch(pick(rng, archNames))
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			p.addTensor("output.weight", gguf.TensorF16, 256, uint64(testmodel.TinyVocab(false).Size()))
 		case 1:
 			p.dropTensor(pick(rng, p.ts).Name)
+		case 2:
+			// what the qwen3, olmo2 and hunyuan loaders add to llama's
+			p.addTensor("output.weight", gguf.TensorF16, 256, uint64(testmodel.TinyVocab(false).Size()))
+			for _, n := range []string{"attn_q_norm", "attn_k_norm"} {
+				for l := range 2 {
+					p.addTensor(fmt.Sprintf("blk.%d.%s.weight", l, n), gguf.TensorF32, 64)
+				}
+			}
 		}
 	}},
 	// 6. A tensor removed.
