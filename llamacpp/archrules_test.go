@@ -196,3 +196,18 @@ func TestTensorOpsMatchLlamaCpp(t *testing.T) {
 	assert.Equal(t, want, llamacpp.TensorOpNames())
 	assert.Greater(t, len(want), 150)
 }
+
+// TestArchValuesInLlamaCpp: each single-value assertion the validation
+// mirrors is in the graph builder of its architecture.
+func TestArchValuesInLlamaCpp(t *testing.T) {
+	files := map[string]string{"ernie4_5-moe": "ernie4-5-moe.cpp", "lfm2": "lfm2.cpp", "lfm2moe": "lfm2.cpp",
+		"rwkv6": "rwkv6.cpp", "rwkv7": "rwkv7.cpp"}
+	asserts := llamacpp.ArchValueAsserts()
+	require.Len(t, asserts, len(files))
+	for arch, as := range asserts {
+		src := readLlama(t, "src/models/"+files[arch])
+		for _, a := range as {
+			assert.Contains(t, src, a, arch)
+		}
+	}
+}

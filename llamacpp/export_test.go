@@ -34,3 +34,15 @@ func TensorOpNames() map[string]string {
 	}
 	return out
 }
+
+// ArchValueAsserts returns, by architecture, the llama.cpp assertions the
+// validation's single-value checks mirror.
+func ArchValueAsserts() map[string][]string {
+	out := map[string][]string{}
+	for arch, cs := range archValues {
+		for _, c := range cs {
+			out[arch] = append(out[arch], c.assert)
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,8 +24,10 @@ import (
 // an ordinary run tries a few dozen.
 const mutationsEnv = "LLAMALOOP_MUTATIONS"
 
-// mutationsDirEnv names a directory that keeps the files that fail (by
-// default they go with the test's temporary directory).
+// mutationsDirEnv names a directory that keeps every mutated file and an
+// index of their families (families.txt), so that a campaign can be
+// repeated on another build; by default a file that did not crash is
+// removed once tried.
 const mutationsDirEnv = "LLAMALOOP_MUTATIONS_DIR"
 
 var mutatedPath = regexp.MustCompile(`\S+/m\d+\.gguf:`)
@@ -124,12 +127,19 @@ func TestRandomMutations(t *testing.T) {
 			outcomes[i] = outcome{kind: kind, result: run.result, crashed: run.crashed, rss: run.maxRSS, file: path}
 			if run.crashed {
 				outcomes[i].result = crashCause(run.output)
-			} else if !t.Failed() {
-				os.Remove(path) // keep only the files that fail
+			} else if os.Getenv(mutationsDirEnv) == "" {
+				os.Remove(path) // a campaign's files are many MB each
 			}
 		}()
 	}
 	wg.Wait()
+	if d := os.Getenv(mutationsDirEnv); d != "" {
+		var index strings.Builder
+		for _, o := range outcomes {
+			fmt.Fprintf(&index, "%s\t%s\n", filepath.Base(o.file), o.kind)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "families.txt"), []byte(index.String()), 0o644))
+	}
 
 	type tally struct{ files, refused, later, ran, crashed, blewUp, unclear int }
 	families := map[string]*tally{}

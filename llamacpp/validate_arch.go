@@ -145,6 +145,9 @@ func (v *validator) archHparams(arch string, key func(string) string, heads []ui
 	if !ok {
 		return // llama.cpp refuses an architecture it cannot build
 	}
+	if v.archValueChecks(arch); v.err != "" {
+		return
+	}
 	if len(heads) > 0 && heads[0] > 0 {
 		embd, _ := v.uint(key("embedding_length"))
 		hk, hv := embd/heads[0], embd/heads[0]
@@ -223,6 +226,46 @@ func (v *validator) tensorUses(usedExperts uint64) {
 			v.failf("tensor %s: expert weights, but no expert is used (expert_used_count is 0)", name)
 		}
 		if v.err != "" {
+			return
+		}
+	}
+}
+
+// archValue is a graph builder's assertion on one hyperparameter.
+type archValue struct {
+	key    string // without the architecture's prefix
+	def    uint64 // llama.cpp's value when the key is absent
+	ok     func(uint64) bool
+	want   string // for the message
+	assert string // the assertion in src/models, which TestArchValuesInLlamaCpp finds
+}
+
+var (
+	tokenShift = archValue{"token_shift_count", 2, func(x uint64) bool { return x == 2 }, "2",
+		"GGML_ASSERT(hparams.token_shift_count == 2)"}
+	shortConv = archValue{"shortconv.l_cache", 2, func(x uint64) bool { return x > 1 }, "above 1",
+		"GGML_ASSERT(hparams.n_shortconv_l_cache > 1)"}
+)
+
+// archValues holds the builders' assertions on single hyperparameters.
+var archValues = map[string][]archValue{
+	"ernie4_5-moe": {{"interleave_moe_layer_step", 1, func(x uint64) bool { return x > 0 }, "above 0",
+		`GGML_ASSERT(hparams.n_moe_layer_step > 0 && "Ernie 4.5 MoE requires n_moe_layer_step > 0")`}},
+	"lfm2":    {shortConv},
+	"lfm2moe": {shortConv},
+	"rwkv6":   {tokenShift},
+	"rwkv7":   {tokenShift},
+}
+
+// archValueChecks checks arch's values of archValues.
+func (v *validator) archValueChecks(arch string) {
+	for _, c := range archValues[arch] {
+		x, ok := v.uint(arch + "." + c.key)
+		if !ok {
+			x = c.def
+		}
+		if !c.ok(x) {
+			v.failf("%s.%s: %d, but a %s model needs it %s", arch, c.key, x, arch, c.want)
 			return
 		}
 	}
