@@ -93,6 +93,12 @@ var crashKinds = []struct {
 		p.set("llama.vocab_size", uint32(60_000_000))
 		p.dropTensor("token_embd.weight")
 	}, "llama.vocab_size: 60000000 tokens in a file of"},
+	// Found here, by the same families: a UGM normalization map whose
+	// walk leaves its array throws out of llama_tokenize (terminate).
+	{"t5 charsmap past its array", func(p *parts) {
+		p.set("tokenizer.ggml.model", "t5")
+		p.set("tokenizer.ggml.precompiled_charsmap", damageCharsmap(charsmap(), 'H', ('H'^5000)<<10|1<<8|'H'))
+	}, `tokenizer.ggml.precompiled_charsmap: node 5000 is past the array's 512`},
 	// The probe of an expert tensor divides by expert_used_count.
 	{"expert tensor without used experts", func(p *parts) {
 		p.addTensor("blk.0.ffn_up_exps.weight", gguf.TensorF16, 256, 256, 2)
@@ -100,6 +106,40 @@ var crashKinds = []struct {
 	// GGML_ASSERT(c->type == GGML_TYPE_F32) in ggml_rope_ext.
 	{"f16 rope factors", func(p *parts) { p.addTensor("rope_freqs.weight", gguf.TensorF16, 32) },
 		`tensor "rope_freqs.weight": type f16, but ggml's kernels take it only as f32`},
+}
+
+// TestUGMCharsmap: a t5 (UGM) vocabulary with a well-formed normalization
+// map loads, and its rule applies ("A" tokenizes as "a" does).
+func TestUGMCharsmap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	src := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(src))
+	p := readParts(t, src)
+	p.set("tokenizer.ggml.model", "t5")
+	p.set("tokenizer.ggml.precompiled_charsmap", charsmap())
+	path := filepath.Join(t.TempDir(), "t5.gguf")
+	require.NoError(t, p.write(path))
+	require.Equal(t, "ok", runChild(t, path, false).result)
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{VocabOnly: true})
+	require.NoError(t, err)
+	defer m.Close()
+	upper, err := m.Vocab().Tokenize("A", false, false)
+	require.NoError(t, err)
+	lower, err := m.Vocab().Tokenize("a", false, false)
+	require.NoError(t, err)
+	assert.Equal(t, lower, upper)
+	// Without the map, "A" is a token of its own.
+	p.del("tokenizer.ggml.precompiled_charsmap")
+	plain := filepath.Join(t.TempDir(), "t5-plain.gguf")
+	require.NoError(t, p.write(plain))
+	m2, err := llamacpp.LoadModel(plain, llamacpp.ModelParams{VocabOnly: true})
+	require.NoError(t, err)
+	defer m2.Close()
+	upper2, err := m2.Vocab().Tokenize("A", false, false)
+	require.NoError(t, err)
+	assert.NotEqual(t, lower, upper2)
 }
 
 // TestCrashKinds: each kind of crafted model that aborted llama.cpp in

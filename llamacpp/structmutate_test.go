@@ -1,6 +1,7 @@
 package llamacpp_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -358,6 +359,21 @@ var structFamilies = []struct {
 		if rng.IntN(4) == 0 {
 			p.del("tokenizer.ggml.tokens")
 		}
+		if rng.IntN(3) == 0 {
+			p.set("tokenizer.ggml.model", "t5")
+			m := charsmap()
+			switch rng.IntN(5) {
+			case 0:
+				m = damageCharsmap(m, rng.IntN(512), rng.Uint32())
+			case 1:
+				m = damageCharsmap(m, 'A', uint32(rng.IntN(1<<21))<<10|uint32(rng.IntN(2))<<8|'A')
+			case 2:
+				m = m[:rng.IntN(len(m))]
+			case 3:
+				binary.LittleEndian.PutUint32(m, rng.Uint32())
+			}
+			p.set("tokenizer.ggml.precompiled_charsmap", pick(rng, []any{m, m, m, []string{"x"}, []uint32{1, 2}}))
+		}
 	}},
 	// 11. Any tensor of any type.
 	{"tensor type", func(rng *rand.Rand, p *parts) {
@@ -452,3 +468,25 @@ func loadArchNames(t testing.TB) {
 
 // writeStruct writes the structure-aware base model to path.
 func writeStruct(path string) error { return testmodel.WriteRandom(path, structSpec()) }
+
+// charsmap returns a precompiled UGM normalization map of one rule, "A"
+// becomes "a": a 4-byte size, 512 nodes of a XOR-compressed double array
+// (root base 0, the node of 'A' a leaf whose base leads to node 300, which
+// holds offset 0 of the replacements), then "a\x00".
+func charsmap() []uint8 {
+	nodes := make([]uint32, 512)
+	nodes['A'] = (('A' ^ 300) << 10) | 1<<8 | 'A'
+	nodes[300] = 1 << 31
+	b := binary.LittleEndian.AppendUint32(nil, uint32(4*len(nodes)))
+	for _, x := range nodes {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	return append(b, 'a', 0)
+}
+
+// damageCharsmap overwrites one node of m with x.
+func damageCharsmap(m []uint8, node int, x uint32) []uint8 {
+	m = slices.Clone(m)
+	binary.LittleEndian.PutUint32(m[4+4*node:], x)
+	return m
+}

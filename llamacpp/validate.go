@@ -1,6 +1,8 @@
 package llamacpp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -178,6 +180,11 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 	if v.specialTokens(name, len(tokens)); v.err != "" {
 		return
 	}
+	if name == "t5" {
+		if v.charsmap(); v.err != "" {
+			return
+		}
+	}
 	// llama.cpp reads scores and types through raw pointers, n_tokens of
 	// them, whatever the arrays hold.
 	if s, ok := v.f.Lookup("tokenizer.ggml.scores"); ok {
@@ -287,6 +294,86 @@ func (v *validator) specialTokens(name string, n int) {
 	if id, ok := v.uint("tokenizer.ggml.bos_token_id"); addBOS && (!ok || id >= uint64(n)) {
 		v.failf("tokenizer.ggml.add_bos_token: true, but the %q vocabulary has no BOS token "+
 			"(tokenizer.ggml.bos_token_id missing or beyond its %d tokens)", name, n)
+	}
+}
+
+// charsmap checks the UGM tokenizer's precompiled normalization map, which
+// llama.cpp reads as raw bytes and walks at each Tokenize: a 4-byte size, a XOR-compressed double array of 32-bit
+// nodes, then NUL-terminated replacements. An index past the array throws
+// from inside llama_tokenize, which ends the process, and a replacement
+// without its NUL is read past the map. The walk visits every state the
+// tokenizer can reach, with every byte.
+func (v *validator) charsmap() {
+	const key = "tokenizer.ggml.precompiled_charsmap"
+	raw, ok := v.f.Lookup(key)
+	if !ok {
+		return
+	}
+	// gguf.cpp keeps an array's elements as bytes (none for strings) and
+	// llama.cpp takes them as the map, whatever their type.
+	b, ok := raw.([]uint8)
+	if _, isStrings := raw.([]string); !ok && !isStrings {
+		var err error
+		if b, err = binary.Append(nil, binary.LittleEndian, raw); err != nil {
+			v.failf("%s: is %s, want an array of bytes", key, describe(raw))
+			return
+		}
+	}
+	if len(b) == 0 {
+		return
+	}
+	if len(b) < 4 {
+		v.failf("%s: %d bytes, want a 4-byte size first", key, len(b))
+		return
+	}
+	blob := uint64(binary.LittleEndian.Uint32(b))
+	if blob+4 >= uint64(len(b)) {
+		v.failf("%s: an array of %d bytes in a map of %d", key, blob, len(b))
+		return
+	}
+	nodes, repl := b[4:4+blob], b[4+blob:]
+	n := uint64(len(nodes) / 4)
+	if n == 0 {
+		return // llama.cpp then skips the map
+	}
+	node := func(i uint32) (uint32, bool) {
+		if uint64(i) >= n {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint32(nodes[4*i:]), true
+	}
+	base := func(p uint32) uint32 { return (p >> 10) << ((p & (1 << 9)) >> 6) }
+	root, _ := node(0)
+	start := base(root)
+	seen := map[uint32]bool{start: true}
+	for queue := []uint32{start}; len(queue) > 0; queue = queue[1:] {
+		for c := uint32(1); c < 256; c++ {
+			idx := queue[0] ^ c
+			p, ok := node(idx)
+			if !ok {
+				v.failf("%s: node %d is past the array's %d", key, idx, n)
+				return
+			}
+			if p&(1<<31|0xff) != c {
+				continue
+			}
+			next := idx ^ base(p)
+			if p>>8&1 != 0 { // a leaf: next holds the replacement's offset
+				q, ok := node(next)
+				if !ok {
+					v.failf("%s: node %d is past the array's %d", key, next, n)
+					return
+				}
+				if off := uint64(q & (1<<31 - 1)); off >= uint64(len(repl)) || bytes.IndexByte(repl[off:], 0) < 0 {
+					v.failf("%s: replacement at %d is not a NUL-terminated string of the map", key, off)
+					return
+				}
+			}
+			if !seen[next] {
+				seen[next] = true
+				queue = append(queue, next)
+			}
+		}
 	}
 }
 
