@@ -99,6 +99,11 @@ var crashKinds = []struct {
 		p.set("tokenizer.ggml.model", "t5")
 		p.set("tokenizer.ggml.precompiled_charsmap", damageCharsmap(charsmap(), 'H', ('H'^5000)<<10|1<<8|'H'))
 	}, `tokenizer.ggml.precompiled_charsmap: node 5000 is past the array's 512`},
+	// GGML_ASSERT(ctx->kv[key_id].is_array) in gguf_get_arr_type.
+	{"t5 charsmap not an array", func(p *parts) {
+		p.set("tokenizer.ggml.model", "t5")
+		p.set("tokenizer.ggml.precompiled_charsmap", uint32(7))
+	}, `tokenizer.ggml.precompiled_charsmap: is a uint32, want an array of bytes`},
 	// The probe of an expert tensor divides by expert_used_count.
 	{"expert tensor without used experts", func(p *parts) {
 		p.addTensor("blk.0.ffn_up_exps.weight", gguf.TensorF16, 256, 256, 2)
@@ -173,4 +178,46 @@ func TestCrashKinds(t *testing.T) {
 			assert.Less(t, time.Since(start), time.Second, "validation reads only the header")
 		})
 	}
+}
+
+// writeSplit writes p as a model in two files, as llama-gguf-split does:
+// the metadata and the first tensors in the first, the other tensors in
+// the second, both with the split keys; second edits the second file's.
+func writeSplit(t *testing.T, p *parts, dir string, second func(q *parts)) string {
+	t.Helper()
+	n := len(p.ts)
+	first, rest := p.clone(), p.clone()
+	first.ts, rest.ts = first.ts[:n/2], rest.ts[n/2:]
+	rest.md = nil
+	for i, q := range []*parts{first, rest} {
+		q.set("split.no", uint16(i))
+		q.set("split.count", uint16(2))
+		q.set("split.tensors.count", int32(n))
+	}
+	second(rest)
+	require.NoError(t, first.write(filepath.Join(dir, "m-00001-of-00002.gguf")))
+	require.NoError(t, rest.write(filepath.Join(dir, "m-00002-of-00002.gguf")))
+	return filepath.Join(dir, "m-00001-of-00002.gguf")
+}
+
+// TestSplitModel: llama.cpp opens the other files of a split model itself;
+// LoadModel checks them too. A well-formed split model loads and decodes;
+// a second file with a bf16 norm or a split.no that is not a u16 (which
+// gguf_get_val_u16 asserts) is refused, naming it.
+func TestSplitModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	src := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(src))
+	base := readParts(t, src)
+	ok := writeSplit(t, base, t.TempDir(), func(*parts) {})
+	require.Equal(t, "ok", runChild(t, ok, false).result)
+
+	norm := writeSplit(t, base, t.TempDir(), func(q *parts) { q.tensor("output_norm.weight").Type = gguf.TensorBF16 })
+	requireRefused(t, norm, `tensor "output_norm.weight": type bf16`)
+
+	dir := t.TempDir()
+	no := writeSplit(t, base, dir, func(q *parts) { q.set("split.no", uint32(1)) })
+	requireRefused(t, no, "m-00002-of-00002.gguf: split.no: is a uint32, want a u16")
 }

@@ -372,7 +372,7 @@ var structFamilies = []struct {
 			case 3:
 				binary.LittleEndian.PutUint32(m, rng.Uint32())
 			}
-			p.set("tokenizer.ggml.precompiled_charsmap", pick(rng, []any{m, m, m, []string{"x"}, []uint32{1, 2}}))
+			p.set("tokenizer.ggml.precompiled_charsmap", pick(rng, []any{m, m, m, []string{"x"}, []uint32{1, 2}, uint32(7), "x"}))
 		}
 	}},
 	// 11. Any tensor of any type.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
@@ -65,14 +66,25 @@ func validateModel(path string, p ModelParams, full bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLoad, err)
 	}
-	if err := checkGGUF(f, st, path); err != nil {
+	file, err := readHeader(f, st, path)
+	if err != nil {
 		return err
 	}
-	r, err := gguf.NewReader(f, st.Size())
-	if err != nil {
-		return &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
+	v := validator{f: file, ts: file.Tensors, size: st.Size()}
+	// llama.cpp opens the other files of a split model itself.
+	for _, split := range splitPaths(path, file) {
+		sf, err := readSplit(split)
+		if err != nil {
+			return err
+		}
+		if no, ok := sf.Lookup("split.no"); ok {
+			if _, ok := no.(uint16); !ok {
+				// gguf_get_val_u16 asserts the type.
+				return &invalidModel{split, fmt.Sprintf("split.no: is %s, want a u16", describe(no))}
+			}
+		}
+		v.ts = append(v.ts, sf.Tensors...)
 	}
-	v := validator{f: r.File, size: st.Size()}
 	v.tensors()
 	if full {
 		v.vocab(p.AllowUnknownPreTokenizer, !p.VocabOnly)
@@ -87,11 +99,67 @@ func validateModel(path string, p ModelParams, full bool) error {
 	return nil
 }
 
+// readHeader parses the header of the GGUF file f at path.
+func readHeader(f *os.File, st os.FileInfo, path string) (*gguf.File, error) {
+	if err := checkGGUF(f, st, path); err != nil {
+		return nil, err
+	}
+	r, err := gguf.NewReader(f, st.Size())
+	if err != nil {
+		return nil, &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
+	}
+	return r.File, nil
+}
+
+// readSplit parses the header of the split file at path; a missing file is
+// llama.cpp's clean error.
+func readSplit(path string) (*gguf.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return &gguf.File{}, nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	return readHeader(f, st, path)
+}
+
+// splitPaths returns the other files of a model that file's split.count
+// (a u16, as llama.cpp reads it) says is split, named as llama.cpp names
+// them from path ("x-00001-of-00003.gguf": "x-00002-of-00003.gguf", ...);
+// none where llama.cpp refuses the name.
+func splitPaths(path string, file *gguf.File) []string {
+	raw, _ := file.Lookup("split.count")
+	n, _ := raw.(uint16)
+	prefix, ok := strings.CutSuffix(path, fmt.Sprintf("-%05d-of-%05d.gguf", 1, n))
+	if n < 2 || !ok || prefix == "" {
+		return nil
+	}
+	var paths []string
+	for i := 2; i <= int(n); i++ {
+		paths = append(paths, fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, i, n))
+	}
+	return paths
+}
+
 // validator keeps the first problem found.
 type validator struct {
 	f    *gguf.File
-	size int64 // of the file, in bytes
+	ts   []gguf.TensorInfo // of every file of a split model
+	size int64             // of the file, in bytes
 	err  string
+}
+
+// tensor returns the first tensor named name.
+func (v *validator) tensor(name string) (gguf.TensorInfo, bool) {
+	for _, t := range v.ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return gguf.TensorInfo{}, false
 }
 
 func (v *validator) failf(format string, args ...any) {
@@ -105,7 +173,7 @@ func (v *validator) failf(format string, args ...any) {
 // matrix and element-wise kernels implement (integer types have no dot
 // product: the first decode calls a null function).
 func (v *validator) tensors() {
-	for _, t := range v.f.Tensors {
+	for _, t := range v.ts {
 		for i, d := range t.Shape {
 			if d == 0 {
 				v.failf("tensor %s: dimension %d is 0 (shape %v)", gguf.Quote(t.Name), i, t.Shape)
@@ -262,12 +330,13 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 	}
 }
 
-// vocabSize compares the vocabulary size n, from key, with the rows of the
-// token embedding, which llama.cpp requires to match (after it has built
-// the vocabulary); without an embedding, a size beyond the file's bytes
-// (bound, when only the vocabulary is loaded, by the file) is refused.
+// vocabSize compares the vocabulary size n, read from key, with the rows of
+// the token embedding, which llama.cpp requires to be equal, but only after
+// it has built the vocabulary. Without an embedding, bound refuses a size
+// beyond the file's bytes: a vocabulary of that many empty tokens is more
+// than any file justifies.
 func (v *validator) vocabSize(key string, n uint64, bound bool) {
-	if t, ok := v.f.Tensor("token_embd.weight"); ok && len(t.Shape) > 1 {
+	if t, ok := v.tensor("token_embd.weight"); ok && len(t.Shape) > 1 {
 		if n != t.Shape[1] {
 			v.failf("%s: %d tokens, but tensor \"token_embd.weight\" embeds %d", key, n, t.Shape[1])
 		}
@@ -298,8 +367,9 @@ func (v *validator) specialTokens(name string, n int) {
 }
 
 // charsmap checks the UGM tokenizer's precompiled normalization map, which
-// llama.cpp reads as raw bytes and walks at each Tokenize: a 4-byte size, a XOR-compressed double array of 32-bit
-// nodes, then NUL-terminated replacements. An index past the array throws
+// llama.cpp reads as raw bytes and walks at each Tokenize: a 4-byte size, a
+// XOR-compressed double array of 32-bit nodes, then NUL-terminated
+// replacements. An index past the array throws
 // from inside llama_tokenize, which ends the process, and a replacement
 // without its NUL is read past the map. The walk visits every state the
 // tokenizer can reach, with every byte.
@@ -309,8 +379,12 @@ func (v *validator) charsmap() {
 	if !ok {
 		return
 	}
-	// gguf.cpp keeps an array's elements as bytes (none for strings) and
-	// llama.cpp takes them as the map, whatever their type.
+	// gguf.cpp asserts that it is an array, keeps the elements of one as
+	// bytes (none for strings), and llama.cpp takes those as the map.
+	if reflect.ValueOf(raw).Kind() != reflect.Slice {
+		v.failf("%s: is %s, want an array of bytes", key, describe(raw))
+		return
+	}
 	b, ok := raw.([]uint8)
 	if _, isStrings := raw.([]string); !ok && !isStrings {
 		var err error

@@ -185,7 +185,7 @@ func (v *validator) archHparams(arch string, key func(string) string, heads []ui
 			return
 		}
 	}
-	if _, ok := v.f.Tensor("output.weight"); rule&needsOutput != 0 && !ok {
+	if _, ok := v.tensor("output.weight"); rule&needsOutput != 0 && !ok {
 		v.failf(`tensor "output.weight": missing, and a %s model has no fallback for its output head`, arch)
 	}
 }
@@ -194,7 +194,7 @@ func (v *validator) archHparams(arch string, key func(string) string, heads []ui
 // tensorOps); usedExperts is expert_used_count, the width of the probe
 // llama.cpp builds for an expert tensor.
 func (v *validator) tensorUses(usedExperts uint64) {
-	for _, t := range v.f.Tensors {
+	for _, t := range v.ts {
 		op, weight := opOf(t.Name)
 		if op == 0 || op == opNone {
 			continue // llama.cpp does not load it, or does not use it
