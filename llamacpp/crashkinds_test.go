@@ -104,6 +104,18 @@ var crashKinds = []struct {
 		p.set("tokenizer.ggml.model", "t5")
 		p.set("tokenizer.ggml.precompiled_charsmap", uint32(7))
 	}, `tokenizer.ggml.precompiled_charsmap: is a uint32, want an array of bytes`},
+	// The same and gguf_get_arr_str's type assertion on the merges: both
+	// are read before the tokens.
+	{"t5 charsmap not an array, no tokens", func(p *parts) {
+		p.set("tokenizer.ggml.model", "t5")
+		p.set("tokenizer.ggml.precompiled_charsmap", "x")
+		p.del("tokenizer.ggml.tokens")
+	}, `tokenizer.ggml.precompiled_charsmap: is a string, want an array of bytes`},
+	{"gpt2 merges not strings, no tokens", func(p *parts) {
+		p.set("tokenizer.ggml.model", "gpt2")
+		p.set("tokenizer.ggml.merges", uint32(1))
+		p.del("tokenizer.ggml.tokens")
+	}, `tokenizer.ggml.merges: is a uint32, want an array of strings`},
 	// The probe of an expert tensor divides by expert_used_count.
 	{"expert tensor without used experts", func(p *parts) {
 		p.addTensor("blk.0.ffn_up_exps.weight", gguf.TensorF16, 256, 256, 2)

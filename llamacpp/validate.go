@@ -223,6 +223,21 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 		}
 		return
 	}
+	// llama.cpp reads the merges and the normalization map before the
+	// tokens.
+	switch name {
+	case "gpt2":
+		if m, ok := v.f.Lookup("tokenizer.ggml.merges"); ok {
+			if _, ok := m.([]string); !ok {
+				v.failf("tokenizer.ggml.merges: is %s, want an array of strings", describe(m))
+				return
+			}
+		}
+	case "t5":
+		if v.charsmap(); v.err != "" {
+			return
+		}
+	}
 	raw, ok := v.f.Lookup("tokenizer.ggml.tokens")
 	if !ok {
 		return // llama.cpp: "cannot find tokenizer vocab"
@@ -248,11 +263,6 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 	if v.specialTokens(name, len(tokens)); v.err != "" {
 		return
 	}
-	if name == "t5" {
-		if v.charsmap(); v.err != "" {
-			return
-		}
-	}
 	// llama.cpp reads scores and types through raw pointers, n_tokens of
 	// them, whatever the arrays hold.
 	if s, ok := v.f.Lookup("tokenizer.ggml.scores"); ok {
@@ -269,12 +279,6 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 		}
 	}
 	if name == "gpt2" {
-		if m, ok := v.f.Lookup("tokenizer.ggml.merges"); ok {
-			if _, ok := m.([]string); !ok {
-				v.failf("tokenizer.ggml.merges: is %s, want an array of strings", describe(m))
-				return
-			}
-		}
 		v.preTokenizer(allowUnknownPre)
 		if v.err != "" {
 			return
