@@ -229,7 +229,7 @@ var structFamilies = []struct {
 	name   string
 	mutate func(rng *rand.Rand, p *parts)
 }{
-	// 1. A norm weight stored as bf16, f16 or a quantized type.
+	// A norm weight stored as bf16, f16 or a quantized type.
 	{"norm type", func(rng *rand.Rand, p *parts) {
 		var norms []int
 		for i, ti := range p.ts {
@@ -239,7 +239,7 @@ var structFamilies = []struct {
 		}
 		p.ts[pick(rng, norms)].Type = pick(rng, normTypes)
 	}},
-	// 2. key_length != value_length, the tensors shaped to match.
+	// key_length != value_length, the tensors shaped to match.
 	{"key/value length", func(rng *rand.Rand, p *parts) {
 		hk, hv := pick(rng, []uint32{32, 64, 128}), pick(rng, []uint32{32, 64, 128})
 		if rng.IntN(2) == 0 {
@@ -248,7 +248,7 @@ var structFamilies = []struct {
 		p.set(p.akey("attention.value_length"), hv)
 		p.conform()
 	}},
-	// 3. Head sizes that are odd or do not match the rope dimensions.
+	// Head sizes that are odd or do not match the rope dimensions.
 	{"head size", func(rng *rand.Rand, p *parts) {
 		switch rng.IntN(3) {
 		case 0:
@@ -261,9 +261,17 @@ var structFamilies = []struct {
 		default:
 			p.set(p.akey("attention.key_length"), pick(rng, oddSizes))
 		}
+		// llama and falcon refuse a rope dimension count other than the
+		// key length themselves: make them agree, or drop it for the default.
+		switch rng.IntN(3) {
+		case 0:
+			p.set(p.akey("rope.dimension_count"), uint32(p.uintKey("attention.key_length")))
+		case 1:
+			p.del(p.akey("rope.dimension_count"))
+		}
 		p.conform()
 	}},
-	// 4. A tensor of more dimensions than llama.cpp expects.
+	// A tensor of more dimensions than llama.cpp expects.
 	{"tensor rank", func(rng *rand.Rand, p *parts) {
 		ti := p.tensor("token_embd.weight")
 		if ti == nil || rng.IntN(3) == 0 {
@@ -285,7 +293,7 @@ var structFamilies = []struct {
 			ti.Shape[3] = 2
 		}
 	}},
-	// 5. Another architecture's name, and the tensors it optionally loads.
+	// Another architecture's name, and the tensors it optionally loads.
 	{"architecture", func(rng *rand.Rand, p *parts) {
 		p.setArch(pick(rng, archNames))
 		switch rng.IntN(4) {
@@ -303,11 +311,11 @@ var structFamilies = []struct {
 			}
 		}
 	}},
-	// 6. A tensor removed.
+	// A tensor removed.
 	{"missing tensor", func(rng *rand.Rand, p *parts) {
 		p.dropTensor(pick(rng, p.ts).Name)
 	}},
-	// 7. Expert counts on any architecture, MoE or not.
+	// Expert counts on any architecture, MoE or not.
 	{"experts", func(rng *rand.Rand, p *parts) {
 		if rng.IntN(2) == 0 {
 			p.setArch(pick(rng, archNames))
@@ -325,7 +333,7 @@ var structFamilies = []struct {
 			p.set(p.akey("expert_feed_forward_length"), pick(rng, []uint32{0, 1, 64, 256}))
 		}
 	}},
-	// 9. RoPE dimensions other than the head size.
+	// RoPE dimensions other than the head size.
 	{"rope dimensions", func(rng *rand.Rand, p *parts) {
 		if rng.IntN(2) == 0 {
 			p.setArch(pick(rng, archNames))
@@ -335,7 +343,7 @@ var structFamilies = []struct {
 			p.set(p.akey("rope.dimension_sections"), []int32{int32(rng.IntN(64)), int32(rng.IntN(64)), 0, 0})
 		}
 	}},
-	// 10. A vocabulary of another kind, special tokens missing, sizes wrong.
+	// A vocabulary of another kind, special tokens missing, sizes wrong.
 	{"vocabulary", func(rng *rand.Rand, p *parts) {
 		if rng.IntN(3) > 0 {
 			p.set("tokenizer.ggml.model", pick(rng, vocabModels))
@@ -375,24 +383,24 @@ var structFamilies = []struct {
 			p.set("tokenizer.ggml.precompiled_charsmap", pick(rng, []any{m, m, m, []string{"x"}, []uint32{1, 2}, uint32(7), "x"}))
 		}
 	}},
-	// 11. Any tensor of any type.
+	// Any tensor of any type.
 	{"tensor type", func(rng *rand.Rand, p *parts) {
 		p.ts[rng.IntN(len(p.ts))].Type = pick(rng, allTypes)
 	}},
-	// 12. Any dimension of any tensor.
+	// Any dimension of any tensor.
 	{"tensor shape", func(rng *rand.Rand, p *parts) {
 		ti := &p.ts[rng.IntN(len(p.ts))]
 		i := rng.IntN(len(ti.Shape))
 		ti.Shape[i] = pick(rng, []uint64{1, 2, ti.Shape[i] - 1, ti.Shape[i] + 1, ti.Shape[i] * 2, ti.Shape[i] / 2, 255})
 	}},
-	// 13. Any metadata value replaced by one of another type or range.
+	// Any metadata value replaced by one of another type or range.
 	{"metadata value", func(rng *rand.Rand, p *parts) {
 		i := rng.IntN(len(p.md))
 		p.md[i].Value = pick(rng, []any{uint32(0), uint32(1), uint32(math.MaxUint32), int32(-1), uint64(1 << 40),
 			float32(0), float32(-1), float32(math.NaN()), float32(math.Inf(1)), "x", true, []uint32{},
 			[]uint32{1, 2}, []int32{-1, 0}, []float32{1}, []string{"a"}})
 	}},
-	// 14. Per-layer arrays with surprising elements.
+	// Per-layer arrays with surprising elements.
 	{"per-layer arrays", func(rng *rand.Rand, p *parts) {
 		k := pick(rng, []string{"attention.head_count", "attention.head_count_kv", "feed_forward_length",
 			"attention.sliding_window_pattern", "swin_norm"})
@@ -404,7 +412,7 @@ var structFamilies = []struct {
 		p.set(p.akey(k), a)
 		p.conform()
 	}},
-	// 15. A tensor of another architecture, of any type and shape.
+	// A tensor of another architecture, of any type and shape.
 	{"extra tensor", func(rng *rand.Rand, p *parts) {
 		if rng.IntN(2) == 0 {
 			p.setArch(pick(rng, archNames))

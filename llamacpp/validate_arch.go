@@ -199,7 +199,7 @@ func (v *validator) tensorUses(usedExperts uint64) {
 		if op == 0 || op == opNone {
 			continue // llama.cpp does not load it, or does not use it
 		}
-		if !weight && op != opNone {
+		if !weight {
 			op = opF32 // a bias or scale is added or multiplied
 		}
 		rank := len(t.Shape)
