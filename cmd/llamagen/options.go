@@ -25,16 +25,17 @@ const defaultMaxNewTokens = 128
 
 // options is the parsed command line.
 type options struct {
-	model       string
-	prompt      string
-	promptFile  string
-	promptsFile string
-	chat        bool
-	system      string
-	session     string
-	template    string
-	demo        bool
-	echo        bool
+	model        string
+	prompt       string
+	promptFile   string
+	promptsFile  string
+	chat         bool
+	system       string
+	parseSpecial bool
+	session      string
+	template     string
+	demo         bool
+	echo         bool
 
 	assistantModel string // --assistant-model: speculative decoding's draft model
 
@@ -298,7 +299,7 @@ var usageGroups = func() []cli.Group {
 		gen = append(gen, c.name)
 	}
 	return []cli.Group{
-		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "demo", "echo"}},
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "parse-special", "demo", "echo"}},
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
@@ -354,6 +355,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.BoolVar(&o.parseSpecial, "parse-special", false, "read the text of control tokens (such as <|im_end|>) in the prompt and in chat messages as those tokens; by default it stays text, and only the chat template's own markers are control tokens, so that a message cannot open a turn of another role")
 	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
 	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")

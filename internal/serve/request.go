@@ -16,6 +16,8 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/spectok"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -61,6 +63,11 @@ type apiRequest struct {
 	Mirostat    *int     `json:"mirostat"`
 	MirostatTau *float64 `json:"mirostat_tau"`
 	MirostatEta *float64 `json:"mirostat_eta"`
+	// ParseSpecial (chat) reads the text of control tokens in the messages
+	// as those tokens, as tokenizing the rendered chat whole would; by
+	// default only the chat template's own markers are control tokens, so
+	// that a message cannot open a turn of another role.
+	ParseSpecial bool `json:"parse_special"`
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -95,7 +102,7 @@ var (
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -367,7 +374,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(msgs, out.tools); err != nil {
+		if prompt, out.template, err = p.chatPrompt(msgs, out.tools, req.ParseSpecial); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}
@@ -674,6 +681,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 	if len(msgs) == 0 {
 		return nil, badRequest("messages", "messages is required")
 	}
+	if len(msgs) > cli.MaxChatMessages {
+		return nil, badRequest("messages", "%d messages: at most %d", len(msgs), cli.MaxChatMessages)
+	}
 	out := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
 		role := m.Role
@@ -722,8 +732,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // chatPrompt makes the prompt of a chat: the model's Jinja template,
 // given the tools, or, for a model without one or when it fails, llama.cpp's
 // built-in template (with the tools described in the system message); it
-// names the template that ran.
-func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Request, string, error) {
+// names the template that ran. Only the template's markers become control
+// tokens, unless parseSpecial: the texts of the messages stay text.
+func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
 	if p.chat != nil && p.tok != nil {
 		var tools []byte
 		if tp != nil && p.chat.takesTools {
@@ -733,16 +744,16 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Reques
 		if !p.chat.takesTools || !p.chat.takesCalls {
 			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
 		}
-		text, err := p.chat.render(templateMessages(shown), tools, true)
+		toks, err := p.renderChat(shown, tools, parseSpecial)
 		if err == nil {
-			toks, err := p.tok.Tokenize(text, false, true)
-			if err != nil {
-				return generation.Request{}, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
-			}
 			if tp != nil {
 				tp.family = p.chat.family
 			}
 			return generation.Request{Prompt: toks}, "jinja", nil
+		}
+		var re *requestError
+		if errors.As(err, &re) {
+			return generation.Request{}, "", err
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
@@ -751,7 +762,78 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Reques
 	if tp != nil {
 		tp.family = familyJSON
 	}
-	return generation.Request{Messages: builtinMessages(msgs, tp)}, "builtin", nil
+	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", nil
+}
+
+// renderChat renders msgs with the Jinja template and tokenizes them; an
+// error of the template is returned as it is, one of tokenization as a
+// *requestError.
+func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
+	// Every text of the client is a content: the messages' texts, names
+	// and function names, which render marks, and the call ids, arguments
+	// and tools, which it cannot mark and are only checked for markers.
+	var contents, fields []string
+	add := func(field, text string) {
+		contents, fields = append(contents, text), append(fields, field)
+	}
+	for i, m := range msgs {
+		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].name", i), m.Name)
+		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
+		for j, c := range m.ToolCalls {
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+		}
+	}
+	add("tools", string(tools))
+	render := func(cs []string) (string, error) {
+		shown := slices.Clone(msgs)
+		k := 0
+		next := func() string { k++; return cs[k-1] }
+		for i := range shown {
+			m := &shown[i]
+			m.Content, m.Name = next(), next()
+			next() // the ids pair calls with results, and the arguments are
+			// parsed: they are checked, not marked
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range m.ToolCalls {
+				next()
+				m.ToolCalls[j].Function.Name = next()
+				next()
+			}
+		}
+		return p.chat.render(templateMessages(shown), tools, true)
+	}
+	ct, ok := p.tok.(backend.ChatTokenizer)
+	if !ok {
+		text, err := render(contents)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := p.tok.Tokenize(text, false, true)
+		if err != nil {
+			return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+		}
+		return toks, nil
+	}
+	rendered := false
+	toks, err := ct.TokenizeChat(func(cs []string) (string, error) {
+		text, err := render(cs)
+		rendered = rendered || err == nil
+		return text, err
+	}, contents, parseSpecial)
+	if err != nil && rendered {
+		var ce *spectok.ContentError
+		if errors.As(err, &ce) {
+			field := strings.SplitN(fields[ce.Index], ".", 2)[0]
+			field = strings.SplitN(field, "[", 2)[0]
+			return nil, badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
+				fields[ce.Index], ce.Token)
+		}
+		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+	}
+	return toks, err
 }
 
 // messageText reads a message's content: a string, or an array of parts of

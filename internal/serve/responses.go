@@ -39,6 +39,9 @@ type responsesRequest struct {
 	Mirostat    *int     `json:"mirostat"`
 	MirostatTau *float64 `json:"mirostat_tau"`
 	MirostatEta *float64 `json:"mirostat_eta"`
+	// ParseSpecial reads control-token text in the input as those tokens
+	// (see apiRequest.ParseSpecial).
+	ParseSpecial bool `json:"parse_special"`
 
 	config map[string]json.RawMessage // the GenerationConfig fields
 }
@@ -47,7 +50,7 @@ type responsesRequest struct {
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
 		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
@@ -181,7 +184,7 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, config: req.config,
 	}
 	if m := req.MaxOutputTokens; m != nil && *m < 1 {
 		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)
