@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli"
 )
 
 // prompt is one prompt as the user gave it: text, or chat messages.

@@ -769,42 +769,7 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool)
 // error of the template is returned as it is, one of tokenization as a
 // *requestError.
 func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
-	// Every text of the client is a content: the messages' texts, names
-	// and function names, which render marks, and the call ids, arguments
-	// and tools, which it cannot mark and are only checked for markers.
-	var contents, fields []string
-	add := func(field, text string) {
-		contents, fields = append(contents, text), append(fields, field)
-	}
-	for i, m := range msgs {
-		add(fmt.Sprintf("messages[%d].content", i), m.Content)
-		add(fmt.Sprintf("messages[%d].name", i), m.Name)
-		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
-		for j, c := range m.ToolCalls {
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
-		}
-	}
-	add("tools", string(tools))
-	render := func(cs []string) (string, error) {
-		shown := slices.Clone(msgs)
-		k := 0
-		next := func() string { k++; return cs[k-1] }
-		for i := range shown {
-			m := &shown[i]
-			m.Content, m.Name = next(), next()
-			next() // the ids pair calls with results, and the arguments are
-			// parsed: they are checked, not marked
-			m.ToolCalls = slices.Clone(m.ToolCalls)
-			for j := range m.ToolCalls {
-				next()
-				m.ToolCalls[j].Function.Name = next()
-				next()
-			}
-		}
-		return p.chat.render(templateMessages(shown), tools, true)
-	}
+	render, contents, fields := p.chatTexts(msgs, tools)
 	ct, ok := p.tok.(backend.ChatTokenizer)
 	if !ok {
 		text, err := render(contents)
@@ -834,6 +799,66 @@ func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool)
 		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
 	}
 	return toks, err
+}
+
+// chatTexts lists every text of the client in msgs and tools, as contents
+// of backend.ChatTokenizer.TokenizeChat, with the request field of each, and
+// the render that writes the chat with others in their place: the
+// messages' texts, names and function names, which render marks, and the
+// call ids, arguments and tools, which it cannot mark (the ids pair calls
+// with results, the arguments are parsed) and are only checked for
+// markers.
+func (p *params) chatTexts(msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+	add := func(field, text string) {
+		contents, fields = append(contents, text), append(fields, field)
+	}
+	for i, m := range msgs {
+		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].name", i), m.Name)
+		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
+		for j, c := range m.ToolCalls {
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+		}
+	}
+	add("tools", jsonStrings(tools))
+	render = func(cs []string) (string, error) {
+		shown := slices.Clone(msgs)
+		k := 0
+		next := func() string { k++; return cs[k-1] }
+		for i := range shown {
+			m := &shown[i]
+			m.Content, m.Name = next(), next()
+			next()
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range m.ToolCalls {
+				next()
+				m.ToolCalls[j].Function.Name = next()
+				next()
+			}
+		}
+		return p.chat.render(templateMessages(shown), tools, true)
+	}
+	return render, contents, fields
+}
+
+// jsonStrings joins the keys and strings of the JSON document data, decoded,
+// with NULs between them (a NUL is in no marker): the texts a template
+// writes from it.
+func jsonStrings(data []byte) string {
+	var b strings.Builder
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return b.String()
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+	}
 }
 
 // messageText reads a message's content: a string, or an array of parts of

@@ -92,8 +92,8 @@ var testTokens = []Token{
 	{ID: 10, Text: "<|im_start|>", Control: true},
 	{ID: 11, Text: "<|im_end|>", Control: true},
 	{ID: 12, Text: "<|im", Control: true},
-	{ID: 13, Text: "<tool_call>"},               // user-defined
-	{ID: 14, Text: "<mask>", LStrip: true},      // user-defined, as jina's
+	{ID: 13, Text: "<tool_call>"},          // user-defined
+	{ID: 14, Text: "<mask>", LStrip: true}, // user-defined, as jina's
 	{ID: 15, Text: "<sep>", Control: true, RStrip: true},
 	{ID: 16, Text: "aa", Control: true},
 	{ID: 17, Text: "end|><|im", Control: true}, // overlaps the markers
