@@ -494,8 +494,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 		}
 		return
 	case c.err != nil:
-		s.logf("%s: %v", r.URL.Path, c.err)
-		writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
+		writeError(w, s.choiceError(r.URL.Path, c.err))
 		return
 	}
 	release()
@@ -597,9 +596,12 @@ func (s *Server) streamResponse(ctx, client context.Context, cancel context.Canc
 			send("error", map[string]any{"code": errShuttingDown.code, "message": errShuttingDown.msg, "param": nil})
 		}
 	case c.err != nil:
-		s.logf("stream: %v", c.err)
+		re := s.choiceError("stream", c.err)
 		obj.Status = "failed"
-		obj.Error = &responseError{Code: "server_error", Message: c.err.Error()}
+		obj.Error = &responseError{Code: "server_error", Message: re.msg}
+		if re.status < 500 {
+			obj.Error.Code = "invalid_prompt"
+		}
 		obj.Output = st.output
 		send("response.failed", map[string]any{"response": snapshot()})
 	default:

@@ -55,7 +55,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"mime"
@@ -71,6 +70,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
@@ -404,22 +404,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) { s.gen
 
 // generate serves both generation endpoints.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	if !allow(w, r, http.MethodPost) {
+	body := s.readBody(w, r)
+	if body == nil {
 		return
-	}
-	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
-		writeError(w, e)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, &requestError{status: http.StatusRequestEntityTooLarge,
-				msg: fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)})
-			return
-		}
-		return // the client went away
 	}
 	req, err := decodeRequest(body, chat)
 	if err == nil {
@@ -513,8 +500,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			return
 		}
 		if c.err != nil {
-			s.logf("%s: %v", r.URL.Path, c.err)
-			writeError(w, &requestError{status: http.StatusInternalServerError, msg: c.err.Error()})
+			writeError(w, s.choiceError(r.URL.Path, c.err))
 			return
 		}
 	}
@@ -526,6 +512,19 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 		return
 	}
 	s.writeReply(w, append(data, '\n'))
+}
+
+// choiceError maps the error that ended a choice to its response: scores
+// that leave no token to choose (suppress_tokens of every token, a grammar
+// whose tokens bad_words_ids bans) are the request's doing, 400; anything
+// else is the server's, 500, and logged with where.
+func (s *Server) choiceError(where string, err error) *requestError {
+	if errors.Is(err, logits.ErrNoChoice) {
+		return badRequest("", "the request leaves no token to choose: its logit_bias, response_format, tool_choice or generation fields (suppress_tokens, bad_words_ids, ...) give every token a score of -inf (%s)",
+			strings.TrimPrefix(err.Error(), "logits: "))
+	}
+	s.logf("%s: %v", where, err)
+	return &requestError{status: http.StatusInternalServerError, msg: err.Error()}
 }
 
 // submitError maps an error of Engine.Submit to its response.
@@ -623,9 +622,12 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 				}
 			})
 			if c.err != nil && ctx.Err() == nil {
-				s.logf("stream: %v", c.err)
+				re := s.choiceError("stream", c.err)
 				var e apiError
-				e.Error.Message, e.Error.Type = c.err.Error(), "server_error"
+				e.Error.Message, e.Error.Type = re.msg, "server_error"
+				if re.status < 500 {
+					e.Error.Type = "invalid_request_error"
+				}
 				send(e)
 			}
 		}()

@@ -27,8 +27,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		if errors.As(err, &tooBig) {
 			writeError(w, &requestError{status: http.StatusRequestEntityTooLarge,
 				msg: fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)})
+			return nil
 		}
-		return nil // or the client went away
+		// A malformed body (a bad chunk length, a body cut short): the
+		// answer is an error, which a client that went away never reads.
+		writeError(w, badRequest("", "the body cannot be read: %v", err))
+		return nil
 	}
 	return body
 }
