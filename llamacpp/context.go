@@ -116,8 +116,8 @@ type ContextParams struct {
 // the next) wait for each other instead of crashing inside llama.cpp.
 type Context struct {
 	// mu serialises the calls that run llama.cpp over the whole context;
-	// uncontended it costs some 10 ns against a decode's tens of
-	// microseconds at least (BenchmarkDecodeLock).
+	// uncontended it costs 18 ns, against 608 µs for a decode of one token
+	// of the one-layer test model (BenchmarkDecodeLock, 2-vCPU AMD EPYC).
 	mu sync.Mutex
 
 	model   *Model

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -71,7 +72,7 @@ func (f *formats) processor(rf *responseFormat) (logits.Processor, error) {
 		}
 		schema = compact.Bytes()
 	default:
-		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
+		return nil, badRequest("response_format", "response_format type %s: want text, json_object or json_schema", quote.String(rf.Type))
 	}
 	if f.tok == nil {
 		return nil, badRequest("response_format", "response_format needs the model's tokenizer, which this server lacks")

@@ -63,3 +63,52 @@ func TestMalformedChunkedBody(t *testing.T) {
 	assert.Contains(t, e.Error.Message, "the body cannot be read")
 	assert.Contains(t, e.Error.Message, "invalid byte in chunk length")
 }
+
+// The bounds of the command line hold for the same fields of a request:
+// genconfig.Validate applies them on every path.
+func TestRequestBounds(t *testing.T) {
+	ts, _ := newServer(t, 1, Config{})
+	for _, tc := range []struct{ body, param, msg string }{
+		{`{"prompt":"x","min_new_tokens":16777217}`, "min_new_tokens", "min_new_tokens (=16777217) must be at most 16777216"},
+		{`{"prompt":"x","no_repeat_ngram_size":2000000000}`, "no_repeat_ngram_size", "no_repeat_ngram_size (=2000000000) must be at most 16777216"},
+		{`{"prompt":"x","max_tokens":16777217}`, "max_tokens", "max_tokens 16777217: must be from 1 to 16777216"},
+	} {
+		resp := post(t, ts.URL+"/v1/completions", tc.body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, tc.body)
+		e := errorOf(t, resp)
+		require.NotNil(t, e.Error.Param, tc.body)
+		assert.Equal(t, tc.param, *e.Error.Param)
+		assert.Equal(t, tc.msg, e.Error.Message)
+	}
+}
+
+// Errors quote a short prefix of a long input: a bad sequence_bias of
+// 325 KB, a refused pattern of 200 KB, a field name of 100 KB.
+func TestErrorsQuoteShortPrefixes(t *testing.T) {
+	ts, _ := newServer(t, 1, Config{})
+	var bias strings.Builder
+	bias.WriteString(`[[[`)
+	for i := range 60_000 {
+		if i > 0 {
+			bias.WriteString(",")
+		}
+		bias.WriteString("99999")
+	}
+	bias.WriteString(`],-1.0]]`)
+	pattern := strings.Repeat("(a", 100_000)
+	for _, tc := range []struct{ body, start string }{
+		{`{"prompt":"x","sequence_bias":` + bias.String() + `}`, "sequence_bias (=[99999 99999"},
+		{`{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"string","pattern":"` + pattern + `"}}}}`, "response_format"},
+		{`{"prompt":"x","` + strings.Repeat("k", 100_000) + `":1}`, `unknown field "kkkk`},
+	} {
+		resp := post(t, ts.URL+"/v1/completions", tc.body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		e := errorOf(t, resp)
+		t.Logf("%d-byte body: %d-byte message", len(tc.body), len(e.Error.Message))
+		assert.Contains(t, e.Error.Message, tc.start)
+		assert.Less(t, len(e.Error.Message), 1100)
+		if e.Error.Param != nil {
+			assert.Less(t, len(*e.Error.Param), 100)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/grammar"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/internal/spectok"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
@@ -123,7 +124,7 @@ var checkedChatFields = map[string]func(raw json.RawMessage) string{
 		}
 		for _, x := range m {
 			if x != "text" {
-				return fmt.Sprintf("modalities %q: this server generates text only (modalities [\"text\"])", x)
+				return fmt.Sprintf("modalities %s: this server generates text only (modalities [\"text\"])", quote.String(x))
 			}
 		}
 		return ""
@@ -163,7 +164,7 @@ func refuseToolChoice(name string) func(json.RawMessage) string {
 		if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
 			return ""
 		}
-		return fmt.Sprintf("%s %s: %s", name, raw, errNoFunctions)
+		return fmt.Sprintf("%s %s: %s", name, quote.Value(raw), errNoFunctions)
 	}
 }
 
@@ -237,9 +238,9 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 				return nil, badRequest(k, "%s", why)
 			}
 		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
-			return nil, badRequest(k, "field %q belongs to the other endpoint", k)
+			return nil, badRequest(quote.Value(k), "field %s belongs to the other endpoint", quote.String(k))
 		default:
-			return nil, badRequest(k, "unknown field %q", k)
+			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	if err := unmarshalFields(body, req); err != nil {
@@ -484,8 +485,8 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 	}
 	switch {
 	case maxTokens != nil:
-		if *maxTokens < 1 {
-			return nil, badRequest("max_tokens", "max_tokens %d: must be at least 1", *maxTokens)
+		if *maxTokens < 1 || *maxTokens > genconfig.MaxTokens {
+			return nil, badRequest("max_tokens", "max_tokens %d: must be from 1 to %d", *maxTokens, genconfig.MaxTokens)
 		}
 		cfg.MaxNewTokens = maxTokens
 	case !chat && cfg.MaxNewTokens == nil:
@@ -587,7 +588,7 @@ func (p *params) logitBias(m map[string]float64) (logits.Processor, error) {
 	for _, k := range keys {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || int(id) >= p.vocab {
-			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
+			return nil, badRequest("logit_bias", "logit_bias: %s is not a token id in [0, %d)", quote.String(k), p.vocab)
 		}
 		b := m[k]
 		if !(b >= -100 && b <= 100) {
@@ -692,9 +693,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 		case "developer":
 			role = "system" // OpenAI's newer name for the system role
 		case "function":
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoFunctions)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s: %s", i, quote.String(m.Role), errNoFunctions)
 		default:
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s is not system, developer, user, assistant or tool", i, quote.String(m.Role))
 		}
 		if raw := string(bytes.TrimSpace(m.FunctionCall)); raw != "" && raw != "null" {
 			return nil, badRequest(fmt.Sprintf("messages[%d].function_call", i), "messages[%d]: function_call: %s", i, errNoFunctions)
@@ -710,7 +711,7 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 			}
 			for j, c := range calls {
 				if c.Type != "" && c.Type != "function" {
-					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %q: only function calls", i, j, c.Type)
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %s: only function calls", i, j, quote.String(c.Type))
 				}
 				if c.Function.Name == "" {
 					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: function.name is required", i, j)
@@ -882,7 +883,7 @@ func messageText(raw json.RawMessage) (string, error) {
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
-			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
 		}
 		b.WriteString(p.Text)
 	}

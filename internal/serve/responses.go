@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // responsesRequest is the body of /v1/responses, OpenAI's Responses API
@@ -143,7 +145,7 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, error) {
 				return nil, badRequest(k, "%s", why)
 			}
 		default:
-			return nil, badRequest(k, "unknown field %q", k)
+			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	if err := unmarshalFields(body, req); err != nil {
@@ -256,16 +258,16 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 			}
 			continue
 		case "custom_tool_call", "custom_tool_call_output":
-			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: only function tools are supported", i, it.Type)
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %s: only function tools are supported", i, quote.String(it.Type))
 		case "item_reference":
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item reference: this server stores no items; send the item itself", i)
 		default:
-			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: this server reads message items only", i, it.Type)
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %s: this server reads message items only", i, quote.String(it.Type))
 		}
 		switch it.Role {
 		case "user", "system", "developer", "assistant":
 		default:
-			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %q is not user, system, developer or assistant", i, it.Role)
+			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %s is not user, system, developer or assistant", i, quote.String(it.Role))
 		}
 		text, err := inputText(it.Content)
 		if err != nil {
@@ -303,7 +305,7 @@ func inputText(raw json.RawMessage) (string, error) {
 		case "refusal":
 			b.WriteString(p.Refusal)
 		default:
-			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
 		}
 	}
 	return b.String(), nil
@@ -598,7 +600,7 @@ func (s *Server) streamResponse(ctx, client context.Context, cancel context.Canc
 	case c.err != nil:
 		re := s.choiceError("stream", c.err)
 		obj.Status = "failed"
-		obj.Error = &responseError{Code: "server_error", Message: re.msg}
+		obj.Error = &responseError{Code: "server_error", Message: quote.Message(re.msg)}
 		if re.status < 500 {
 			obj.Error.Code = "invalid_prompt"
 		}

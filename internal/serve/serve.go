@@ -70,6 +70,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
@@ -275,7 +276,7 @@ type apiError struct {
 
 func writeError(w http.ResponseWriter, e *requestError) {
 	var body apiError
-	body.Error.Message = e.msg
+	body.Error.Message = quote.Message(e.msg)
 	switch {
 	case e.status >= 500:
 		body.Error.Type = "server_error"
@@ -339,7 +340,7 @@ func checkContentType(h string) *requestError {
 	mt, params, err := mime.ParseMediaType(h)
 	if err != nil {
 		return &requestError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-			msg: fmt.Sprintf("Content-Type %q cannot be read: %v; send application/json", h, err)}
+			msg: fmt.Sprintf("Content-Type %s cannot be read: %v; send application/json", quote.String(h), err)}
 	}
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		msg := fmt.Sprintf("Content-Type %s: the body must be JSON, sent as application/json", mt)
@@ -383,7 +384,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := r.PathValue("id"); id != s.cfg.ModelID {
 		writeError(w, &requestError{status: http.StatusNotFound, param: "model", code: "model_not_found",
-			msg: fmt.Sprintf("the model %q does not exist; this server has %q", id, s.cfg.ModelID)})
+			msg: fmt.Sprintf("the model %s does not exist; this server has %q", quote.String(id), s.cfg.ModelID)})
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())
@@ -624,7 +625,7 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 			if c.err != nil && ctx.Err() == nil {
 				re := s.choiceError("stream", c.err)
 				var e apiError
-				e.Error.Message, e.Error.Type = re.msg, "server_error"
+				e.Error.Message, e.Error.Type = quote.Message(re.msg), "server_error"
 				if re.status < 500 {
 					e.Error.Type = "invalid_request_error"
 				}
