@@ -192,19 +192,19 @@ func (v *Vocab) Score(t int32) (float32, error) {
 // Tokenize converts text into tokens. addSpecial adds BOS/EOS when the model
 // asks for them; parseSpecial turns special-token text (e.g. "<|im_end|>")
 // into control tokens instead of plain text. It gives llama.cpp's tokens in
-// time linear in the text (see TokenizeSpans).
+// time linear in the text (see tokenizeSpans).
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
-	return v.TokenizeSpans([]spectok.Span{{Text: text, Special: parseSpecial}}, addSpecial)
+	return v.tokenizeSpans([]spectok.Span{{Text: text, Special: parseSpecial}}, addSpecial)
 }
 
-// TokenizeSpans tokenizes the text of spans, joined, as Tokenize would with
+// tokenizeSpans tokenizes the text of spans, joined, as Tokenize would with
 // parseSpecial inside the Special spans and without it elsewhere: the text
 // of a control token becomes that token only inside a Special span. The
 // special tokens are found in Go, in time linear in the text, and llama.cpp
 // tokenizes the texts between them one by one, which gives its own tokens
 // (it partitions a text at its special tokens and tokenizes each piece
 // alone too).
-func (v *Vocab) TokenizeSpans(spans []spectok.Span, addSpecial bool) ([]int32, error) {
+func (v *Vocab) tokenizeSpans(spans []spectok.Span, addSpecial bool) ([]int32, error) {
 	if err := v.enterTokenizer(); err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (v *Vocab) TokenizeChat(render func(contents []string) (string, error), con
 		if err != nil {
 			return nil, err
 		}
-		return v.TokenizeSpans([]spectok.Span{{Text: text, Special: true}}, false)
+		return v.tokenizeSpans([]spectok.Span{{Text: text, Special: true}}, false)
 	}
 	spans, placed, err := spectok.Split(render, contents)
 	if err != nil {
@@ -307,7 +307,7 @@ func (v *Vocab) TokenizeChat(render func(contents []string) (string, error), con
 			return nil, &spectok.ContentError{Index: i, Token: t.Text}
 		}
 	}
-	return v.TokenizeSpans(spans, false)
+	return v.tokenizeSpans(spans, false)
 }
 
 // AppendPiece appends the bytes of token t to dst. A byte-fallback token is a

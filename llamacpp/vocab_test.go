@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -414,5 +415,27 @@ func TestTokenizeChatLinear(t *testing.T) {
 	}
 	small, large := timeOf(8_000), timeOf(80_000)
 	t.Logf("8,000 messages: %v; 80,000: %v", small, large)
-	assert.Less(t, large, 25*small)
+	assert.Less(t, large, 50*small)
+}
+
+// BenchmarkTokenizeMarkers sets Tokenize beside llama.cpp's own partition
+// on a text full of special tokens, at two sizes: llama.cpp's time grows
+// with the square of the markers, Tokenize's with their count.
+func BenchmarkTokenizeMarkers(b *testing.B) {
+	v := loadModel(b, "tiny-f32").Vocab()
+	for _, kb := range []int{64, 256} {
+		text := strings.Repeat("<|im_start|>user\nHello world<|im_end|>\n", kb<<10/38)
+		b.Run(fmt.Sprintf("llama.cpp/%dKB", kb), func(b *testing.B) {
+			for b.Loop() {
+				llamacpp.TokenizeDirect(v, text, false, true)
+			}
+		})
+		b.Run(fmt.Sprintf("Tokenize/%dKB", kb), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := v.Tokenize(text, false, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -181,7 +181,8 @@ func TestPartitionCases(t *testing.T) {
 }
 
 // The partition takes time linear in the text, whatever the number of
-// markers: ten times the markers take less than thirty times as long.
+// markers: ten times the markers take less than fifty times as long
+// (quadratic would be a hundred).
 func TestPartitionLinear(t *testing.T) {
 	set := NewSet(testTokens)
 	timeOf := func(n int) time.Duration {
@@ -194,7 +195,7 @@ func TestPartitionLinear(t *testing.T) {
 	timeOf(1000)
 	small, large := timeOf(20_000), timeOf(200_000)
 	t.Logf("20k markers x3: %v, 200k: %v", small, large)
-	assert.Less(t, large, 30*small)
+	assert.Less(t, large, 50*small)
 }
 
 func BenchmarkPartition1MB(b *testing.B) {
