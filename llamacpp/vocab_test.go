@@ -439,3 +439,7 @@ func BenchmarkTokenizeMarkers(b *testing.B) {
 		})
 	}
 }
+
+// A Vocab (and so llamabackend.Tokenizer, which embeds it) is the
+// generation engine's and the server's ChatTokenizer.
+var _ backend.ChatTokenizer = (*llamacpp.Vocab)(nil)
