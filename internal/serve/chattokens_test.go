@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/spectok"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -183,4 +186,67 @@ func TestLongChatBodies(t *testing.T) {
 		assert.Contains(t, msg, "tokens")
 		assert.Less(t, took, 60*time.Second)
 	}
+}
+
+// On benign chats (with tools and calls, and without), every real template
+// gives the ids it gave before: the rendered text tokenized whole with
+// special-token parsing, on the demo vocabulary (whose ChatML markers the
+// Qwen templates write).
+func TestBenignChatsTokenizeAsBefore(t *testing.T) {
+	path, err := demoPath()
+	require.NoError(t, err)
+	m, err := llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	tok := llamabackend.Tokenizer{Vocab: m.Vocab()}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
+	if err != nil {
+		t.Skipf("the jinja module's directory: %v", err)
+	}
+	names, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "testdata", "templates", "*.jinja"))
+	require.NoError(t, err)
+	srcs := map[string]string{"hermes": hermesTemplate, "chatml": testmodel.ChatMLTemplate}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		require.NoError(t, err)
+		srcs[filepath.Base(n)] = string(data)
+	}
+	compared := 0
+	for name, src := range srcs {
+		tmpl, err := NewChatTemplate(src, "<s>", "</s>")
+		require.NoError(t, err)
+		p := &params{chat: tmpl, tok: tok}
+		for _, tc := range []struct {
+			msgs  []chatMessage
+			tools string
+		}{{toolChat[:2], ""}, {toolChat, weatherTools},
+			{[]chatMessage{{Role: "user", Content: "  Hello <s> world  "}, {Role: "assistant", Content: "x"}, {Role: "user", Content: "y\n"}}, ""}} {
+			var tools []byte
+			if tc.tools != "" {
+				tools = []byte(tc.tools)
+			}
+			text, err := tmpl.render(templateMessages(tc.msgs), tools, true)
+			if err != nil {
+				continue // the template refuses this chat
+			}
+			want, err := tok.Tokenize(text, false, true)
+			require.NoError(t, err)
+			got, err := p.renderChat(tc.msgs, tools, false)
+			if strings.Contains(tc.msgs[0].Content, "<s>") {
+				// "<s>" is the BOS control token's text: kept as text
+				// where the template can be followed, refused otherwise.
+				if err != nil {
+					assert.Contains(t, err.Error(), `holds the text of the control token "<s>"`, name)
+				} else {
+					assert.NotEqual(t, want, got, name)
+				}
+				continue
+			}
+			require.NoError(t, err, name)
+			assert.Equal(t, want, got, "%s: %d messages", name, len(tc.msgs))
+			compared++
+		}
+	}
+	t.Logf("%d benign chats compared over %d templates", compared, len(srcs))
+	assert.Greater(t, compared, 2*len(srcs)-6)
 }
