@@ -389,4 +389,9 @@ func TestLongBadOptionQuotedShort(t *testing.T) {
 	assert.Contains(t, res.Stderr, "--sequence-bias [[[99999,99999,")
 	assert.Contains(t, res.Stderr, fmt.Sprintf("(%d bytes)", len(bias)))
 	assert.Less(t, len(res.Stderr), 400, res.Stderr)
+	// A value the option cannot read at all: the flag package's quote is
+	// cut too.
+	res = run(t, "", "-m", demoModel, "-p", "x", "--bad-words-ids", strings.Repeat("x", 100_000))
+	assert.Equal(t, 2, res.Code)
+	assert.Equal(t, `llamagen: --bad-words-ids "`+strings.Repeat("x", 64)+`"... (100000 bytes): not valid JSON (see llamagen --help)`+"\n", res.Stderr)
 }
