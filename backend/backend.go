@@ -63,6 +63,11 @@ type Backend interface {
 type Feed struct {
 	Slot   int
 	Tokens []int32
+	// Embd, when not nil, has one entry per token: a non-nil entry is an
+	// input embedding evaluated at that position in place of the token
+	// (which stays in the history as its placeholder). Only a backend that
+	// implements EmbeddingInput is given one (embeddings.go).
+	Embd [][]float32
 }
 
 // Errors that callers may test for with errors.Is.

@@ -14,6 +14,16 @@
 //     logits after every token of a feed ([AllLogits.EvalAll]): speculative
 //     decoding (package speculative) verifies a whole draft with one
 //     evaluation through it. MemoryBackend and llamabackend implement it.
+//   - [Encoder] is an optional interface of a Backend whose model is an
+//     encoder-decoder (T5): it runs a request's encoder input once and
+//     attaches the output to the request's slots; [EncoderFeed] is one such
+//     input. generation and beam use it when the backend has it.
+//     llamabackend.EncoderDecoder and internal/refbackend's T5 implement it.
+//   - [EmbeddingInput] is an optional interface of a Backend that evaluates
+//     input embeddings in place of tokens ([Feed].Embd, checked by
+//     [CheckEmbd]): llamabackend and the float64 reference backend
+//     implement it; package generation refuses a request with embeddings
+//     on a backend without it.
 //   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
 //     table or a function): the backend of the loop's and the search's tests,
 //     of the transformers parity replays and of benchmarks of the loop

@@ -236,6 +236,7 @@ type Stats struct {
 	Tokens  int           // tokens fed to the backend, prompts included
 	Copies  int           // Backend.Copy calls made by reordering
 	Clears  int           // Backend.Clear calls
+	Encodes int           // Encoder.Encode calls, one per prompt on an encoder-decoder backend
 	Reorder time.Duration // time spent reordering slots and processor histories
 }
 
@@ -268,7 +269,10 @@ const neg float32 = -1e9
 // Search searches continuations of each prompt on backend. prompts must be
 // non-empty token sequences within the backend's vocabulary. The backend's
 // slots must be free for the search's use: it clears a prompt's first slot
-// before evaluating the prompt and overwrites the others by Copy.
+// before evaluating the prompt and overwrites the others by Copy. On an
+// encoder-decoder backend (backend.Encoder) the prompts are the encoder
+// inputs, and each decoder starts from decoder_start_token_id (see
+// encoder.go).
 //
 // On error no result is returned and every slot the search used is cleared,
 // so the backend stays usable, except for the two interruptions, after

@@ -37,8 +37,9 @@ type search struct {
 	logSoftmax bool // the processors see log-probabilities, not logits
 
 	prompts [][]int32
-	maxLen  []int // per prompt: total length limit, prompt included
-	next    int   // next prompt to admit
+	encoder [][]int32 // per prompt: its encoder input (backend.Encoder), nil for a decoder-only backend
+	maxLen  []int     // per prompt: total length limit, prompt included
+	next    int       // next prompt to admit
 	groups  []*group
 	pending []pendingFeed
 	feeds   []backend.Feed
@@ -55,7 +56,8 @@ type group struct {
 	prompt    int // -1 while idle
 	promptLen int
 	maxLen    int
-	step      int // tokens generated so far
+	step      int   // tokens generated so far
+	slots     []int // the group's NumBeams slots
 
 	beams    []beam                // live beams, in the rule's order
 	next     []beam                // scratch for reordering
@@ -186,6 +188,10 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrInvalid)
 	}
+	prompts, encoder, err := splitEncoder(backend, prompts)
+	if err != nil {
+		return nil, err
+	}
 	maxLen := make([]int, len(prompts))
 	for i, p := range prompts {
 		if len(p) == 0 {
@@ -226,6 +232,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 		fill:       fillToken(cfg, k),
 		logSoftmax: k > 1 || opts.Rule == Narrowing,
 		prompts:    prompts,
+		encoder:    encoder,
 		maxLen:     maxLen,
 		slot:       make([]slotState, backend.Slots()),
 	}
@@ -257,6 +264,7 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 		}
 		for j := range k {
 			g.free = append(g.free, beam{slot: i*k + j, node: -1})
+			g.slots = append(g.slots, i*k+j)
 			g.scores[j] = make([]float32, vocab)
 		}
 		g.best.Reset(max(c, k)) // its storage, before the first step
@@ -322,6 +330,9 @@ func (s *search) run() (*Result, error) {
 		for _, g := range s.groups {
 			if g.prompt < 0 && s.next < len(s.prompts) {
 				if err := s.admit(g, s.next); err != nil {
+					if cerr := s.ctx.Err(); cerr != nil {
+						return s.interrupt(cerr)
+					}
 					return nil, err
 				}
 				s.next++
@@ -423,9 +434,16 @@ func (s *search) admit(g *group, p int) error {
 			return err
 		}
 	}
-	b.hist = s.pipe.NewHistory(prompt)
+	if s.encoder == nil {
+		b.hist = s.pipe.NewHistory(prompt)
+	} else {
+		b.hist = s.pipe.NewEncoderHistory(prompt, s.encoder[p])
+	}
 	b.node, b.score, b.logprob = -1, 0, 0
 	g.beams = append(g.beams[:0], b)
+	if s.encoder != nil {
+		return s.encode(g, p)
+	}
 	return nil
 }
 

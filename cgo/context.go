@@ -19,6 +19,10 @@ type ContextParams struct {
 	KVUnified                      bool
 	OffloadKQV                     bool
 	NoPerf                         bool
+	// Embeddings makes the context extract embeddings (pooled as
+	// PoolingType says: -1 the model's, else llama_pooling_type).
+	Embeddings  bool
+	PoolingType int32
 }
 
 // DefaultContextParams reads llama_context_default_params.
@@ -27,7 +31,8 @@ func DefaultContextParams() ContextParams {
 	return ContextParams{NCtx: uint32(p.n_ctx), NBatch: uint32(p.n_batch), NUbatch: uint32(p.n_ubatch),
 		NSeqMax: uint32(p.n_seq_max), NThreads: int32(p.n_threads), NThreadsBatch: int32(p.n_threads_batch),
 		FlashAttn: int32(p.flash_attn_type), TypeK: int32(p.type_k), TypeV: int32(p.type_v),
-		KVUnified: bool(p.kv_unified), OffloadKQV: bool(p.offload_kqv), NoPerf: bool(p.no_perf)}
+		KVUnified: bool(p.kv_unified), OffloadKQV: bool(p.offload_kqv), NoPerf: bool(p.no_perf),
+		Embeddings: bool(p.embeddings), PoolingType: int32(p.pooling_type)}
 }
 
 // Context is a struct llama_context pointer.
@@ -56,7 +61,8 @@ func InitFromModel(m Model, cp ContextParams) Context {
 	p.kv_unified = C.bool(cp.KVUnified)
 	p.offload_kqv = C.bool(cp.OffloadKQV)
 	p.no_perf = C.bool(cp.NoPerf)
-	p.embeddings = false
+	p.embeddings = C.bool(cp.Embeddings)
+	p.pooling_type = C.enum_llama_pooling_type(cp.PoolingType)
 	return Context{C.llamaloop_init_from_model(m.c, p)}
 }
 

@@ -34,7 +34,7 @@ type EngineOptions struct {
 // batching). A request depends on the others of the batch, and on how its
 // prompt is chunked, only as far as its logits do (see Batch invariance):
 // on backend.MemoryBackend, and on llama.cpp with
-// llamacpp.ContextParams.BatchInvariant in the tests, its tokens are those
+// llamacpp.ContextParams.BatchInvariant, its tokens are those
 // it gets alone through Generator.Stream.
 //
 // An Engine owns its backend until Close: nothing else may use the backend
@@ -72,7 +72,7 @@ type EngineStats struct {
 	Active          int           // requests given a slot and not yet ended
 	Submitted       uint64        // requests accepted by Submit
 	Finished        uint64        // requests that ended, for whatever reason
-	PromptTokens    uint64        // prompt tokens of the accepted requests
+	PromptTokens    uint64        // prompt tokens (encoder inputs) of the accepted requests
 	GeneratedTokens uint64        // tokens generated
 	EvalTime        time.Duration // time spent in Backend.Eval
 }
@@ -189,7 +189,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Task, error) {
 	if e.room < len(r.prompt) {
 		return nil, fmt.Errorf("generation: %w: %d tokens, room for %d", ErrPromptTooLong, len(r.prompt), e.room)
 	}
-	t := &Task{r: r, wake: make(chan struct{}, 1), promptTokens: len(r.prompt)}
+	t := &Task{r: r, wake: make(chan struct{}, 1), promptTokens: r.inputTokens()}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	r.ctx, r.task = t.ctx, t
 
@@ -202,7 +202,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Task, error) {
 	e.waiting = append(e.waiting, r)
 	e.mu.Unlock()
 	e.stats.submitted.Add(1)
-	e.stats.promptTokens.Add(uint64(len(r.prompt)))
+	e.stats.promptTokens.Add(uint64(r.inputTokens()))
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -265,7 +265,8 @@ type queuedEvent struct {
 	textFrom, textTo, topFrom, topTo int
 }
 
-// PromptTokens is the number of tokens of the request's prompt.
+// PromptTokens is the number of tokens of the request's prompt: of its
+// encoder input on an encoder-decoder backend.
 func (t *Task) PromptTokens() int { return t.promptTokens }
 
 // put queues ev; the loop calls it.

@@ -35,7 +35,10 @@
 // # Lengths
 //
 // A request follows generate() of transformers with its own prompt length
-// P: its config is resolved with genconfig.Config.Resolve(P), so
+// P. On an encoder-decoder backend (backend.Encoder) the request's prompt
+// is the encoder input, evaluated once when the request gets its slot, and
+// P is the length of the decoder prompt (1: decoder_start_token_id), as in
+// transformers, so max_length and min_length count decoder tokens. Its config is resolved with genconfig.Config.Resolve(P), so
 // max_new_tokens gives max_length = P + max_new_tokens, and a request stops
 // once P plus its new tokens reach max_length. A prompt of max_length tokens
 // or more is an error, as in transformers. min_length, min_new_tokens,
@@ -69,16 +72,17 @@
 // depend on the other requests: batched and alone give the same tokens
 // exactly. On llama.cpp (package llamacpp/llamabackend, CPU backend) they
 // do through rounding: its kernels depend on how many tokens and
-// sequences a decode holds. With llama.cpp's default context (f16 KV cache, flash attention
-// auto) a request's logits alone and beside others differ by up to about
-// 4e-3 (logits of standard deviation 3), and a seeded sampled token, a
-// Mirostat token or a near tie under greedy decoding may then differ, after
-// which the rest of the request does. A context made with
-// llamacpp.ContextParams.BatchInvariant (f32 KV cache, flash attention off)
-// narrows that to float32 rounding (within 2e-5): tokens then differ only
-// when a draw or a greedy choice falls that close to a boundary, which the
-// tests never saw in hundreds of sampled tokens. A GPU backend gives no
-// such bound.
+// sequences a decode holds. With llama.cpp's default context a request's
+// logits alone and beside others differ by up to about 4e-3 on the
+// 3-layer test model and 0.015 on a 12-layer one, and a seeded sampled
+// token, a Mirostat token or a near tie under greedy decoding may then
+// differ, after which the rest of the request does. In a context made
+// with llamacpp.ContextParams.BatchInvariant the llama.cpp backend shapes
+// every decode so that each row takes the kernels it takes alone: a
+// request's logits, and so its tokens and log-probabilities, are then
+// bit-identical alone and batched, however its prompt is chunked (tested
+// on a 12-layer model through the Engine). A GPU backend gives no such
+// bound.
 //
 // # Stops
 //
@@ -91,7 +95,10 @@
 // requests still waiting go on), FinishCancelled when the context ends (see
 // the cancellation contract of package backend), and FinishError when its
 // scores make no choice possible (a NaN, or every score -inf:
-// [logits.ErrNoChoice]; torch would pick the NaN, or token 0). The token
+// [logits.ErrNoChoice]; torch would pick the NaN, or token 0), with Event.Err
+// the processor's own error when one of Request.Processors says why it left
+// no choice (a grammar.Processor whose grammar needed more than its
+// matcher's budget: the error wraps grammar.ErrBudget). The token
 // that ends a request (an EOS token, the token that completes a stop
 // string) is part of its output, as in transformers.
 //
@@ -135,6 +142,21 @@ type Request struct {
 	// the template's own markers become control tokens: a message holding
 	// "<|im_end|>" keeps it as text, unless ParseSpecial.
 	Messages []backend.Message
+	// DecoderPrompt is, for an encoder-decoder backend (backend.Encoder),
+	// the decoder's prompt, transformers' decoder_input_ids; nil means the
+	// backend's DecoderStart alone. On such a backend Prompt, Text or
+	// Messages give the encoder input, which must not be empty
+	// (ErrNoEncoderInput).
+	DecoderPrompt []int32
+	// PromptEmbeddings, with Prompt, has one entry per prompt token: a
+	// non-nil entry is an input embedding evaluated in place of that token
+	// (what a vision or audio encoder feeds a decoder). The token stays as
+	// its placeholder: processors see it and the lengths count it, as
+	// transformers' do for the image token ids in the input_ids of a
+	// LLaVA-style model (transformers' generate with inputs_embeds alone,
+	// which has no ids, corresponds to placeholders that no processor
+	// acts on). It needs a backend implementing backend.EmbeddingInput.
+	PromptEmbeddings [][]float32
 
 	// Config is the request's generation config; nil means
 	// genconfig.Default(). When it has no eos_token_id and the
@@ -205,7 +227,7 @@ const (
 	FinishLength                   // max_length (max_new_tokens)
 	FinishContextFull              // no room left in the request's backend slot
 	FinishCancelled                // the context ended
-	FinishError                    // the scores allow no choice; see Event.Err
+	FinishError                    // the scores allow no choice (a processor failed); see Event.Err
 )
 
 var finishNames = [...]string{"", "eos", "stop", "length", "context full", "cancelled", "error"}
@@ -274,6 +296,7 @@ type Result struct {
 // backend: one Stream or Generate at a time.
 type Generator struct {
 	backend backend.Backend
+	enc     backend.Encoder // the backend when it is an encoder-decoder, or nil
 	tok     backend.Tokenizer
 	vocab   int
 	busy    bool
@@ -283,7 +306,9 @@ type Generator struct {
 	free          []int  // free slots, a stack
 	active        []*seq // requests holding a slot, in admission order
 	feeds         []backend.Feed
-	fedSeqs       []*seq       // fedSeqs[i] is the request of feeds[i]
+	fedSeqs       []*seq // fedSeqs[i] is the request of feeds[i]
+	admitted      []*seq // requests admitted this step whose encoder input waits
+	encFeeds      []backend.EncoderFeed
 	chunk         int          // most prompt tokens per step; 0: no limit
 	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
@@ -293,7 +318,8 @@ type Generator struct {
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
 func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
-	return &Generator{backend: b, tok: tok, vocab: b.VocabSize()}
+	enc, _ := b.(backend.Encoder)
+	return &Generator{backend: b, enc: enc, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each

@@ -46,7 +46,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 	for s := g.backend.Slots() - 1; s >= 0; s-- {
 		g.free = append(g.free, s)
 	}
-	g.active = g.active[:0]
+	g.active, g.admitted = g.active[:0], g.admitted[:0]
 	defer func() {
 		// Clear errors are ignored here: the slots are lost anyway, and
 		// the next call clears before it writes.
@@ -101,6 +101,25 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 			g.free = g.free[:len(g.free)-1]
 			r.slot = slot
 			g.active = append(g.active, r)
+			if g.enc != nil {
+				g.admitted = append(g.admitted, r)
+			}
+		}
+		if len(g.admitted) > 0 {
+			ok, err := g.encode(ctx, emit)
+			if err != nil {
+				g.cancel(err, q, emit)
+				return nil
+			}
+			if !ok {
+				return nil
+			}
+			if err := g.retire(); err != nil {
+				return err
+			}
+			if len(g.active) == 0 {
+				continue // every admitted request failed: admit the next ones
+			}
 		}
 		if len(g.active) == 0 {
 			return nil // the queue is done
@@ -132,7 +151,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 				}
 				continue
 			}
-			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks})
+			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks)})
 			g.fedSeqs = append(g.fedSeqs, r)
 		}
 		if len(g.feeds) > 0 {
@@ -262,7 +281,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 
 	tok, err := r.choose.Choose(r.hist, scores, &r.src)
 	if err != nil {
-		return r.end(FinishError, err) // wraps logits.ErrNoChoice
+		return r.end(FinishError, r.failure(err)) // wraps logits.ErrNoChoice or a processor's error
 	}
 	logprob := g.logprobAt(withLogprobs, tok)
 	t := int32(tok)
@@ -313,6 +332,25 @@ func (g *Generator) logprobAt(withLogprobs bool, tok int) float32 {
 		return 0
 	}
 	return g.logprobs[tok]
+}
+
+// failer is a processor that can say why it left a row without a choice: grammar.Processor,
+// whose grammar needed more than its budget.
+type failer interface {
+	Err(hist *logits.History) error
+}
+
+// failure returns the error of the first of r's processors that failed r's row, or err (the
+// chooser's) when none did.
+func (r *seq) failure(err error) error {
+	for _, p := range r.req.Processors {
+		if f, ok := p.(failer); ok {
+			if perr := f.Err(r.hist); perr != nil {
+				return perr
+			}
+		}
+	}
+	return err
 }
 
 // end finishes r without a new token: its event carries the text still held

@@ -18,13 +18,18 @@ type seq struct {
 	index  int // in the requests of the call
 	req    *Request
 	prompt []int32
-	pipe   *logits.Pipeline
-	hist   *logits.History
-	maxNew int     // new tokens allowed by max_length
-	eos    []int32 // stop tokens
-	stops  [][]byte
-	choose logits.Chooser // the config's (greedy or multinomial), or Mirostat
-	src    logits.Source  // the request's draws, seeded with Request.Seed
+	// encoder is the encoder input (encoder-decoder backends); encSlot
+	// is the slot list of its EncoderFeed
+	encoder []int32
+	encSlot [1]int
+	embd    [][]float32 // Request.PromptEmbeddings, or nil
+	pipe    *logits.Pipeline
+	hist    *logits.History
+	maxNew  int     // new tokens allowed by max_length
+	eos     []int32 // stop tokens
+	stops   [][]byte
+	choose  logits.Chooser // the config's (greedy or multinomial), or Mirostat
+	src     logits.Source  // the request's draws, seeded with Request.Seed
 
 	ctx    context.Context // the request's own (Engine), or nil
 	task   *Task           // the Engine's handle of the request, or nil
@@ -150,8 +155,11 @@ func (g *Generator) prepare(reqs []Request) ([]*seq, error) {
 // prepareSeq validates req and fills a seq for it: r, or one of the pool
 // when r is nil.
 func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*config, r *seq) (*seq, error) {
-	prompt, err := g.PromptTokens(req)
+	prompt, encoder, err := g.requestTokens(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.checkEmbeddings(req); err != nil {
 		return nil, err
 	}
 	c, err := g.config(req, configs)
@@ -187,8 +195,14 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	}
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
+	r.embd = req.PromptEmbeddings
 	r.pipe = c.pipe
-	r.hist = c.pipe.NewHistory(r.prompt)
+	r.encoder = append(r.encoder[:0], encoder...)
+	if g.enc != nil {
+		r.hist = c.pipe.NewEncoderHistory(r.prompt, r.encoder)
+	} else {
+		r.hist = c.pipe.NewHistory(r.prompt)
+	}
 	r.maxNew = maxLength - len(prompt)
 	r.choose = choose
 	r.src.Seed(req.Seed)

@@ -22,6 +22,19 @@
 // kept per state. After warm-up, a step costs one look-up per accepted byte and the writing of
 // -inf into the row. Left recursion is rejected when parsing, because the expansion would not end.
 //
+// # Bounds
+//
+// A set of stacks is a node of a hash-consed graph (entries of a top position over the node of
+// the stacks below it), so stacks that differ below a shared top are held once: an ambiguous
+// grammar whose stacks double with every byte (x ::= "a" x "b"? | "a" x "c"? | "a") keeps a set
+// that grows by a few entries per byte, not twice over. Whatever the grammar, every call of a
+// [Matcher] is bounded by its [Options]: StepWork bounds the work of one token accepted or one
+// mask computed (default [DefaultStepWork], a second or two at worst), MaxBytes the memory of
+// the automaton and the kept masks together (default [DefaultMaxBytes]). A sequence whose grammar
+// needs more gets a failed state: its mask allows nothing, and [Matcher.Err], [Matcher.Apply]
+// and [Processor.Err] return an error wrapping [ErrBudget], which package generation reports as
+// the request's FinishError.
+//
 // # JSON Schema
 //
 // [FromJSONSchema] converts a schema to a grammar that enforces every keyword of it, or refuses

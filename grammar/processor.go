@@ -1,6 +1,10 @@
 package grammar
 
-import "github.com/llamaloop/llamaloop/logits"
+import (
+	"sync"
+
+	"github.com/llamaloop/llamaloop/logits"
+)
 
 // Processor is the logits processor that constrains a sequence to a grammar: it sets to -inf the
 // score of every token that cannot be followed by a complete sentence, and allows the
@@ -10,8 +14,14 @@ import "github.com/llamaloop/llamaloop/logits"
 // Mirostat and beam search: add it with generation.Request.Processors, beam.Options.User,
 // logits.Options.User or logits.Chain. The prompt is not matched: the grammar constrains the
 // generated tokens only.
+//
+// A sequence whose grammar needs more than the matcher's budget ([Options]) gets a row of -inf
+// (its pipeline's chooser then finds no choice, and package generation ends the request with
+// FinishError) and [Processor.Err] returns why.
 type Processor struct {
 	m *Matcher
+	// failed holds the budget error of each *logits.History whose row was left without a choice.
+	failed sync.Map
 }
 
 // NewProcessor returns the processor for matcher m; many pipelines may share it.
@@ -34,7 +44,19 @@ func (p *Processor) Process(hist *logits.History, scores []float32) {
 	if !ok {
 		return
 	}
-	p.m.Apply(st.s, scores)
+	if err := p.m.Apply(st.s, scores); err != nil {
+		st.s = p.m.failed(err) // the sequence stays failed
+		p.failed.Store(hist, err)
+	}
+}
+
+// Err returns the error, wrapping [ErrBudget], of the history whose row the processor left
+// without a choice because its grammar needed more than the budget; nil for any other history.
+func (p *Processor) Err(hist *logits.History) error {
+	if err, ok := p.failed.Load(hist); ok {
+		return err.(error)
+	}
+	return nil
 }
 
 // RowState is one sequence's place in the grammar.

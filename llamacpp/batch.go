@@ -22,6 +22,10 @@ type Batch struct {
 	nSeqID  []int32
 	seqIDs  []*int32
 	outputs []int8
+
+	// input embeddings (inputembd.go): the C rows of an embeddings batch,
+	// allocated on its first AddEmbedding
+	embd embdRows
 }
 
 // MaxBatch is the largest batch: NewBatch's capacity and a context's
@@ -67,6 +71,7 @@ func (b *Batch) Close() error {
 		b.c.Free()
 		b.c = nil
 		b.tokens, b.pos, b.nSeqID, b.seqIDs, b.outputs = nil, nil, nil, nil, nil
+		b.embd.free()
 		runtime.SetFinalizer(b, nil)
 	}
 	return nil
@@ -80,7 +85,7 @@ func (b *Batch) check() error {
 }
 
 // Clear empties the batch for reuse.
-func (b *Batch) Clear() { b.n = 0 }
+func (b *Batch) Clear() { b.n, b.embd.used = 0, false }
 
 // Len is the number of tokens in the batch.
 func (b *Batch) Len() int { return b.n }
@@ -96,6 +101,9 @@ func (b *Batch) Add(token, pos, seq int32, output bool) (int, error) {
 	}
 	if b.n == b.capacity {
 		return 0, invalid("batch full (%d tokens)", b.capacity)
+	}
+	if b.embd.used {
+		return 0, errMixed
 	}
 	i := b.n
 	b.tokens[i], b.pos[i], b.nSeqID[i] = token, pos, 1

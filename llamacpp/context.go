@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/llamaloop/llamaloop/cgo"
+	"github.com/llamaloop/llamaloop/embedding"
 )
 
 // MaxThreads is the most threads a context may use (GGML_MAX_N_THREADS).
@@ -96,17 +97,25 @@ type ContextParams struct {
 	UnifiedKV bool
 	// Perf enables llama.cpp's timing counters (Context.Perf).
 	Perf bool
-	// BatchInvariant selects an f32 KV cache (TypeK and TypeV f32) and flash
-	// attention off, and refuses other values of those options: the settings
-	// in which, on the CPU backend, a sequence's logits depend on the other
-	// sequences decoded with it only through float32 rounding (llama.cpp
-	// picks its kernels by the number of tokens and sequences in a decode;
-	// within 2e-5 on the test models, whose logits have a
-	// standard deviation of about 3). With llama.cpp's defaults (f16 cache,
-	// flash attention auto) they differ by up to about 4e-3, enough to
-	// change a sampled token now and then. It costs twice the KV cache
-	// memory of f16. GPU backends give no such bound.
+	// BatchInvariant makes a sequence's logits independent of the other
+	// sequences decoded with it, bit for bit on the CPU backend:
+	// llamabackend.Backend then shapes every decode so that each row takes
+	// the kernels it takes alone (see "Batch-invariant evaluation" there).
+	// It needs a KV stream per sequence (UnifiedKV false), where a
+	// sequence's cells sit where they would alone; it holds with any cache
+	// type and flash attention setting (tested on bench-small, 12 layers,
+	// with F16, Q8_0 and Q4_0 weights). It costs one KV cell per sequence,
+	// a second row per decoding step and decodes of their own for prompt
+	// chunks. Decode itself runs the batches it is given; GPU backends
+	// promise nothing.
 	BatchInvariant bool
+	// Embeddings makes the context compute embeddings besides logits:
+	// what Embed, EmbedTokens, SequenceEmbedding and TokenEmbedding read
+	// (embeddings.go). A pooled context decodes with MicroBatchSize equal
+	// to BatchSize, so that a sequence's pooling sees all of its tokens.
+	Embeddings bool
+	// Pooling is an Embeddings context's pooling (default: the model's).
+	Pooling embedding.Pooling
 }
 
 // Context is an evaluation context over a model: its KV cache holds up to
@@ -128,8 +137,14 @@ type Context struct {
 	nCtx    int
 	nCtxSeq int
 	nBatch  int
+	nUbatch int
 	nSeq    int
 	unified bool
+	// invariant: made with ContextParams.BatchInvariant
+	invariant bool
+	// pooling of an Embeddings context, resolved by llama.cpp; the zero
+	// PoolingModel in a context without embeddings
+	pooling embedding.Pooling
 
 	// the Go context whose cancellation currently sets abort; abortMu keeps
 	// a late cancellation from writing the flag after Close freed it
@@ -144,6 +159,10 @@ type Context struct {
 	// outputs of the last successful Decode: batch index -> logits row
 	lastOutputs []int8
 	lastN       int
+
+	// encoded[s]: sequence s may attend to the output of the last Encode
+	// (encoder-decoder models)
+	encoded []bool
 }
 
 // ctxResources is what a forgotten Context's cleanup frees.
@@ -280,13 +299,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if p.BatchThreads > 0 {
 		cp.NThreadsBatch = int32(p.BatchThreads)
 	}
-	if p.BatchInvariant {
-		if (p.TypeK != KVDefault && p.TypeK != KVF32) || (p.TypeV != KVDefault && p.TypeV != KVF32) ||
-			(p.FlashAttention != FlashAttentionAuto && p.FlashAttention != FlashAttentionOff) {
-			return nil, invalid("BatchInvariant needs TypeK and TypeV f32 and FlashAttention off (got TypeK %q, TypeV %q, FlashAttention %s)",
-				p.TypeK, p.TypeV, p.FlashAttention)
-		}
-		p.TypeK, p.TypeV, p.FlashAttention = KVF32, KVF32, FlashAttentionOff
+	if p.BatchInvariant && p.UnifiedKV {
+		return nil, invalid("BatchInvariant needs a KV stream per sequence (UnifiedKV false): in a unified cache a sequence's cells lie among the others' and its attention rounds by where")
 	}
 	switch p.FlashAttention {
 	case FlashAttentionAuto:
@@ -307,12 +321,18 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	cp.KVUnified = p.UnifiedKV
 	cp.NoPerf = !p.Perf
+	if err := m.embeddingParams(p, &cp); err != nil {
+		return nil, err
+	}
 
 	if m.vocabOnly {
 		return nil, invalid("model %s was loaded with VocabOnly and has no weights to evaluate", m.path)
 	}
 	if reason := m.cannotGenerate(); reason != "" {
 		return nil, invalid("model %s: %s", m.path, reason)
+	}
+	if err := m.checkEncoderParams(p, cp.NSeqMax); err != nil {
+		return nil, err
 	}
 	native, err := m.kv.check(p, cp)
 	if err != nil {
@@ -336,12 +356,16 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	pools := &threadpools{}
 	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
 	c.AttachThreadpool(pools.single, pools.batch)
-	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV,
-		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nSeq: c.NSeqMax(), native: native}
+	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV, invariant: p.BatchInvariant,
+		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nUbatch: c.NUbatch(), nSeq: c.NSeqMax(), native: native}
+	if p.Embeddings {
+		ctx.pooling = embedding.FromLlama(int32(c.PoolingType()))
+	}
 	ctx.abort = (*int32)(cgo.CMalloc(4))
 	*ctx.abort = 0
 	c.SetAbortFlag(ctx.abort)
 	ctx.lastOutputs = make([]int8, ctx.nBatch)
+	ctx.encoded = make([]bool, ctx.nSeq)
 	// A cleanup, not a finalizer: a cancellation callback may point back at
 	// the context, and finalizers never run on cycles. Its argument keeps
 	// the model alive until the context is freed.
@@ -401,11 +425,19 @@ func (ctx *Context) SequenceSize() int { return ctx.nCtxSeq }
 // BatchSize is the most tokens one Decode may carry (n_batch).
 func (ctx *Context) BatchSize() int { return ctx.nBatch }
 
+// MicroBatchSize is the most tokens llama.cpp computes at once (n_ubatch):
+// a Decode of more is split.
+func (ctx *Context) MicroBatchSize() int { return ctx.nUbatch }
+
 // Sequences is n_seq_max: valid sequence ids are 0..Sequences()-1.
 func (ctx *Context) Sequences() int { return ctx.nSeq }
 
 // UnifiedKV reports whether sequences share one KV buffer.
 func (ctx *Context) UnifiedKV() bool { return ctx.unified }
+
+// BatchInvariant reports whether the context was made with
+// ContextParams.BatchInvariant.
+func (ctx *Context) BatchInvariant() bool { return ctx.invariant }
 
 // VocabSize is the width of a logits row.
 func (ctx *Context) VocabSize() int { return ctx.nVocab }
@@ -485,6 +517,9 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	if err := ctx.validate(b); err != nil {
 		return err
 	}
+	if err := ctx.checkEncoded(b); err != nil {
+		return err
+	}
 	if err := gctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrAborted, err)
 	}
@@ -492,7 +527,7 @@ func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	ctx.lastN = 0
 	b.c.SetNTokens(b.n)
 	ctx.pools.decoded = true
-	rc := ctx.c.Decode(b.c)
+	rc := ctx.decodeBatch(b)
 	if rc == 0 && len(ctx.pools.retired) > 0 {
 		ctx.pools.freeRetired()
 	}
@@ -518,8 +553,13 @@ func (ctx *Context) validate(b *Batch) error {
 	if b.n > ctx.nBatch {
 		return invalid("batch of %d tokens exceeds the context's batch size %d", b.n, ctx.nBatch)
 	}
+	if b.embd.used {
+		if err := ctx.checkEmbdInput(b); err != nil {
+			return err
+		}
+	}
 	for i := range b.n {
-		if t := b.tokens[i]; t < 0 || int(t) >= ctx.nVocab {
+		if t := b.tokens[i]; !b.embd.used && (t < 0 || int(t) >= ctx.nVocab) {
 			return invalid("token %d at batch index %d outside the vocabulary [0, %d)", t, i, ctx.nVocab)
 		}
 		if b.pos[i] < 0 {

@@ -45,8 +45,15 @@ func modelPath(t testing.TB, name string) string {
 			err = testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32))
 		case "tiny-f16":
 			err = testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF16))
+		case "tiny-last":
+			// the tiny model saying it is pooled by its last token
+			s := testmodel.TinySpec(gguf.TensorF32)
+			s.Extra = []gguf.KV{{Key: "llama.pooling_type", Value: uint32(3)}}
+			err = testmodel.WriteRandom(path, s)
 		case "prefix":
 			err = testmodel.NewPrefix(7).Write(path)
+		case "tiny-t5":
+			err = testmodel.TinyT5().Write(path)
 		default:
 			t.Fatalf("unknown test model %q", name)
 		}

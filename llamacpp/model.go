@@ -56,6 +56,10 @@ type Model struct {
 	// llama.cpp (e.g. an encoder), empty when they are fine
 	unsupported string
 	ropeType    int
+	// encoder: the model has an encoder (Context.Encode); decStart is its
+	// decoder_start_token_id as llama.cpp read it (-1: none)
+	encoder  bool
+	decStart int32
 	// live guards the C model against its free: Vocab calls hold it for
 	// reading, free holds it for writing, so a Close waits for the
 	// vocabulary calls in flight and later ones see freed
@@ -193,9 +197,9 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 		m.ropeType = c.RopeType()
 		m.kv = readKVShape(c, m.info, p.GPULayers)
 		causal, _ := c.MetaValStr(m.info.Architecture + ".attention.causal")
-		switch {
-		case c.HasEncoder():
-			m.unsupported = "encoder-decoder models are not supported (llamaloop generates with decoder-only models)"
+		switch reason := m.readEncoder(); {
+		case reason != "":
+			m.unsupported = reason
 		case c.IsDiffusion() || causal == "false":
 			m.unsupported = "non-causal models are not supported (llamaloop generates with causal models)"
 		}

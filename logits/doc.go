@@ -49,8 +49,10 @@
 //
 //   - Ties that torch's sort leaves in unspecified order (the boundary of TopP, MinP's
 //     min_tokens_to_keep) are broken lowest index first.
-//   - EncoderRepetitionPenalty and EncoderNoRepeatNGram use each row's own prompt as its encoder
-//     input; transformers' EncoderRepetitionPenalty only touches the first B rows under beam search.
+//   - EncoderRepetitionPenalty and EncoderNoRepeatNGram use each row's own encoder input: the
+//     encoder's input ids of an encoder-decoder model's row (Pipeline.NewEncoderHistory), the prompt
+//     otherwise; transformers' EncoderRepetitionPenalty only touches the first B rows under beam
+//     search.
 //   - Token ids outside the row in a history are ignored (torch would raise); ids in the config are
 //     checked against the vocabulary by genconfig.Config.Validate.
 //   - The warpers leave a row that holds NaN or +inf, or is all -inf, unchanged (torch produces NaN or

@@ -15,6 +15,7 @@ type History struct {
 	p         *Pipeline
 	tokens    []int32
 	promptLen int
+	encoder   []int32 // the encoder input (NewEncoderHistory), nil for a decoder-only model; read only
 	states    []State // parallel to p.stages; nil for stateless stages
 	stage     int     // index of the stage being run, for State
 	running   bool    // inside Pipeline.Process
@@ -83,7 +84,7 @@ func (r *History) State() State {
 
 // Clone returns an independent copy of r: same history and stage states, fresh scratch.
 func (r *History) Clone() *History {
-	c := &History{p: r.p, tokens: slices.Clone(r.tokens), promptLen: r.promptLen}
+	c := &History{p: r.p, tokens: slices.Clone(r.tokens), promptLen: r.promptLen, encoder: r.encoder}
 	c.states = make([]State, len(r.states))
 	for i, s := range r.states {
 		if s != nil {
@@ -101,7 +102,7 @@ func (r *History) CopyFrom(src *History) {
 		return
 	}
 	r.tokens = append(r.tokens[:0], src.tokens...)
-	r.promptLen = src.promptLen
+	r.promptLen, r.encoder = src.promptLen, src.encoder
 	r.cand.valid = false
 	if r.p != src.p || len(r.states) != len(src.states) {
 		r.p = src.p

@@ -237,16 +237,36 @@ func (p *Pipeline) VocabSize() int { return p.vocab }
 
 // NewHistory returns the history of a sequence that starts as prompt (copied), with the state of
 // every stage of p: its prompt length P is len(prompt).
-func (p *Pipeline) NewHistory(prompt []int32) *History {
-	r := &History{p: p, tokens: slices.Clone(prompt), promptLen: len(prompt)}
+func (p *Pipeline) NewHistory(prompt []int32) *History { return p.newHistory(prompt, nil) }
+
+// NewEncoderHistory is NewHistory for the decoder of an encoder-decoder model: prompt is the
+// decoder prompt (decoder_start_token_id, usually alone), which the length rules count, and
+// encoder (copied) is the encoder input, which EncoderRepetitionPenalty and EncoderNoRepeatNGram
+// see instead of the prompt, as transformers gives them the encoder's input_ids.
+func (p *Pipeline) NewEncoderHistory(prompt, encoder []int32) *History {
+	return p.newHistory(prompt, slices.Clone(encoder))
+}
+
+func (p *Pipeline) newHistory(prompt, encoder []int32) *History {
+	r := &History{p: p, tokens: slices.Clone(prompt), promptLen: len(prompt), encoder: encoder}
 	r.states = make([]State, len(p.stages))
 	for i, s := range p.stages {
 		if sp, ok := s.(StatefulProcessor); ok {
-			r.states[i] = sp.NewState(prompt, p.vocab)
+			in := prompt
+			if _, ok := s.(encoderProcessor); ok && encoder != nil {
+				in = encoder
+			}
+			r.states[i] = sp.NewState(in, p.vocab)
 		}
 	}
 	return r
 }
+
+// encoderProcessor marks the processors whose state comes from the encoder input.
+type encoderProcessor interface{ readsEncoderInput() }
+
+func (*EncoderRepetitionPenalty) readsEncoderInput() {}
+func (*EncoderNoRepeatNGram) readsEncoderInput()     {}
 
 // Process applies every stage in order to scores, the next-token row of history r, in place. It
 // does not allocate in steady state. r should come from p.NewHistory; a history of another pipeline
@@ -286,7 +306,7 @@ func (p *Pipeline) process(r *History, scores []float32, forSample bool) {
 // adopt rebuilds r's states for p from r's history.
 func (p *Pipeline) adopt(r *History) {
 	tokens := r.tokens
-	fresh := p.NewHistory(tokens[:r.promptLen])
+	fresh := p.newHistory(tokens[:r.promptLen], r.encoder)
 	for _, t := range tokens[r.promptLen:] {
 		fresh.Accept(t)
 	}

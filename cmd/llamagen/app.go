@@ -148,6 +148,9 @@ func (a *app) run(o *options) error {
 		return err
 	}
 
+	if err := s.checkEncoderDecoder(); err != nil {
+		return err
+	}
 	if o.demo {
 		return s.demo()
 	}
@@ -216,6 +219,8 @@ func (s *session) tokenize(req *generation.Request) ([]int32, error) {
 // Without a unified cache every sequence gets cells cells; with one, cells
 // is the total.
 func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Backend, error) {
+	// llama.cpp's t5 decoder has one KV stream.
+	unified = unified || (s.model.HasEncoder() && slots > 1)
 	size := cells
 	if !unified {
 		size = slots * roundUp(cells, 256)
@@ -226,7 +231,15 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	if err != nil {
 		return nil, err
 	}
-	b, err := llamabackend.New(ctx)
+	var b *llamabackend.Backend
+	if s.model.HasEncoder() {
+		var e *llamabackend.EncoderDecoder
+		if e, err = llamabackend.NewEncoderDecoder(ctx); err == nil {
+			b = e.Backend
+		}
+	} else {
+		b, err = llamabackend.New(ctx)
+	}
 	if err != nil {
 		ctx.Close()
 		return nil, err

@@ -134,7 +134,7 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		}
 	}}
 	st.start = time.Now()
-	res, err := beam.Search(ctx, lb, prompts, opts)
+	res, err := beam.Search(ctx, contract(lb), prompts, opts)
 	st.end = time.Now()
 	bar.Done()
 	if res == nil {

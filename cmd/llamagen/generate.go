@@ -60,7 +60,7 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 	defer closeBackend(lb)
 
 	p := s.newPrinter(len(rows) > 1)
-	st, err := s.stream(ctx, generation.NewGenerator(lb, s.tok), reqs, rows, slots, p)
+	st, err := s.stream(ctx, generation.NewGenerator(contract(lb), s.tok), reqs, rows, slots, p)
 	p.close()
 	if err == nil || ctx.Err() != nil {
 		s.summary(st, "")

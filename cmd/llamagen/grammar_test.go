@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,4 +108,20 @@ func TestGrammarErrors(t *testing.T) {
 	res = run(t, "", "-m", tinyModel, "-p", "x", "--any-json", "--grammar", bad)
 	assert.Equal(t, 2, res.Code)
 	assert.Contains(t, res.Stderr, "--grammar, --json-schema and --any-json exclude each other")
+}
+
+// TestAmbiguousGrammarRuns runs the 47-byte grammar of issue 26, whose
+// stacks double with every "a" (it exhausted memory after 22 tokens), with
+// "a" favoured: 300 tokens of it finish at the length limit, and the text is
+// a sentence prefix of its language (a run of "a" and nothing else).
+func TestAmbiguousGrammarRuns(t *testing.T) {
+	g := writeFile(t, "ambiguous.gbnf", "root ::= x\nx ::= \"a\" x \"b\"? | \"a\" x \"c\"? | \"a\"\n")
+	a, ok := testmodel.TinyVocab(true).ID("a")
+	require.True(t, ok)
+	start := time.Now()
+	r := result(t, "-m", tinyModel, "-p", "Hello", "--grammar", g, "--max-new-tokens", "300",
+		"--sequence-bias", fmt.Sprintf("[[[%d],50.0]]", a))
+	assert.Equal(t, "length", r["finish"])
+	assert.Equal(t, strings.Repeat("a", 300), r["text"])
+	assert.Less(t, time.Since(start), 60*time.Second)
 }

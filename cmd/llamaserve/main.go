@@ -26,7 +26,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
@@ -50,6 +49,7 @@ type options struct {
 	threads       int
 	gpuLayers     int
 	cacheType     string
+	invariant     bool
 	cacheSlots    int
 	cacheCells    int
 	maxBody       int64
@@ -59,6 +59,9 @@ type options struct {
 	maxBuffer     int64
 	apiKey        string
 	corsOrigins   []string
+	embeddings    bool
+	pooling       string
+	matryoshka    bool
 	version       bool
 	help          bool
 }
@@ -70,8 +73,9 @@ Usage:
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
 server-sent events), POST /v1/responses (OpenAI's Responses API), GET
-/v1/models (each also without /v1), POST /tokenize and /detokenize (as
-llama.cpp's server has them), GET /health, GET /metrics (Prometheus).
+/v1/models, POST /v1/embeddings (with --embeddings) (each also without
+/v1), POST /tokenize and /detokenize (as llama.cpp's server has them),
+GET /health, GET /metrics (Prometheus).
 Chat prompts are the model's Jinja chat template rendered with the tools;
 replies carry tool_calls. Requests take OpenAI's fields, and transformers'
 GenerationConfig fields (top_k, min_p, repetition_penalty, ...) and
@@ -85,8 +89,9 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
+	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
 
@@ -123,9 +128,13 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
-	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: a reply depends on the batch it runs in only through float32 rounding)")
+	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
+	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
 	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
 	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
+	fs.BoolVar(&o.embeddings, "embeddings", false, "also answer POST /v1/embeddings, from a second context of --batch cells (generation requests are served as without it)")
+	fs.StringVar(&o.pooling, "pooling", "model", "the pooling of --embeddings: `TYPE` model (the GGUF key <arch>.pooling_type), mean, cls or last")
+	fs.BoolVar(&o.matryoshka, "matryoshka", false, "the model was trained for its embeddings to be truncated (Matryoshka): /v1/embeddings then takes dimensions")
 	cli.CommonFlags(fs, &o.version, &o.help)
 	return fs
 }
@@ -153,6 +162,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--cache-cells %d: must be 0 (no bound) or more", o.cacheCells)
 	case o.batch < 1:
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
+	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
+		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
 	case o.promptChunk == 0 || o.promptChunk < -1:
 		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
 	case o.shutdownWait <= 0:
@@ -246,22 +257,25 @@ func serveModel(o *options, stderr io.Writer) error {
 		}
 	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}
+	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
-		// Flash attention and an f16 cache round differently for another
-		// batch shape; f32 without it does not.
-		BatchInvariant: o.cacheType == "f32",
+		BatchInvariant: o.invariant,
+		// llama.cpp's t5 decoder has one KV stream.
+		UnifiedKV: m.HasEncoder() && sequences > 1,
+	}
+	if o.cacheType == "f32" {
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
 	}
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {
 		return err
 	}
 	defer lctx.Close()
-	lb, err := llamabackend.New(lctx)
+	lb, b, err := newBackend(m, lctx, o)
 	if err != nil {
 		return err
 	}
@@ -269,7 +283,6 @@ func serveModel(o *options, stderr io.Writer) error {
 	// The engine's backend: the llama.cpp sequences, under the prefix cache
 	// when there is one (its first --parallel slots serve requests, the
 	// others keep finished ones).
-	var b backend.Backend = lb
 	var cache serve.CacheStats
 	if o.cacheSlots > 0 {
 		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})
@@ -284,6 +297,16 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	defer engine.Close()
 
+	var emb serve.Embedder
+	if o.embeddings {
+		e, err := newEmbedder(m, o)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		emb = e
+	}
+
 	id := o.alias
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
@@ -293,7 +316,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		Engine: engine, Tokenizer: tok, ModelID: id, Base: base, SequenceSize: b.Room(0),
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
-		APIKey: o.apiKey, CORSOrigins: o.corsOrigins,
+		APIKey: o.apiKey, CORSOrigins: o.corsOrigins, Embedder: emb, Matryoshka: o.matryoshka,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -75,13 +75,14 @@ type server struct {
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 // startServer runs llamaserve on the demo model on a free port, with one
-// thread, an f32 cache (replies equal generation alone, bit for bit), 4
+// thread, an f32 cache in batch-invariant mode (replies equal generation
+// alone, bit for bit), 4
 // sequences of 512 tokens and args; it is stopped with SIGINT at the end of
 // the test, which must see it exit with status 0.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	all := append([]string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--cache-type", "f32",
-		"--parallel", "4", "--ctx", "512"}, args...)
+		"--batch-invariant", "--parallel", "4", "--ctx", "512"}, args...)
 	s := &server{cmd: exec.Command(bin, all...), exited: make(chan struct{})}
 	pipe, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -511,7 +512,7 @@ func TestServeErrorStatuses(t *testing.T) {
 		{"body too large", "POST", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 3000) + `"}`, 413, ""},
 		{"n above the limit", "POST", "/v1/completions", `{"prompt":"x","n":3}`, 429, ""},
 		{"wrong method", "GET", "/v1/completions", ``, 405, ""},
-		{"no such endpoint", "POST", "/v1/embeddings", `{}`, 404, ""},
+		{"no such endpoint", "POST", "/v1/images/generations", `{}`, 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, s.url+tc.path, strings.NewReader(tc.body))

@@ -12,14 +12,14 @@ import (
 func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	b.rows = b.rows[:0]
 	b.all = b.all[:0]
-	for _, f := range feeds {
+	for i, f := range feeds {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if f.Slot < 0 || f.Slot >= len(b.seqs) {
 			return fmt.Errorf("refbackend: slot %d", f.Slot)
 		}
-		out, err := b.seqs[f.Slot].Eval(f.Tokens)
+		out, err := b.eval(feeds, i)
 		if err != nil {
 			return err
 		}

@@ -268,12 +268,18 @@ func (s *Sequence) Eval(tokens []int32) ([][]float64, error) {
 	return out, nil
 }
 
-// step evaluates one token at position s.n.
+// step evaluates one token at position s.n and returns its logits.
 func (s *Sequence) step(tok int32) []float64 {
+	d := s.m.NEmbd
+	return matVec(s.m.output, s.hidden(append([]float64(nil), s.m.tokEmbd[int(tok)*d:(int(tok)+1)*d]...)), s.m.NVocab)
+}
+
+// hidden evaluates the input vector x (overwritten) at position s.n and
+// returns the last hidden state after the output norm: llama.cpp's t_embd.
+func (s *Sequence) hidden(x []float64) []float64 {
 	m := s.m
 	d, hd, kvw := m.NEmbd, m.HeadDim, m.HeadDim*m.NHeadKV
 	pos := s.n
-	x := append([]float64(nil), m.tokEmbd[int(tok)*d:(int(tok)+1)*d]...)
 	group := m.NHead / m.NHeadKV
 	scale := 1 / math.Sqrt(float64(hd))
 	for li := range m.layers {
@@ -334,7 +340,7 @@ func (s *Sequence) step(tok int32) []float64 {
 		}
 	}
 	s.n++
-	return matVec(m.output, rmsNorm(x, m.outputNorm, m.RMSEps), m.NVocab)
+	return rmsNorm(x, m.outputNorm, m.RMSEps)
 }
 
 // rope rotates each head's adjacent pairs (2i, 2i+1) of x by pos*invFreq[i].

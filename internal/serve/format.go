@@ -122,12 +122,20 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var g *grammar.Grammar
 	if m, ok := f.matchers[key]; ok {
-		return m, nil
-	}
-	g, err := build()
-	if err != nil {
-		return nil, err
+		// Half-way to its budget, a kept matcher is replaced for the requests to come: one
+		// request that grew it (deep nesting, an ambiguous grammar) does not leave the next
+		// ones of the same schema without room. The requests that hold it keep it.
+		if m.Footprint() < grammar.DefaultMaxBytes/2 {
+			return m, nil
+		}
+		g = m.Grammar()
+	} else {
+		var err error
+		if g, err = build(); err != nil {
+			return nil, err
+		}
 	}
 	total := 0
 	for _, m := range f.matchers {

@@ -2,10 +2,16 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/llamaloop/llamaloop/grammar"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +94,70 @@ func TestResponseFormat(t *testing.T) {
 		require.NotNil(t, e.Error.Param, c.format)
 		assert.Equal(t, "response_format", *e.Error.Param, c.format)
 	}
+}
+
+// TestHostileSchemaBesideOthers runs the overlapping recursive anyOf schema
+// of issue 26 with a logit_bias that forces "[" (which grew llamaserve to
+// 4.1 GB and held a concurrent 2-token request for 48.6 s) beside plain
+// requests: each plain one finishes promptly, the hostile one ends at its
+// max_tokens, and the heap stays small.
+func TestHostileSchemaBesideOthers(t *testing.T) {
+	ts, _ := newServer(t, 2, Config{})
+	resp := post(t, ts.URL+"/tokenize", `{"content":"a[","with_pieces":true}`)
+	var tk struct {
+		Tokens []struct {
+			ID    int32
+			Piece string
+		}
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tk))
+	resp.Body.Close()
+	bracket := tk.Tokens[len(tk.Tokens)-1]
+	require.Equal(t, "[", bracket.Piece)
+	schema := `{"$defs":{"a":{"type":"array","items":{"$ref":"#"}},"b":{"type":"array","items":{"$ref":"#"},"maxItems":9}},` +
+		`"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}]}`
+	hostile := fmt.Sprintf(`{"prompt":"x","max_tokens":200,"logit_bias":{"%d":100},"response_format":{"type":"json_schema","json_schema":{"name":"h","schema":%s}}}`, bracket.ID, schema)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan *http.Response, 1)
+	go func() { done <- post(t, ts.URL+"/v1/completions", hostile) }()
+	for range 5 {
+		start := time.Now()
+		resp := post(t, ts.URL+"/v1/completions", `{"prompt":"The model","max_tokens":2}`)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	}
+	resp = <-done
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Text         string
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	assert.Equal(t, "length", out.Choices[0].FinishReason)
+	assert.Equal(t, strings.Repeat("[", 200), out.Choices[0].Text)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(256<<20))
+}
+
+// TestBudgetErrorIsBadRequest: a generation that failed on its grammar's
+// budget is the request's fault (400, code grammar_budget_exceeded); any
+// other failure is the server's.
+func TestBudgetErrorIsBadRequest(t *testing.T) {
+	g, err := grammar.Parse(`root ::= "a"`)
+	require.NoError(t, err)
+	v, err := grammar.NewVocabulary([][]byte{[]byte("a")}, nil)
+	require.NoError(t, err)
+	m := grammar.NewMatcher(g, v)
+	s := &Server{}
+	e := s.choiceError("test", m.Err(-1))
+	assert.Equal(t, http.StatusBadRequest, e.status)
+	assert.Equal(t, "grammar_budget_exceeded", e.code)
+	assert.Contains(t, e.msg, "Options.StepWork")
+	assert.Equal(t, http.StatusInternalServerError, s.choiceError("test", errors.New("x")).status)
 }

@@ -2,7 +2,7 @@ package serve
 
 // moreRoutes adds the endpoints beside OpenAI's /v1 ones: the same
 // endpoints without /v1 (llama.cpp's server accepts both), the Responses
-// API, and llama.cpp's /tokenize and /detokenize.
+// API, embeddings, and llama.cpp's /tokenize and /detokenize.
 func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/completions", s.completions)
 	s.mux.HandleFunc("/chat/completions", s.chatCompletions)
@@ -12,4 +12,6 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/responses", s.responses)
 	s.mux.HandleFunc("/tokenize", s.tokenize)
 	s.mux.HandleFunc("/detokenize", s.detokenize)
+	s.mux.HandleFunc("/v1/embeddings", s.embeddings)
+	s.mux.HandleFunc("/embeddings", s.embeddings)
 }

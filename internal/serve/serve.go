@@ -69,6 +69,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/grammar"
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
@@ -135,6 +136,12 @@ type Config struct {
 	// CORSOrigins are the origins whose pages may call the server ("*":
 	// any); none means same-origin only, without CORS headers.
 	CORSOrigins []string
+	// Embedder, when set, answers /v1/embeddings (embeddings.go); without
+	// it that endpoint answers 400. The generation endpoints do not use it.
+	Embedder Embedder
+	// Matryoshka says the model's embeddings keep their meaning cut to
+	// their first values, so that /v1/embeddings may take dimensions.
+	Matryoshka bool
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -515,11 +522,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 	s.writeReply(w, append(data, '\n'))
 }
 
-// choiceError maps the error that ended a choice to its response: scores
-// that leave no token to choose (suppress_tokens of every token, a grammar
-// whose tokens bad_words_ids bans) are the request's doing, 400; anything
-// else is the server's, 500, and logged with where.
+// choiceError maps the error that ended a choice to its response: a
+// grammar past its budget (grammar.ErrBudget) and scores that leave no
+// token to choose (suppress_tokens of every token, a grammar whose tokens
+// bad_words_ids bans) are the request's doing, 400; anything else is the
+// server's, 500, and logged with where.
 func (s *Server) choiceError(where string, err error) *requestError {
+	if errors.Is(err, grammar.ErrBudget) {
+		return &requestError{status: http.StatusBadRequest, code: "grammar_budget_exceeded", msg: err.Error()}
+	}
 	if errors.Is(err, logits.ErrNoChoice) {
 		return badRequest("", "the request leaves no token to choose: its logit_bias, response_format, tool_choice or generation fields (suppress_tokens, bad_words_ids, ...) give every token a score of -inf (%s)",
 			strings.TrimPrefix(err.Error(), "logits: "))

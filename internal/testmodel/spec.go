@@ -45,6 +45,9 @@ type Spec struct {
 	Seed uint64
 	// Vocab is the tokenizer.
 	Vocab *Vocab
+	// Extra are more GGUF keys, written after the others (e.g.
+	// llama.pooling_type).
+	Extra []gguf.KV
 }
 
 // HeadDim returns NEmbd/NHead, the per-head width (and the RoPE dimension).
@@ -87,16 +90,11 @@ func (s Spec) metadata() []gguf.KV {
 	if s.WeightType == gguf.TensorF16 {
 		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
 	}
-	v := s.Vocab
-	types := make([]int32, len(v.Types))
-	for i, t := range v.Types {
-		types[i] = int32(t)
-	}
 	md := []gguf.KV{
 		{Key: "general.architecture", Value: "llama"},
 		{Key: "general.name", Value: s.Name},
 		{Key: "general.file_type", Value: fileType},
-		{Key: "llama.vocab_size", Value: uint32(v.Size())},
+		{Key: "llama.vocab_size", Value: uint32(s.Vocab.Size())},
 		{Key: "llama.context_length", Value: uint32(s.NCtxTrain)},
 		{Key: "llama.embedding_length", Value: uint32(s.NEmbd)},
 		{Key: "llama.block_count", Value: uint32(s.NLayer)},
@@ -106,6 +104,19 @@ func (s Spec) metadata() []gguf.KV {
 		{Key: "llama.attention.layer_norm_rms_epsilon", Value: s.RMSEps},
 		{Key: "llama.rope.freq_base", Value: s.RopeFreqBase},
 		{Key: "llama.rope.dimension_count", Value: uint32(s.HeadDim())},
+	}
+	md = append(md, vocabMetadata(s.Vocab)...)
+	return append(md, s.Extra...)
+}
+
+// vocabMetadata returns the tokenizer key/values of an SPM vocabulary, which
+// llama.cpp reads the same way for every architecture.
+func vocabMetadata(v *Vocab) []gguf.KV {
+	types := make([]int32, len(v.Types))
+	for i, t := range v.Types {
+		types[i] = int32(t)
+	}
+	md := []gguf.KV{
 		{Key: "tokenizer.ggml.model", Value: "llama"},
 		{Key: "tokenizer.ggml.tokens", Value: v.Tokens},
 		{Key: "tokenizer.ggml.scores", Value: v.Scores},
@@ -173,10 +184,16 @@ func (s Spec) roles() []tensorRole {
 // writeModel writes the spec's metadata, the fingerprint and the tensors to
 // path, through a temporary file renamed into place, so a file at path is
 // always complete.
-func writeModel(path string, s Spec, fingerprint string, tensors []tensor) (err error) {
+func writeModel(path string, s Spec, fingerprint string, tensors []tensor) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
+	return writeGGUF(path, s.metadata(), fingerprint, tensors)
+}
+
+// writeGGUF writes metadata md, the fingerprint and the tensors to path
+// atomically.
+func writeGGUF(path string, md []gguf.KV, fingerprint string, tensors []tensor) (err error) {
 	infos := make([]gguf.TensorInfo, len(tensors))
 	for i, t := range tensors {
 		infos[i] = t.info
@@ -199,7 +216,7 @@ func writeModel(path string, s Spec, fingerprint string, tensors []tensor) (err 
 			os.Remove(f.Name())
 		}
 	}()
-	md := append(s.metadata(), gguf.KV{Key: KeyFingerprint, Value: fingerprint})
+	md = append(md[:len(md):len(md)], gguf.KV{Key: KeyFingerprint, Value: fingerprint})
 	w, err := gguf.NewWriter(f, md, infos)
 	if err != nil {
 		return err

@@ -2,11 +2,8 @@ package llamabackend
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
 // EvalAll implements backend.AllLogits: every token of every feed is added
@@ -22,25 +19,44 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	if err != nil {
 		return err
 	}
+	if b.enc != nil {
+		if err := b.prepareEncoder(ctx, feeds); err != nil {
+			return err
+		}
+	}
 	nv := b.VocabSize()
 	if cap(b.all) < total*nv {
 		b.all = make([]float32, total*nv)
 	}
 	b.all = b.all[:total*nv]
 	b.grow(len(feeds))
+	if b.invariant {
+		off := 0
+		for _, f := range feeds {
+			b.allOff = append(b.allOff, off)
+			off += len(f.Tokens)
+		}
+		if err := b.evalInvariant(ctx, feeds, true); err != nil {
+			b.allOff = b.allOff[:0]
+			return err
+		}
+		b.allViews(feeds)
+		return nil
+	}
 	b.batch.Clear()
 	done, base := 0, 0 // tokens added; row index of the batch's first token
 	for _, f := range feeds {
 		pos := int32(b.lens[f.Slot])
 		b.allOff = append(b.allOff, done)
 		for j, t := range f.Tokens {
-			if b.batch.Len() == b.batch.Cap() {
+			e := backend.EmbdAt(f, j)
+			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
 				if err := b.decodeAll(ctx, feeds, base); err != nil {
 					return err
 				}
 				base = done
 			}
-			if _, err := b.batch.Add(t, pos+int32(j), int32(f.Slot), true); err != nil {
+			if _, err := b.add(t, e, pos+int32(j), int32(f.Slot), true); err != nil {
 				return err
 			}
 			done++
@@ -50,11 +66,17 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	if err := b.decodeAll(ctx, feeds, base); err != nil {
 		return err
 	}
+	b.allViews(feeds)
+	return nil
+}
+
+// allViews points each feed's Logits at the row of its last token in b.all.
+func (b *Backend) allViews(feeds []backend.Feed) {
+	nv := b.VocabSize()
 	for i, f := range feeds {
 		k := b.allOff[i] + len(f.Tokens) - 1
 		b.views[i] = b.all[k*nv : (k+1)*nv]
 	}
-	return nil
 }
 
 // decodeAll runs the batch and copies every row it produced to all, from
@@ -63,10 +85,7 @@ func (b *Backend) decodeAll(ctx context.Context, feeds []backend.Feed, base int)
 	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		b.allOff = b.allOff[:0]
 		b.resync(feeds)
-		if errors.Is(err, llamacpp.ErrContextFull) {
-			return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
-		}
-		return err
+		return b.decodeError(err)
 	}
 	nv := b.VocabSize()
 	for k := range b.batch.Len() {

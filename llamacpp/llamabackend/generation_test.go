@@ -44,6 +44,18 @@ func llamaModel(t testing.TB, name string) *llamacpp.Model {
 			err = testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32))
 		case "markov":
 			err = markovOracle(t).Write(path)
+		case "bench-small-f16":
+			err = testmodel.WriteRandom(path, testmodel.BenchSmallSpec())
+		case "bench-small-q8_0", "bench-small-q4_0":
+			ft := llamacpp.Q8_0
+			if name == "bench-small-q4_0" {
+				ft = llamacpp.Q4_0
+			}
+			src := filepath.Join(dir, "bench-small-f16.gguf")
+			if err = testmodel.WriteRandom(src, testmodel.BenchSmallSpec()); err == nil {
+				err = llamacpp.Quantize(src, path, ft, 2)
+			}
+			os.Remove(src)
 		default:
 			t.Fatalf("unknown model %s", name)
 		}

@@ -39,21 +39,33 @@ import (
 // backend.ErrContextFull (and llamacpp.ErrContextFull), which the decoding
 // loop turns into FinishContextFull for the rows of that step.
 type Backend struct {
-	ctx    *llamacpp.Context
-	batch  *llamacpp.Batch
-	lens   []int
-	views  [][]float32
-	copies [][]float32
-	last   []int // per feed: batch index of its last token in the decode that holds it
+	ctx   *llamacpp.Context
+	batch *llamacpp.Batch
+	lens  []int
+	views [][]float32
+	// invariant: the context is batch-invariant (see evalInvariant)
+	invariant bool
+	copies    [][]float32
+	last      []int // per feed: batch index of its last token in the decode that holds it
 
 	all    []float32 // EvalAll: the rows of every token of every feed, in feed order
 	allOff []int     // EvalAll: per feed, the index of its first row in all; nil after Eval
+
+	enc *encoderState // an encoder-decoder model's (NewEncoderDecoder), or nil
 }
 
 // New makes a Backend of ctx, which it owns from then on for decoding: do
 // not decode through ctx directly while the backend is in use. It starts by
-// clearing the context's cache.
+// clearing the context's cache. A model with an encoder needs
+// NewEncoderDecoder.
 func New(ctx *llamacpp.Context) (*Backend, error) {
+	if ctx.Model().HasEncoder() {
+		return nil, fmt.Errorf("%w: the model is an encoder-decoder: use NewEncoderDecoder", llamacpp.ErrInvalidArgument)
+	}
+	return newBackend(ctx)
+}
+
+func newBackend(ctx *llamacpp.Context) (*Backend, error) {
 	if err := ctx.ClearCache(); err != nil {
 		return nil, err
 	}
@@ -61,11 +73,16 @@ func New(ctx *llamacpp.Context) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences())}, nil
+	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences()), invariant: ctx.BatchInvariant()}, nil
 }
 
-// Close frees the backend's batch (the context stays open).
-func (b *Backend) Close() error { return b.batch.Close() }
+// Close frees the backend's batches (the context stays open).
+func (b *Backend) Close() error {
+	if b.enc != nil && b.enc.batch != nil {
+		b.enc.batch.Close()
+	}
+	return b.batch.Close()
+}
 
 // Context is the llama.cpp context the backend decodes with.
 func (b *Backend) Context() *llamacpp.Context { return b.ctx }
@@ -81,7 +98,7 @@ func (b *Backend) Room(slot int) int {
 	if slot < 0 || slot >= len(b.lens) {
 		return 0
 	}
-	return b.ctx.SequenceSize() - b.lens[slot]
+	return max(0, b.ctx.SequenceSize()-b.lens[slot]-b.twinRoom())
 }
 
 // Len is the number of tokens slot holds.
@@ -101,21 +118,30 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	if err != nil {
 		return err
 	}
+	if b.enc != nil {
+		if err := b.prepareEncoder(ctx, feeds); err != nil {
+			return err
+		}
+	}
 	b.grow(len(feeds))
+	if b.invariant {
+		return b.evalInvariant(ctx, feeds, false)
+	}
 	b.batch.Clear()
 	done := 0
 	first := 0 // first feed whose output is still pending
 	for i, f := range feeds {
 		pos := int32(b.lens[f.Slot])
 		for j, t := range f.Tokens {
-			if b.batch.Len() == b.batch.Cap() {
+			e := backend.EmbdAt(f, j)
+			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
 				if err := b.decode(ctx, feeds, first, i, total-done > 0); err != nil {
 					return err
 				}
 				first = i
 			}
 			isLast := j == len(f.Tokens)-1
-			k, _ := b.batch.Add(t, pos+int32(j), int32(f.Slot), isLast)
+			k, _ := b.add(t, e, pos+int32(j), int32(f.Slot), isLast)
 			if isLast {
 				b.last[i] = k
 			}
@@ -152,6 +178,9 @@ func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
 				return 0, fmt.Errorf("%w: token %d outside the vocabulary [0, %d)", backend.ErrTokenOutOfRange, t, nv)
 			}
 		}
+		if err := b.checkEmbd(feeds, i); err != nil {
+			return 0, err
+		}
 		total += len(f.Tokens)
 	}
 	return total, nil
@@ -163,10 +192,7 @@ func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
 func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int, more bool) error {
 	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		b.resync(feeds)
-		if errors.Is(err, llamacpp.ErrContextFull) {
-			return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
-		}
-		return err
+		return b.decodeError(err)
 	}
 	inBatch := b.batch.Len()
 	for i := from; i < to && i < len(feeds); i++ {
@@ -186,6 +212,14 @@ func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int
 	}
 	b.batch.Clear()
 	return nil
+}
+
+// decodeError is a failed decode's error as the backend contract words it.
+func (b *Backend) decodeError(err error) error {
+	if errors.Is(err, llamacpp.ErrContextFull) {
+		return fmt.Errorf("%w: %w", backend.ErrContextFull, err)
+	}
+	return err
 }
 
 // resync re-reads the true lengths after a failed decode.
@@ -220,6 +254,9 @@ func (b *Backend) Copy(dst, src int) error {
 		return err
 	}
 	b.lens[dst] = b.lens[src]
+	if b.enc != nil {
+		b.enc.want[dst] = b.enc.want[src]
+	}
 	return nil
 }
 
@@ -252,6 +289,9 @@ func (b *Backend) Clear(slot int) error {
 		return err
 	}
 	b.lens[slot] = 0
+	if b.enc != nil {
+		b.enc.want[slot] = nil
+	}
 	return nil
 }
 
@@ -271,7 +311,8 @@ func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bo
 
 // The adapters satisfy the contract.
 var (
-	_ backend.Backend       = (*Backend)(nil)
-	_ backend.Tokenizer     = Tokenizer{}
-	_ backend.ChatTemplater = Tokenizer{}
+	_ backend.Backend        = (*Backend)(nil)
+	_ backend.EmbeddingInput = (*Backend)(nil)
+	_ backend.Tokenizer      = Tokenizer{}
+	_ backend.ChatTemplater  = Tokenizer{}
 )

@@ -65,6 +65,7 @@ func run(out string, test, bench, spec bool) error {
 				return testmodel.NewMarkov("llamaloop-markov-oracle", v, rows)
 			}},
 			entry{"prefix.gguf", func() (testmodel.Model, error) { return testmodel.NewPrefix(1), nil }},
+			entry{"tiny-t5.gguf", func() (testmodel.Model, error) { return testmodel.TinyT5(), nil }},
 		)
 	}
 	if bench {

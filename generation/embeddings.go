@@ -1,0 +1,41 @@
+package generation
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/llamaloop/llamaloop/backend"
+)
+
+// checkEmbeddings checks req.PromptEmbeddings against its prompt and the
+// backend; the backend checks the values at Eval (backend.CheckEmbd).
+func (g *Generator) checkEmbeddings(req *Request) error {
+	if req.PromptEmbeddings == nil {
+		return nil
+	}
+	in, ok := g.backend.(backend.EmbeddingInput)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: PromptEmbeddings on a backend without input embeddings (%T)", backend.ErrBadEmbedding, g.backend)
+	case req.Prompt == nil:
+		return errors.New("PromptEmbeddings need Prompt: a placeholder token per position")
+	case len(req.PromptEmbeddings) != len(req.Prompt):
+		return fmt.Errorf("%w: %d PromptEmbeddings entries for %d prompt tokens", backend.ErrBadEmbedding, len(req.PromptEmbeddings), len(req.Prompt))
+	}
+	width := in.InputEmbeddingSize()
+	for i, e := range req.PromptEmbeddings {
+		if e != nil && len(e) != width {
+			return fmt.Errorf("%w: PromptEmbeddings[%d] has width %d, the model's is %d", backend.ErrBadEmbedding, i, len(e), width)
+		}
+	}
+	return nil
+}
+
+// promptEmbd is the part of the request's embeddings that goes with toks,
+// the prompt tokens fed next; nil when it has none or toks are generated.
+func (r *seq) promptEmbd(toks []int32) [][]float32 {
+	if r.embd == nil || r.nfed >= len(r.prompt) {
+		return nil
+	}
+	return r.embd[r.nfed : r.nfed+len(toks)]
+}
