@@ -216,3 +216,22 @@ func ExampleSet_Partition() {
 	// -1 "hi <|im_end|>"
 	// 7 ""
 }
+
+// FuzzPartition checks Partition against the port of llama.cpp's
+// algorithm on any text, split into a Special and a plain span at cut.
+func FuzzPartition(f *testing.F) {
+	f.Add("<|im_start|>user\nhi<|im_end|>", 5)
+	f.Add(" <mask>  <sep> \n aa<|im", 3)
+	set := NewSet(testTokens)
+	f.Fuzz(func(t *testing.T, text string, cut int) {
+		if cut < 0 || cut > len(text) {
+			cut = len(text) / 2
+		}
+		spans := []Span{{Text: text[:cut], Special: true}, {Text: text[cut:]}}
+		allowed := func(tok Token, start int) bool {
+			return !tok.Control || start+len(tok.Text) <= cut
+		}
+		want := oracle(text, testTokens, allowed)
+		require.Equal(t, want, set.Partition(spans))
+	})
+}
