@@ -261,6 +261,9 @@ func serveModel(o *options, stderr io.Writer) error {
 
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
+	if o.invariant && m.HasEncoder() && sequences > 1 {
+		return cli.Usagef("--batch-invariant does not combine with an encoder-decoder model of several sequences: llama.cpp's t5 decoder has one KV stream for all of them")
+	}
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
 		BatchInvariant: o.invariant,
