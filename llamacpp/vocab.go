@@ -28,6 +28,8 @@ type Vocab struct {
 	// by llama.cpp, whose search is quadratic in their count (read at the
 	// first tokenization).
 	specials func() *spectok.Set
+	// ends are the tokens that addSpecial adds to no text (read once).
+	ends func() ([]int32, error)
 }
 
 // maxText bounds the bytes and tokens handed to llama.cpp, whose lengths are
@@ -43,6 +45,7 @@ func newVocab(m *Model, c cgo.Vocab) *Vocab {
 		}
 	}
 	v.specials = sync.OnceValue(v.readSpecials)
+	v.ends = sync.OnceValues(func() ([]int32, error) { return v.tokenizeText("", true) })
 	return v
 }
 
@@ -218,7 +221,7 @@ func (v *Vocab) tokenizeSpans(spans []spectok.Span, addSpecial bool) ([]int32, e
 	}
 	var prefix, suffix []int32
 	if addSpecial {
-		ends, err := v.tokenizeText("", true)
+		ends, err := v.ends()
 		if err != nil {
 			return nil, err
 		}

@@ -443,3 +443,22 @@ func BenchmarkTokenizeMarkers(b *testing.B) {
 // A Vocab (and so llamabackend.Tokenizer, which embeds it) is the
 // generation engine's and the server's ChatTokenizer.
 var _ backend.ChatTokenizer = (*llamacpp.Vocab)(nil)
+
+// BenchmarkTokenizeShort sets Tokenize beside llama.cpp's tokenization of
+// a short prompt, where the Go partition's setup is all its cost.
+func BenchmarkTokenizeShort(b *testing.B) {
+	v := loadModel(b, "tiny-f32").Vocab()
+	const text = "<|im_start|>user\nThe model said: llama loop!<|im_end|>\n"
+	b.Run("llama.cpp", func(b *testing.B) {
+		for b.Loop() {
+			llamacpp.TokenizeDirect(v, text, true, true)
+		}
+	})
+	b.Run("Tokenize", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := v.Tokenize(text, true, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
