@@ -121,7 +121,17 @@ func TestOversubscribedThreadsWarn(t *testing.T) {
 // each sequence's logits are those of the same decodes made one after the
 // other.
 func TestConcurrentDecodeSerialised(t *testing.T) {
-	m := loadModel(t, "tiny-f32")
+	for _, name := range []string{"tiny-f32", "bench-small"} {
+		t.Run(name, func(t *testing.T) {
+			if name == "bench-small" && testing.Short() {
+				t.Skip("a 12-layer model of 134M weights")
+			}
+			concurrentDecodes(t, loadModel(t, name))
+		})
+	}
+}
+
+func concurrentDecodes(t *testing.T, m *llamacpp.Model) {
 	want := func() [][]float32 {
 		ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2})
 		b := newBatch(t, 64, 1)

@@ -307,7 +307,17 @@ func randomChatText(r *rand.Rand, n int) string {
 // texts between them, gives llama.cpp's own tokens of the whole text, with
 // and without special tokens added and parsed.
 func TestTokenizeMatchesLlamaCpp(t *testing.T) {
-	v := loadModel(t, "tiny-f32").Vocab()
+	for _, name := range []string{"tiny-f32", "bench-small"} {
+		t.Run(name, func(t *testing.T) {
+			if name == "bench-small" && testing.Short() {
+				t.Skip("a model of 134M weights")
+			}
+			tokenizeMatches(t, loadModel(t, name).Vocab())
+		})
+	}
+}
+
+func tokenizeMatches(t *testing.T, v *llamacpp.Vocab) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := range 2000 {
 		text := randomChatText(r, r.IntN(16))
