@@ -262,7 +262,7 @@ func serveModel(o *options, stderr io.Writer) error {
 	seqSize := (o.ctx + 255) / 256 * 256
 	sequences := o.parallel + o.cacheSlots
 	if o.invariant && m.HasEncoder() && sequences > 1 {
-		return cli.Usagef("--batch-invariant: an encoder-decoder model's sequences share one KV stream, where a reply cannot be kept from rounding by its neighbours; use --parallel 1")
+		return cli.Usagef("--batch-invariant does not combine with an encoder-decoder model of several sequences: llama.cpp's t5 decoder has one KV stream for all of them")
 	}
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,

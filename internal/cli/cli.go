@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
@@ -48,7 +50,7 @@ func Usagef(format string, args ...any) error {
 func FlagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return Usagef("unknown option %s", dashes(name))
+		return Usagef("unknown option %s", quote.Value(dashes(name)))
 	}
 	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
 		// invalid value "abc" for flag -top-k: reason
@@ -60,6 +62,9 @@ func FlagError(fs *flag.FlagSet, err error) error {
 		for _, sep := range []string{" for flag -", " for -"} {
 			if i := strings.Index(rest, sep); i >= 0 {
 				val, tail := rest[:i], rest[i+len(sep):]
+				if u, err := strconv.Unquote(val); err == nil {
+					val = quote.String(u) // a value of megabytes is quoted short
+				}
 				name, reason, _ := strings.Cut(tail, ": ")
 				return Usagef("%s %s: %s", dashes(name), val, flagReason(fs.Lookup(name), reason))
 			}

@@ -16,6 +16,9 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/quote"
+	"github.com/llamaloop/llamaloop/internal/spectok"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -61,6 +64,11 @@ type apiRequest struct {
 	Mirostat    *int     `json:"mirostat"`
 	MirostatTau *float64 `json:"mirostat_tau"`
 	MirostatEta *float64 `json:"mirostat_eta"`
+	// ParseSpecial (chat) reads the text of control tokens in the messages
+	// as those tokens, as tokenizing the rendered chat whole would; by
+	// default only the chat template's own markers are control tokens, so
+	// that a message cannot open a turn of another role.
+	ParseSpecial bool `json:"parse_special"`
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -95,7 +103,7 @@ var (
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -116,7 +124,7 @@ var checkedChatFields = map[string]func(raw json.RawMessage) string{
 		}
 		for _, x := range m {
 			if x != "text" {
-				return fmt.Sprintf("modalities %q: this server generates text only (modalities [\"text\"])", x)
+				return fmt.Sprintf("modalities %s: this server generates text only (modalities [\"text\"])", quote.String(x))
 			}
 		}
 		return ""
@@ -156,7 +164,7 @@ func refuseToolChoice(name string) func(json.RawMessage) string {
 		if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
 			return ""
 		}
-		return fmt.Sprintf("%s %s: %s", name, raw, errNoFunctions)
+		return fmt.Sprintf("%s %s: %s", name, quote.Value(raw), errNoFunctions)
 	}
 }
 
@@ -230,9 +238,9 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 				return nil, badRequest(k, "%s", why)
 			}
 		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
-			return nil, badRequest(k, "field %q belongs to the other endpoint", k)
+			return nil, badRequest(quote.Value(k), "field %s belongs to the other endpoint", quote.String(k))
 		default:
-			return nil, badRequest(k, "unknown field %q", k)
+			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	if err := unmarshalFields(body, req); err != nil {
@@ -367,7 +375,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(msgs, out.tools); err != nil {
+		if prompt, out.template, err = p.chatPrompt(msgs, out.tools, req.ParseSpecial); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}
@@ -477,8 +485,8 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 	}
 	switch {
 	case maxTokens != nil:
-		if *maxTokens < 1 {
-			return nil, badRequest("max_tokens", "max_tokens %d: must be at least 1", *maxTokens)
+		if *maxTokens < 1 || *maxTokens > genconfig.MaxTokens {
+			return nil, badRequest("max_tokens", "max_tokens %d: must be from 1 to %d", *maxTokens, genconfig.MaxTokens)
 		}
 		cfg.MaxNewTokens = maxTokens
 	case !chat && cfg.MaxNewTokens == nil:
@@ -580,7 +588,7 @@ func (p *params) logitBias(m map[string]float64) (logits.Processor, error) {
 	for _, k := range keys {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || int(id) >= p.vocab {
-			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
+			return nil, badRequest("logit_bias", "logit_bias: %s is not a token id in [0, %d)", quote.String(k), p.vocab)
 		}
 		b := m[k]
 		if !(b >= -100 && b <= 100) {
@@ -674,6 +682,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 	if len(msgs) == 0 {
 		return nil, badRequest("messages", "messages is required")
 	}
+	if len(msgs) > cli.MaxChatMessages {
+		return nil, badRequest("messages", "%d messages: at most %d", len(msgs), cli.MaxChatMessages)
+	}
 	out := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
 		role := m.Role
@@ -682,9 +693,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 		case "developer":
 			role = "system" // OpenAI's newer name for the system role
 		case "function":
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoFunctions)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s: %s", i, quote.String(m.Role), errNoFunctions)
 		default:
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s is not system, developer, user, assistant or tool", i, quote.String(m.Role))
 		}
 		if raw := string(bytes.TrimSpace(m.FunctionCall)); raw != "" && raw != "null" {
 			return nil, badRequest(fmt.Sprintf("messages[%d].function_call", i), "messages[%d]: function_call: %s", i, errNoFunctions)
@@ -700,7 +711,7 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 			}
 			for j, c := range calls {
 				if c.Type != "" && c.Type != "function" {
-					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %q: only function calls", i, j, c.Type)
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %s: only function calls", i, j, quote.String(c.Type))
 				}
 				if c.Function.Name == "" {
 					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: function.name is required", i, j)
@@ -722,8 +733,9 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // chatPrompt makes the prompt of a chat: the model's Jinja template,
 // given the tools, or, for a model without one or when it fails, llama.cpp's
 // built-in template (with the tools described in the system message); it
-// names the template that ran.
-func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Request, string, error) {
+// names the template that ran. Only the template's markers become control
+// tokens, unless parseSpecial: the texts of the messages stay text.
+func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
 	if p.chat != nil && p.tok != nil {
 		var tools []byte
 		if tp != nil && p.chat.takesTools {
@@ -733,16 +745,16 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Reques
 		if !p.chat.takesTools || !p.chat.takesCalls {
 			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
 		}
-		text, err := p.chat.render(templateMessages(shown), tools, true)
+		toks, err := p.renderChat(shown, tools, parseSpecial)
 		if err == nil {
-			toks, err := p.tok.Tokenize(text, false, true)
-			if err != nil {
-				return generation.Request{}, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
-			}
 			if tp != nil {
 				tp.family = p.chat.family
 			}
 			return generation.Request{Prompt: toks}, "jinja", nil
+		}
+		var re *requestError
+		if errors.As(err, &re) {
+			return generation.Request{}, "", err
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
@@ -751,7 +763,103 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Reques
 	if tp != nil {
 		tp.family = familyJSON
 	}
-	return generation.Request{Messages: builtinMessages(msgs, tp)}, "builtin", nil
+	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", nil
+}
+
+// renderChat renders msgs with the Jinja template and tokenizes them; an
+// error of the template is returned as it is, one of tokenization as a
+// *requestError.
+func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
+	render, contents, fields := p.chatTexts(msgs, tools)
+	ct, ok := p.tok.(backend.ChatTokenizer)
+	if !ok {
+		text, err := render(contents)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := p.tok.Tokenize(text, false, true)
+		if err != nil {
+			return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+		}
+		return toks, nil
+	}
+	rendered := false
+	toks, err := ct.TokenizeChat(func(cs []string) (string, error) {
+		text, err := render(cs)
+		rendered = rendered || err == nil
+		return text, err
+	}, contents, parseSpecial)
+	if err != nil && rendered {
+		var ce *spectok.ContentError
+		if errors.As(err, &ce) {
+			field := strings.SplitN(fields[ce.Index], ".", 2)[0]
+			field = strings.SplitN(field, "[", 2)[0]
+			return nil, badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
+				fields[ce.Index], ce.Token)
+		}
+		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+	}
+	return toks, err
+}
+
+// chatTexts lists every text of the client in msgs and tools, as contents
+// of backend.ChatTokenizer.TokenizeChat, with the request field of each, and
+// the render that writes the chat with others in their place: the
+// messages' texts, names and function names, which render marks, and the
+// call ids, arguments and tools, which it cannot mark (the ids pair calls
+// with results, the arguments are parsed) and are only checked for
+// markers.
+func (p *params) chatTexts(msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+	add := func(field, text string) {
+		contents, fields = append(contents, text), append(fields, field)
+	}
+	for i, m := range msgs {
+		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].name", i), m.Name)
+		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
+		for j, c := range m.ToolCalls {
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+		}
+	}
+	add("tools", jsonStrings(tools))
+	render = func(cs []string) (string, error) {
+		shown := slices.Clone(msgs)
+		k := 0
+		next := func() string { k++; return cs[k-1] }
+		for i := range shown {
+			m := &shown[i]
+			m.Content, m.Name = next(), next()
+			next()
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range m.ToolCalls {
+				next()
+				m.ToolCalls[j].Function.Name = next()
+				next()
+			}
+		}
+		return p.chat.render(templateMessages(shown), tools, true)
+	}
+	return render, contents, fields
+}
+
+// jsonStrings joins the keys and strings of the JSON document data, decoded,
+// with NULs between them (a NUL is in no marker): the texts a template
+// writes from it.
+func jsonStrings(data []byte) string {
+	var b strings.Builder
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return b.String()
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+	}
 }
 
 // messageText reads a message's content: a string, or an array of parts of
@@ -775,7 +883,7 @@ func messageText(raw json.RawMessage) (string, error) {
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
-			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
 		}
 		b.WriteString(p.Text)
 	}
