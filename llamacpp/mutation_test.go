@@ -157,7 +157,7 @@ func TestRandomMutations(t *testing.T) {
 		case o.crashed:
 			f.crashed++
 			t.Errorf("%s (%s) crashed the child:\n%s", o.file, o.kind, o.result)
-		case o.rss > 512<<20:
+		case o.rss > childRSSBound:
 			f.blewUp++
 			t.Errorf("%s (%s): peak RSS %d MB", o.file, o.kind, o.rss>>20)
 		case o.result == "ok":
