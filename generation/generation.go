@@ -123,6 +123,7 @@ import (
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
+	"github.com/llamaloop/llamaloop/speculative"
 )
 
 // Request is one request of a generation: one sequence of the batch. Exactly
@@ -259,6 +260,11 @@ type Event struct {
 	// Top lists the most probable tokens of the step, most probable first,
 	// equal log-probabilities by lower token id (Request.TopLogprobs).
 	Top []TokenLogprob
+	// Drafted is, for a speculating request, the number of candidates
+	// verified in the step that gave the token (see Speculation).
+	Drafted int
+	// Accepted is set when the token is a candidate the target accepted.
+	Accepted bool
 	// Finish is set on the request's last event.
 	Finish FinishReason
 	// StopString is the stop string that ended the request (FinishStop).
@@ -286,6 +292,9 @@ type Result struct {
 	Finish     FinishReason
 	StopString string
 	Err        error
+	// Speculation counts the request's speculation (its Steps count the
+	// tokens of a request that does not speculate).
+	Speculation SpeculationStats
 }
 
 // Generator runs the decoding loop on a Backend. It keeps its buffers from
@@ -311,13 +320,22 @@ type Generator struct {
 	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
 	best          numeric.Best[float32] // scratch: a token's top alternatives
+
+	all       backend.AllLogits  // the backend when it keeps every position's logits, or nil
+	draft     *speculative.Draft // the draft model, or nil
+	verifying bool               // the step's feeds hold candidates: EvalAll
+	props     []*speculative.Proposal
+	hists     []*logits.History
+	limits    []int
+	probs     []float32 // scratch: the target's probabilities at a candidate
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
 func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 	enc, _ := b.(backend.Encoder)
-	return &Generator{backend: b, enc: enc, tok: tok, vocab: b.VocabSize()}
+	all, _ := b.(backend.AllLogits)
+	return &Generator{backend: b, enc: enc, all: all, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each
@@ -393,6 +411,7 @@ func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, err
 // add gathers ev, an event of req, into res, and its text into text.
 func (res *Result) add(req *Request, ev Event, text *[]byte) {
 	*text = append(*text, ev.Text...)
+	res.Speculation.Add(ev)
 	if ev.Token >= 0 {
 		res.Tokens = append(res.Tokens, ev.Token)
 		if req.Logprobs {

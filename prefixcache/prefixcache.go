@@ -515,6 +515,8 @@ func (c *Cache) Lookup(tokens []int32) (slot, shared, held int) {
 	return slot, shared, held
 }
 
+var _ backend.PrefixLookup = (*Cache)(nil)
+
 // Adopt makes a cache entry of tokens whose state fill writes into the
 // empty underlying slot it is given (for example a sequence state read from
 // a file). It evicts what it must to make room first; when fill fails the
