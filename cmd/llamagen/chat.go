@@ -35,7 +35,13 @@ func (s *session) chat() error {
 		return err
 	}
 	defer closeBackend(lb)
-	gen := generation.NewGenerator(pc, s.tok)
+	// A draft model (--assistant-model) or prompt lookup speculates in
+	// every turn as in a one-shot run.
+	gen, closeDraft, err := s.generator(context.Background(), pc, pc.Slots(), cells)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 	cs, saved, err := s.openChatSession(pc, lb)
 	if err != nil {
 		return err
