@@ -115,7 +115,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 		}
 		for i, r := range g.fedSeqs {
 			r.nfed += len(g.feeds[i].Tokens)
-			if r.nfed < len(r.prompt) {
+			if r.nfed < r.promptEnd() || r.nfed < len(r.prompt) {
 				continue // a chunk of the prompt: its logits are not wanted
 			}
 			if !g.steps(r, i, emit) {
@@ -208,8 +208,8 @@ func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (mo
 	budget := g.chunk
 	for _, r := range g.active {
 		var toks []int32
-		if r.nfed < len(r.prompt) {
-			toks = r.prompt[r.nfed:]
+		if end := r.promptEnd(); r.nfed < end {
+			toks = r.prompt[r.nfed:end]
 			if g.chunk > 0 {
 				if budget == 0 {
 					continue // its prompt goes on at the next step
@@ -219,7 +219,7 @@ func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (mo
 				budget -= len(toks) - held
 			}
 		} else {
-			toks = r.tokens[len(r.tokens)-1:]
+			toks = r.hist.Tokens()[r.hist.Len()-1:]
 		}
 		// A backend whose slots share their cells may lose room to the
 		// other requests after the request's last token was chosen.

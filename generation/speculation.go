@@ -100,7 +100,7 @@ func (g *Generator) propose(ctx context.Context) error {
 	g.props, g.hists, g.limits = g.props[:0], g.hists[:0], g.limits[:0]
 	for _, r := range g.fedSeqs {
 		r.prop.Tokens = r.prop.Tokens[:0]
-		if r.spec == specNone || r.nfed < len(r.prompt) {
+		if r.spec == specNone || r.nfed < r.promptEnd() {
 			continue
 		}
 		// The candidates and the target's token stay within max_length
@@ -119,7 +119,7 @@ func (g *Generator) propose(ctx context.Context) error {
 	}
 	for i, r := range g.fedSeqs {
 		if len(r.prop.Tokens) > 0 {
-			r.feed = append(append(r.feed[:0], r.tokens[len(r.tokens)-1]), r.prop.Tokens...)
+			r.feed = append(append(r.feed[:0], g.feeds[i].Tokens...), r.prop.Tokens...)
 			g.feeds[i].Tokens = r.feed
 			g.verifying = true
 		}
@@ -172,6 +172,16 @@ func (g *Generator) settle() error {
 		}
 	}
 	return nil
+}
+
+// promptEnd is how much of r's prompt its prompt steps evaluate: all of it,
+// but the last token for a speculating request, whose first step then
+// verifies candidates after it.
+func (r *seq) promptEnd() int {
+	if r.spec != specNone {
+		return len(r.prompt) - 1
+	}
+	return len(r.prompt)
 }
 
 // leviathan reports whether the token at position j of r's feed is chosen

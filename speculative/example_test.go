@@ -32,5 +32,5 @@ func Example() {
 	fmt.Printf("%d evaluations, %d of %d candidates accepted\n", st.Steps, st.Accepted, st.Drafted)
 	// Output:
 	// [1 2 3 4 5 6 7 0 1 2 3 4] length
-	// 4 evaluations, 8 of 8 candidates accepted
+	// 3 evaluations, 9 of 9 candidates accepted
 }
