@@ -84,12 +84,12 @@ func (g *Generator) speculation(req *Request, cfg *genconfig.Config) (specKind, 
 		return specNone, nil
 	}
 	switch {
-	case g.all == nil:
-		return specNone, errors.New("speculative decoding needs a backend that keeps every position's logits (backend.AllLogits)")
 	case g.enc != nil:
 		return specNone, errors.New("speculative decoding of an encoder-decoder model is not supported")
 	case req.PromptEmbeddings != nil:
 		return specNone, errors.New("speculative decoding with prompt embeddings is not supported")
+	case g.all == nil:
+		return specNone, errors.New("speculative decoding needs a backend that keeps every position's logits (backend.AllLogits)")
 	}
 	return kind, nil
 }
