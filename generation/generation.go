@@ -102,6 +102,42 @@
 // that ends a request (an EOS token, the token that completes a stop
 // string) is part of its output, as in transformers.
 //
+// # Speculative decoding
+//
+// Speculative decoding is transformers' assisted decoding, as a property
+// of a request: its config's prompt_lookup_num_tokens asks for prompt lookup,
+// and a generator (or Engine) with a draft model (Options.Draft, transformers'
+// assistant_model) drafts for every other request. At a step, a speculating
+// request feeds its last token and its candidates; the target's logits
+// after each of them (backend.AllLogits, in the same EvalAll as the other
+// requests' tokens) go through the one per-token step, position after
+// position, until a candidate is rejected or the request ends: every
+// accepted token gets its text, stop strings, stop tokens, lengths,
+// log-probabilities and event exactly as a token of a plain step. The
+// target's slot then forgets the rejected candidates (Backend.Truncate).
+//
+// Acceptance (package speculative): at each position the request's own
+// chooser draws the token (argmax, a multinomial draw or Mirostat, from
+// the request's Source), and the candidate is kept when it is that token.
+// The tokens are then exactly those of the plain loop for the same seed:
+// greedy, sampling and Mirostat with prompt lookup, greedy and Mirostat
+// with a draft model. A sampling request without Mirostat that has a draft
+// model uses transformers' speculative sampling instead (speculative.Accept
+// with the draft's probabilities), which accepts more candidates and
+// follows the target's distribution exactly, with other draws than the
+// plain loop's. The draft model runs the request's processors, user
+// processors (grammars) included, from a copy of the target's history: the
+// draft proposes, the constrained target verifies.
+//
+// A speculating request's prompt steps evaluate its prompt but the last
+// token, so that its first step verifies candidates already. A step that
+// verifies candidates evaluates all its feeds with EvalAll, so a prompt
+// chunk of another request in that step costs a logits row per token (the
+// Engine's PromptChunk bounds it). Speculation is refused on a backend
+// without backend.AllLogits, on an encoder-decoder backend and with prompt
+// embeddings; State refuses a request that samples with a draft model,
+// whose draft draws a RequestState does not hold.
+//
 // # Text
 //
 // With a [backend.Tokenizer], each token's bytes are appended to the
