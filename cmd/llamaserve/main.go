@@ -46,6 +46,8 @@ type options struct {
 	ctx           int
 	batch         int
 	promptChunk   int
+	draft         string // --assistant-model
+	promptLookup  int
 	threads       int
 	gpuLayers     int
 	cacheType     string
@@ -125,6 +127,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
 	fs.IntVar(&o.promptChunk, "prompt-chunk", generation.DefaultPromptChunk, "the most prompt tokens evaluated per step (`N`), so that long prompts do not stall the replies being generated (-1: no limit)")
+	fs.StringVar(&o.draft, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies, for every request")
+	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
@@ -164,6 +168,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
 	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
 		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
+	case o.promptLookup < 0:
+		return nil, cli.Usagef("--prompt-lookup %d: must be 0 (none) or more", o.promptLookup)
 	case o.promptChunk == 0 || o.promptChunk < -1:
 		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
 	case o.shutdownWait <= 0:
@@ -256,6 +262,15 @@ func serveModel(o *options, stderr io.Writer) error {
 			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
 		}
 	}
+	if o.promptLookup > 0 {
+		if base == nil {
+			base = serve.OpenAIBase()
+		}
+		base.PromptLookupNumTokens = &o.promptLookup
+	}
+	if (o.draft != "" || o.promptLookup > 0) && m.HasEncoder() {
+		return cli.Usagef("--assistant-model and --prompt-lookup need a decoder-only model; %s is an encoder-decoder", filepath.Base(o.model))
+	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
 	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
@@ -291,7 +306,16 @@ func serveModel(o *options, stderr io.Writer) error {
 		}
 		b, cache = pc, pc
 	}
-	engine, err := generation.NewEngine(b, tok, generation.EngineOptions{PromptChunk: o.promptChunk})
+	eopts := generation.EngineOptions{PromptChunk: o.promptChunk}
+	if o.draft != "" {
+		draft, closeDraft, err := draftBackend(context.Background(), o, seqSize)
+		if err != nil {
+			return err
+		}
+		defer closeDraft()
+		eopts.Draft = draft
+	}
+	engine, err := generation.NewEngine(b, tok, eopts)
 	if err != nil {
 		return err
 	}
@@ -395,4 +419,26 @@ func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builti
 		tools = ", which does not render tools: they are described in the system message"
 	}
 	return t, flag, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
+}
+
+// draftBackend loads --assistant-model with a context of --parallel
+// sequences of seqSize cells: the draft model of the engine's slots.
+func draftBackend(ctx context.Context, o *options, seqSize int) (*llamabackend.Backend, func(), error) {
+	dm, err := cli.LoadModel(ctx, o.draft, o.gpuLayers, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+	}
+	dctx, err := cli.NewContext(dm, fmt.Sprintf("--assistant-model, --parallel %d --ctx %d", o.parallel, o.ctx),
+		llamacpp.ContextParams{ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads})
+	if err != nil {
+		dm.Close()
+		return nil, nil, err
+	}
+	draft, err := llamabackend.New(dctx)
+	if err != nil {
+		dctx.Close()
+		dm.Close()
+		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+	}
+	return draft, func() { draft.Close(); dctx.Close(); dm.Close() }, nil
 }

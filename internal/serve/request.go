@@ -171,6 +171,9 @@ var configFields = []string{
 	"begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
 	"exponential_decay_length_penalty", "min_new_tokens", "min_length",
 	"remove_invalid_values", "renormalize_logits", "eos_token_id",
+	// speculative decoding: prompt lookup, and the draft model's settings
+	"prompt_lookup_num_tokens", "max_matching_ngram_size", "num_assistant_tokens",
+	"num_assistant_tokens_schedule", "assistant_confidence_threshold",
 }
 
 // requestError is an error of the client's request: status 400 unless set,

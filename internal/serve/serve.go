@@ -175,9 +175,7 @@ func New(cfg Config) *Server {
 	}
 	base := cfg.Base
 	if base == nil {
-		base = genconfig.Default()
-		base.DoSample = true
-		base.TopK = 0
+		base = OpenAIBase()
 	}
 	s := &Server{
 		cfg: cfg,
@@ -781,3 +779,12 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// OpenAIBase is the generation config of Config.Base nil: OpenAI's
+// defaults, sampling at temperature 1 without top-k.
+func OpenAIBase() *genconfig.Config {
+	base := genconfig.Default()
+	base.DoSample = true
+	base.TopK = 0
+	return base
+}
