@@ -134,6 +134,9 @@ func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msg
 	interrupted := ctx.Err() != nil
 	p.close()
 	note := ""
+	if s.speculating() {
+		note = speculationNote(st.spec)
+	}
 	if interrupted {
 		note = "interrupted"
 	}
