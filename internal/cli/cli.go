@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/llamaloop/llamaloop/internal/errtext"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
@@ -127,14 +128,8 @@ func ExitCode(err error) int {
 }
 
 // Message turns an error into the single line a command prints after its
-// name: llamacpp's package prefix is dropped, and line breaks are joined.
-func Message(err error) string {
-	msg := err.Error()
-	for _, pkg := range []string{"llamacpp: ", "logits: ", "generation: ", "beam: "} {
-		msg = strings.ReplaceAll(msg, pkg, "")
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
-}
+// name (errtext.Line).
+func Message(err error) string { return errtext.Line(err) }
 
 // LoadModel loads a GGUF model, drawing a progress bar on progress when it
 // is not nil (the caller passes its stderr only when that is a terminal).

@@ -70,7 +70,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/errtext"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
@@ -534,7 +534,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 
 // submitError maps an error of Engine.Submit to its response.
 func (s *Server) submitError(err error, chat bool) *requestError {
-	msg := cli.Message(err)
+	msg := errtext.Line(err)
 	param := "prompt"
 	if chat {
 		param = "messages"
