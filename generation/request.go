@@ -308,5 +308,5 @@ func (c mirostatChooser) Choose(_ *logits.History, scores []float32, src *logits
 		}
 		return -1, fmt.Errorf("%w: mirostat: %w", logits.ErrNoChoice, err)
 	}
-	return st.Token, nil
+	return int(st.Token), nil
 }

@@ -228,6 +228,14 @@ func (c *Cache) LogitsAt(i, j int) []float32 {
 func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllLogits) error {
 	c.feeds, c.cut = c.feeds[:0], c.cut[:0]
 	for i, f := range feeds {
+		if err := c.checkSlot(f.Slot); err != nil {
+			return fmt.Errorf("prefixcache: feed %d: %w", i, err)
+		}
+		if len(f.Tokens) == 0 {
+			return fmt.Errorf("prefixcache: feed %d: no tokens", i)
+		}
+	}
+	for i, f := range feeds {
 		for j := range i {
 			if feeds[j].Slot == f.Slot {
 				return fmt.Errorf("prefixcache: feeds %d and %d share slot %d", j, i, f.Slot)
