@@ -252,7 +252,7 @@ func TestPreparedMatchesDirect(t *testing.T) {
 			if !math.IsInf(float64(row[tok]), -1) {
 				want = st.prob(float64(row[tok]))
 			}
-			got, err := p.Probability(tok)
+			got, err := p.Probability(int32(tok))
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		}
@@ -260,13 +260,13 @@ func TestPreparedMatchesDirect(t *testing.T) {
 	w := []float64{0, 2, 1, 1}
 	p, err := PrepareWeights(w)
 	require.NoError(t, err)
-	var toks []int
+	var toks []int32
 	var probs []float64
 	for tok, q := range p.Ranked() {
 		toks = append(toks, tok)
 		probs = append(probs, q)
 	}
-	assert.Equal(t, []int{1, 2, 3}, toks)
+	assert.Equal(t, []int32{1, 2, 3}, toks)
 	assert.InDeltaSlice(t, []float64{0.5, 0.25, 0.25}, probs, 1e-15)
 	_, err = p.Probability(4)
 	assert.ErrorIs(t, err, ErrInvalidParameter)
