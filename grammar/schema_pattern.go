@@ -18,10 +18,6 @@ const ecmaSpace = `\t\n\x0B\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\
 func ecmaToGo(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
-	hex := func(s string) (int, bool) {
-		v, err := strconv.ParseUint(s, 16, 32)
-		return int(v), err == nil
-	}
 	for i := 0; i < len(p); {
 		ch := p[i]
 		switch {
@@ -32,41 +28,9 @@ func ecmaToGo(p string) (string, error) {
 			e := p[i+1]
 			switch {
 			case e == 'u':
-				var cp int
-				n := 0
-				if i+2 < len(p) && p[i+2] == '{' {
-					end := strings.IndexByte(p[i:], '}')
-					v, ok := 0, false
-					if end > 3 {
-						v, ok = hex(p[i+3 : i+end])
-					}
-					if !ok || v > 0x10FFFF {
-						return "", fmt.Errorf("bad escape %q", p[i:min(len(p), i+8)])
-					}
-					cp, n = v, end+1
-				} else {
-					v, ok := 0, false
-					if i+6 <= len(p) {
-						v, ok = hex(p[i+2 : i+6])
-					}
-					if !ok {
-						return "", fmt.Errorf("bad escape %q", p[i:min(len(p), i+6)])
-					}
-					cp, n = v, 6
-					if utf16.IsSurrogate(rune(v)) {
-						lo := 0
-						if i+12 <= len(p) && p[i+6] == '\\' && p[i+7] == 'u' {
-							lo, ok = hex(p[i+8 : i+12])
-						}
-						r := utf16.DecodeRune(rune(v), rune(lo))
-						if !ok || r == 0xFFFD {
-							return "", fmt.Errorf("a lone surrogate escape %q", p[i:i+6])
-						}
-						cp, n = int(r), 12
-					}
-				}
-				if utf16.IsSurrogate(rune(cp)) {
-					return "", fmt.Errorf("a lone surrogate escape %q", p[i:i+n])
+				cp, n, err := ecmaUnicode(p, i)
+				if err != nil {
+					return "", err
 				}
 				fmt.Fprintf(&b, `\x{%x}`, cp)
 				i += n
@@ -75,7 +39,7 @@ func ecmaToGo(p string) (string, error) {
 				if i+4 > len(p) {
 					return "", errors.New(`\x needs two hex digits`)
 				}
-				if _, ok := hex(p[i+2 : i+4]); !ok || p[i+2] == '+' || p[i+2] == '-' {
+				if _, ok := hexValue(p[i+2 : i+4]); !ok || p[i+2] == '+' || p[i+2] == '-' {
 					return "", errors.New(`\x needs two hex digits`)
 				}
 				b.WriteString(p[i : i+4])
@@ -141,6 +105,52 @@ func ecmaToGo(p string) (string, error) {
 		i++
 	}
 	return b.String(), nil
+}
+
+// hexValue is the value of the hexadecimal digits s.
+func hexValue(s string) (int, bool) {
+	v, err := strconv.ParseUint(s, 16, 32)
+	return int(v), err == nil
+}
+
+// ecmaUnicode decodes the \u escape at p[i:] (\uXXXX, a surrogate pair of two, or \u{X...}):
+// its code point and its length in p.
+func ecmaUnicode(p string, i int) (cp, n int, err error) {
+	if i+2 < len(p) && p[i+2] == '{' {
+		end := strings.IndexByte(p[i:], '}')
+		v, ok := 0, false
+		if end > 3 {
+			v, ok = hexValue(p[i+3 : i+end])
+		}
+		if !ok || v > 0x10FFFF {
+			return 0, 0, fmt.Errorf("bad escape %q", p[i:min(len(p), i+8)])
+		}
+		cp, n = v, end+1
+	} else {
+		v, ok := 0, false
+		if i+6 <= len(p) {
+			v, ok = hexValue(p[i+2 : i+6])
+		}
+		if !ok {
+			return 0, 0, fmt.Errorf("bad escape %q", p[i:min(len(p), i+6)])
+		}
+		cp, n = v, 6
+		if utf16.IsSurrogate(rune(v)) {
+			lo := 0
+			if i+12 <= len(p) && p[i+6] == '\\' && p[i+7] == 'u' {
+				lo, ok = hexValue(p[i+8 : i+12])
+			}
+			r := utf16.DecodeRune(rune(v), rune(lo))
+			if !ok || r == 0xFFFD {
+				return 0, 0, fmt.Errorf("a lone surrogate escape %q", p[i:i+6])
+			}
+			cp, n = int(r), 12
+		}
+	}
+	if utf16.IsSurrogate(rune(cp)) {
+		return 0, 0, fmt.Errorf("a lone surrogate escape %q", p[i:i+n])
+	}
+	return cp, n, nil
 }
 
 // pattern returns a GBNF expression for the contents of the JSON strings that match the
