@@ -230,61 +230,21 @@ func serveModel(o *options, stderr io.Writer) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stop)
-	loadCtx, cancelLoad := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-stop:
-			cancelLoad()
-		case <-loadCtx.Done():
-		}
-	}()
-	var bar *cli.ProgressBar
-	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f.Fd()) {
-		bar = cli.NewProgressBar(stderr, "loading "+filepath.Base(o.model))
-	}
-	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
-	interrupted := loadCtx.Err() != nil
-	cancelLoad()
-	if err != nil {
+	m, err := loadModel(o, stderr, stop)
+	if m == nil || err != nil {
 		return err
 	}
 	defer m.Close()
-	if interrupted {
-		return nil
-	}
 
-	var base *genconfig.Config
-	if o.genConfig != "" {
-		if base, err = genconfig.Load(o.genConfig); err != nil {
-			return fmt.Errorf("--generation-config: %w", err)
-		}
-		if _, err := base.Validate(m.Vocab().Size()); err != nil {
-			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
-		}
-	}
-	if o.promptLookup > 0 {
-		if base == nil {
-			base = serve.OpenAIBase()
-		}
-		base.PromptLookupNumTokens = &o.promptLookup
-	}
-	if (o.draft != "" || o.promptLookup > 0) && m.HasEncoder() {
-		return cli.Usagef("--assistant-model and --prompt-lookup need a decoder-only model; %s is an encoder-decoder", filepath.Base(o.model))
+	base, err := baseConfig(o, m)
+	if err != nil {
+		return err
 	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
 	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
-	sequences := o.parallel + o.cacheSlots
-	p := llamacpp.ContextParams{
-		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
-		BatchInvariant: o.invariant,
-		// llama.cpp's t5 decoder has one KV stream.
-		UnifiedKV: m.HasEncoder() && sequences > 1,
-	}
-	if o.cacheType == "f32" {
-		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
-	}
+	p := contextParams(o, m, seqSize)
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {
 		return err
@@ -441,4 +401,73 @@ func draftBackend(ctx context.Context, o *options, seqSize int) (*llamabackend.B
 		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
 	}
 	return draft, func() { draft.Close(); dctx.Close(); dm.Close() }, nil
+}
+
+// loadModel loads -m, drawing a progress bar on a terminal; a signal on stop during the load
+// ends it, and loadModel then returns a nil model and no error.
+func loadModel(o *options, stderr io.Writer, stop <-chan os.Signal) (*llamacpp.Model, error) {
+	loadCtx, cancelLoad := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancelLoad()
+		case <-loadCtx.Done():
+		}
+	}()
+	var bar *cli.ProgressBar
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f.Fd()) {
+		bar = cli.NewProgressBar(stderr, "loading "+filepath.Base(o.model))
+	}
+	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
+	interrupted := loadCtx.Err() != nil
+	cancelLoad()
+	if err != nil {
+		return nil, err
+	}
+	if interrupted {
+		m.Close()
+		return nil, nil
+	}
+	return m, nil
+}
+
+// baseConfig is the generation config every request starts from: --generation-config, with
+// --prompt-lookup's prompt_lookup_num_tokens; nil for the server's defaults.
+func baseConfig(o *options, m *llamacpp.Model) (*genconfig.Config, error) {
+	var base *genconfig.Config
+	if o.genConfig != "" {
+		var err error
+		if base, err = genconfig.Load(o.genConfig); err != nil {
+			return nil, fmt.Errorf("--generation-config: %w", err)
+		}
+		if _, err := base.Validate(m.Vocab().Size()); err != nil {
+			return nil, fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
+		}
+	}
+	if o.promptLookup > 0 {
+		if base == nil {
+			base = serve.OpenAIBase()
+		}
+		base.PromptLookupNumTokens = &o.promptLookup
+	}
+	if (o.draft != "" || o.promptLookup > 0) && m.HasEncoder() {
+		return nil, cli.Usagef("--assistant-model and --prompt-lookup need a decoder-only model; %s is an encoder-decoder", filepath.Base(o.model))
+	}
+	return base, nil
+}
+
+// contextParams are the parameters of the engine's llama.cpp context: --parallel plus
+// --cache-slots sequences of seqSize cells.
+func contextParams(o *options, m *llamacpp.Model, seqSize int) llamacpp.ContextParams {
+	sequences := o.parallel + o.cacheSlots
+	p := llamacpp.ContextParams{
+		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
+		BatchInvariant: o.invariant,
+		// llama.cpp's t5 decoder has one KV stream.
+		UnifiedKV: m.HasEncoder() && sequences > 1,
+	}
+	if o.cacheType == "f32" {
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
+	}
+	return p
 }
