@@ -28,6 +28,18 @@ type ChatTemplater interface {
 	ApplyChatTemplate(messages []Message, addAssistant bool) (string, error)
 }
 
+// ChatTokenizer is implemented by a Tokenizer that tokenizes chats itself,
+// keeping the texts of the messages as text: only the markers the chat
+// template writes around them become control tokens, so that a message
+// cannot open a turn of another role.
+type ChatTokenizer interface {
+	// TokenizeChat tokenizes the text render writes with contents (the
+	// messages' texts), adding no special tokens; render must write the
+	// same text around any contents. With parseSpecial, control-token
+	// text inside the contents becomes those tokens too.
+	TokenizeChat(render func(contents []string) (string, error), contents []string, parseSpecial bool) ([]int32, error)
+}
+
 // Message is one message of a chat prompt.
 type Message struct {
 	Role    string // "system", "user", "assistant", ...

@@ -3,6 +3,7 @@ package genconfig
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -348,4 +349,53 @@ func TestParseErrorsSayWhatIsWrong(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.json)
 		assert.NotContains(t, err.Error(), "Go value", tc.json)
 	}
+}
+
+// Every size field is bounded, whatever sets it: its bound passes, one more
+// is a FieldError naming the field, with the bound.
+func TestValidateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		max   int
+	}{
+		{"max_new_tokens", MaxTokens}, {"max_length", MaxTokens}, {"min_new_tokens", MaxTokens}, {"min_length", MaxTokens},
+		{"num_beams", 256}, {"num_return_sequences", 1 << 16},
+		{"no_repeat_ngram_size", MaxTokens}, {"encoder_no_repeat_ngram_size", MaxTokens},
+		{"num_assistant_tokens", MaxTokens}, {"prompt_lookup_num_tokens", MaxTokens}, {"max_matching_ngram_size", MaxTokens},
+	} {
+		bound, ok := Bound(tc.field)
+		require.True(t, ok, tc.field)
+		assert.Equal(t, tc.max, bound, tc.field)
+		for _, v := range []int{tc.max, tc.max + 1} {
+			// Beam search and sampling make the counts of sequences valid.
+			doc := fmt.Sprintf(`{"do_sample":true,"num_beams":256,%q:%d}`, tc.field, v)
+			if tc.field == "num_beams" {
+				doc = fmt.Sprintf(`{"num_beams":%d}`, v)
+			}
+			if tc.field == "num_return_sequences" {
+				doc = fmt.Sprintf(`{"do_sample":true,%q:%d}`, tc.field, v)
+			}
+			c, err := Parse([]byte(doc))
+			require.NoError(t, err, doc)
+			_, err = c.Validate(0)
+			var bad []string
+			for _, fe := range FieldErrors(err) {
+				if fe.Reason == fmt.Sprintf("must be at most %d", tc.max) {
+					bad = append(bad, fe.JSON)
+				}
+			}
+			if v == tc.max {
+				assert.Empty(t, bad, doc)
+			} else {
+				assert.Equal(t, []string{tc.field}, bad, doc)
+			}
+		}
+	}
+	_, ok := Bound("temperature")
+	assert.False(t, ok)
+	// The 55-byte config that ran llamagen out of memory.
+	c, err := Parse([]byte(`{"do_sample": true, "num_return_sequences": 999999999}`))
+	require.NoError(t, err)
+	_, err = c.Validate(0)
+	assert.EqualError(t, err, "genconfig: num_return_sequences (=999999999) must be at most 65536")
 }

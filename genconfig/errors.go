@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // FieldError is a field of a config that transformers rejects, or that a generation_config.json
@@ -23,16 +25,14 @@ type FieldError struct {
 	Reason string
 }
 
-// Error reads "genconfig: temperature (=-1) has to be a strictly positive float".
+// Error reads "genconfig: temperature (=-1) has to be a strictly positive float"; a long value is
+// cut to its start and its length (quote.Value).
 func (e *FieldError) Error() string {
 	v := e.Value
-	if raw, ok := v.(json.RawMessage); ok {
-		v = fmt.Sprintf("%.60s", raw)
-	}
 	if deref, ok := derefValue(v); ok {
 		v = deref
 	}
-	return fmt.Sprintf("genconfig: %s (=%v) %s", e.JSON, v, e.Reason)
+	return fmt.Sprintf("genconfig: %s (=%s) %s", e.JSON, quote.Value(v), e.Reason)
 }
 
 // derefValue shows the value behind the pointer fields of Config rather than an address.

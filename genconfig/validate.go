@@ -6,8 +6,9 @@ import (
 	"math"
 )
 
-// Validate checks c with transformers 4.57's rules: what GenerationConfig.validate() or a processor
-// constructor rejects is a *FieldError naming the field and its value (errors.Join of all of them,
+// Validate checks c with transformers 4.57's rules, and the bounds of the sizes it asks for (see
+// MaxTokens, Bound): what GenerationConfig.validate() or a processor constructor rejects, or a size
+// beyond its bound, is a *FieldError naming the field and its value (errors.Join of all of them,
 // see FieldErrors); what
 // transformers only warns about is returned as warnings. vocabSize > 0 also checks that the token ids
 // that would index the scores (bad_words_ids, sequence_bias, forced_bos_token_id,
@@ -110,10 +111,75 @@ func (c *Config) Validate(vocabSize int) (warnings []string, err error) {
 		warn("eta_cutoff (=%g) is outside (0, 1): no eta warper is applied", c.EtaCutoff)
 	}
 
+	errs = append(errs, c.boundErrors()...)
 	// Processor constructors (raised inside generate()).
 	errs = append(errs, c.processorErrors(vocabSize, warn)...)
 	errs = append(errs, c.assistedErrors()...)
 	return warnings, errors.Join(errs...)
+}
+
+// The bounds of the sizes a config may ask for, whatever sets it (a
+// generation_config.json, a command line, a request): llamaloop allocates
+// by them, where transformers would fail later or run out of memory.
+const (
+	// MaxTokens bounds every length, n-gram size and token count: the most
+	// tokens a llama.cpp sequence holds (2^24 cells).
+	MaxTokens = 1 << 24
+	// MaxBeams bounds num_beams: llama.cpp's most sequences (LLAMA_MAX_SEQ).
+	MaxBeams = 256
+	// MaxReturnSequences bounds num_return_sequences: each is a sequence
+	// of its own, with its own output.
+	MaxReturnSequences = 1 << 16
+)
+
+// bounds are the largest values of the integer fields that size something
+// (Parse keeps every integer in int32 already).
+var bounds = []struct {
+	name string
+	max  int
+	get  func(c *Config) (int, bool)
+}{
+	{"max_new_tokens", MaxTokens, func(c *Config) (int, bool) { return deref(c.MaxNewTokens) }},
+	{"max_length", MaxTokens, func(c *Config) (int, bool) { return c.MaxLength, true }},
+	{"min_new_tokens", MaxTokens, func(c *Config) (int, bool) { return deref(c.MinNewTokens) }},
+	{"min_length", MaxTokens, func(c *Config) (int, bool) { return c.MinLength, true }},
+	{"num_beams", MaxBeams, func(c *Config) (int, bool) { return c.NumBeams, true }},
+	{"num_return_sequences", MaxReturnSequences, func(c *Config) (int, bool) { return c.NumReturnSequences, true }},
+	{"no_repeat_ngram_size", MaxTokens, func(c *Config) (int, bool) { return c.NoRepeatNGramSize, true }},
+	{"encoder_no_repeat_ngram_size", MaxTokens, func(c *Config) (int, bool) { return c.EncoderNoRepeatNGramSize, true }},
+	{"num_assistant_tokens", MaxTokens, func(c *Config) (int, bool) { return c.NumAssistantTokens, true }},
+	{"prompt_lookup_num_tokens", MaxTokens, func(c *Config) (int, bool) { return deref(c.PromptLookupNumTokens) }},
+	{"max_matching_ngram_size", MaxTokens, func(c *Config) (int, bool) { return deref(c.MaxMatchingNGramSize) }},
+}
+
+func deref(p *int) (int, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// Bound returns the largest value Validate accepts for the integer field
+// name (its JSON name), and whether the field has a bound: the commands
+// check their options against it before anything loads.
+func Bound(name string) (int, bool) {
+	for _, b := range bounds {
+		if b.name == name {
+			return b.max, true
+		}
+	}
+	return 0, false
+}
+
+// boundErrors checks the fields of bounds.
+func (c *Config) boundErrors() []error {
+	var errs []error
+	for _, b := range bounds {
+		if v, ok := b.get(c); ok && v > b.max {
+			errs = append(errs, fieldError(b.name, v, "must be at most %d", b.max))
+		}
+	}
+	return errs
 }
 
 // processorErrors checks the arguments of the processors that c enables, as their constructors do.
@@ -128,15 +194,23 @@ func (c *Config) processorErrors(vocabSize int, warn func(string, ...any)) []err
 		if len(c.SequenceBias) == 0 {
 			fail("sequence_bias", "[]", "must be a non-empty list of [[token ids...], bias] pairs")
 		}
+		// One error per field: a list of megabytes gets a message of a
+		// line.
+		before := len(errs)
 		for _, sb := range c.SequenceBias {
+			if len(errs) > before {
+				break
+			}
 			if len(sb.Tokens) == 0 {
 				fail("sequence_bias", sb.Tokens, "needs a non-empty list of token ids in each entry")
 			}
 			for _, id := range sb.Tokens {
 				if id <= 0 {
 					fail("sequence_bias", sb.Tokens, "token ids must be positive integers in the list form, got %d", id)
+					break
 				} else if !inVocab(id) {
 					fail("sequence_bias", sb.Tokens, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
+					break
 				}
 			}
 			if sb.intBias {
@@ -154,15 +228,21 @@ func (c *Config) processorErrors(vocabSize int, warn func(string, ...any)) []err
 		if len(c.BadWordsIDs) == 0 {
 			fail("bad_words_ids", "[]", "has to be a non-empty list")
 		}
+		before := len(errs)
 		for _, w := range c.BadWordsIDs {
+			if len(errs) > before {
+				break
+			}
 			if len(w) == 0 {
 				fail("bad_words_ids", w, "each entry must be a non-empty list of token ids")
 			}
 			for _, id := range w {
 				if id < 0 {
 					fail("bad_words_ids", w, "has to be a list of lists of non-negative integers, got %d", id)
+					break
 				} else if !inVocab(id) {
 					fail("bad_words_ids", w, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
+					break
 				}
 			}
 		}
@@ -176,8 +256,10 @@ func (c *Config) processorErrors(vocabSize int, warn func(string, ...any)) []err
 		for _, id := range c.ForcedEOSTokenID {
 			if id < 0 {
 				fail("forced_eos_token_id", c.ForcedEOSTokenID, "has to be a list of positive integers")
+				break
 			} else if !inVocab(id) {
 				fail("forced_eos_token_id", c.ForcedEOSTokenID, "token id %d is outside the vocabulary (size %d)", id, vocabSize)
+				break
 			}
 		}
 	}

@@ -169,13 +169,15 @@ type Request struct {
 	// Prompt is the prompt as token ids, used as they are.
 	Prompt []int32
 	// Text is the prompt as text, tokenized with the model's special tokens
-	// (BOS) added; ParseSpecial also reads special-token text in it.
+	// (BOS) added; ParseSpecial also reads special-token text in it (and in
+	// the contents of Messages).
 	Text         string
 	ParseSpecial bool
 	// Messages is a chat prompt: rendered by the tokenizer's chat template
-	// with an assistant opening, then tokenized with special-token text
-	// parsed and no special tokens added (the template writes them), as
-	// transformers' apply_chat_template does.
+	// with an assistant opening, then tokenized with no special tokens
+	// added (the template writes them). With a backend.ChatTokenizer only
+	// the template's own markers become control tokens: a message holding
+	// "<|im_end|>" keeps it as text, unless ParseSpecial.
 	Messages []backend.Message
 	// DecoderPrompt is, for an encoder-decoder backend (backend.Encoder),
 	// the decoder's prompt, transformers' decoder_input_ids; nil means the

@@ -61,8 +61,10 @@ func (r *seq) isEOS(t int32) bool {
 
 // PromptTokens returns the prompt tokens of req as Stream evaluates them:
 // Prompt as it is; Text tokenized with special tokens added; Messages
-// rendered by the chat template and tokenized with special-token text
-// parsed and no special token added. An empty prompt becomes the model's
+// rendered by the chat template and tokenized with no special token added,
+// where only the template's markers become control tokens when the
+// tokenizer is a backend.ChatTokenizer (the messages' texts stay text unless
+// ParseSpecial), and the whole text's special-token text otherwise. An empty prompt becomes the model's
 // BOS token alone when the tokenizer adds one, and is ErrEmptyPrompt
 // otherwise. Every token must be in the vocabulary.
 func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
@@ -81,6 +83,23 @@ func (g *Generator) PromptTokens(req *Request) ([]int32, error) {
 		tmpl, ok := g.tok.(backend.ChatTemplater)
 		if !ok {
 			return nil, errors.New("chat prompt: the tokenizer has no chat template")
+		}
+		if ct, ok := g.tok.(backend.ChatTokenizer); ok {
+			contents := make([]string, len(req.Messages))
+			for i, m := range req.Messages {
+				contents[i] = m.Content
+			}
+			toks, err = ct.TokenizeChat(func(cs []string) (string, error) {
+				msgs := slices.Clone(req.Messages)
+				for i := range msgs {
+					msgs[i].Content = cs[i]
+				}
+				return tmpl.ApplyChatTemplate(msgs, true)
+			}, contents, req.ParseSpecial)
+			if err != nil {
+				return nil, fmt.Errorf("chat template: %w", err)
+			}
+			break
 		}
 		text, err := tmpl.ApplyChatTemplate(req.Messages, true)
 		if err != nil {

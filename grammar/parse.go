@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"math"
 	"slices"
 	"strconv"
@@ -191,13 +192,13 @@ func (p *parser) parse() *SyntaxError {
 		}
 		id := p.ruleID(name)
 		if p.defined[id] {
-			p.fail(start, "rule %q defined twice", name)
+			p.fail(start, "rule %s defined twice", quote.String(name))
 			break
 		}
 		p.defined[id] = true
 		p.space(false)
 		if !strings.HasPrefix(p.src[p.pos:], "::=") {
-			p.fail(p.pos, "expected ::= after rule name %q, found %s", name, p.found())
+			p.fail(p.pos, "expected ::= after rule name %s, found %s", quote.String(name), p.found())
 			break
 		}
 		p.pos += 3
@@ -619,7 +620,7 @@ func (p *parser) check() {
 	p.g.root = root
 	for id, name := range p.g.names {
 		if name != "" && !p.defined[int32(id)] {
-			p.fail(p.firstAt[int32(id)], "undefined rule %q", name)
+			p.fail(p.firstAt[int32(id)], "undefined rule %s", quote.String(name))
 			return
 		}
 	}
@@ -676,7 +677,7 @@ func (p *parser) check() {
 			if name == "" {
 				name = "a group"
 			}
-			p.fail(0, "left recursion: rule %q can reach itself without consuming input", name)
+			p.fail(0, "left recursion: rule %s can reach itself without consuming input", quote.String(name))
 			return
 		}
 	}
@@ -707,7 +708,7 @@ func (p *parser) tokenRef() (elem, bool) {
 	}
 	id, err := strconv.ParseInt(digits, 10, 32)
 	if err != nil || id < 0 || strings.TrimLeft(digits, "0123456789") != "" {
-		p.fail(start, "token reference %q: expected <[id]> with a token id of 0 to %d", strings.SplitN(rest, ">", 2)[0]+">", math.MaxInt32)
+		p.fail(start, "token reference %s: expected <[id]> with a token id of 0 to %d", quote.String(strings.SplitN(rest, ">", 2)[0]+">"), math.MaxInt32)
 		return e, false
 	}
 	e.arg = int32(id)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"math/big"
 	"net/url"
 	"slices"
@@ -32,9 +33,9 @@ func (e *SchemaError) Error() string {
 	}
 	if e.Keyword != "" {
 		if strings.HasPrefix(e.Reason, "is ") {
-			return fmt.Sprintf("json schema at %s: keyword %q %s", p, e.Keyword, e.Reason)
+			return fmt.Sprintf("json schema at %s: keyword %s %s", p, quote.String(e.Keyword), e.Reason)
 		}
-		return fmt.Sprintf("json schema at %s: keyword %q: %s", p, e.Keyword, e.Reason)
+		return fmt.Sprintf("json schema at %s: keyword %s: %s", p, quote.String(e.Keyword), e.Reason)
 	}
 	return fmt.Sprintf("json schema at %s: %s", p, e.Reason)
 }
@@ -633,7 +634,7 @@ func (c *converter) ref(ref *node, path string) (string, error) {
 		return "", err
 	}
 	if e == "" {
-		return "", fail(path, "$ref", "$ref %q names a schema that matches no value", r)
+		return "", fail(path, "$ref", "$ref %s names a schema that matches no value", quote.String(r))
 	}
 	c.rules[name] = e
 	return name, nil
@@ -643,7 +644,7 @@ func (c *converter) ref(ref *node, path string) (string, error) {
 // path.
 func (c *converter) resolve(r, path string) (*node, string, error) {
 	bad := func() (*node, string, error) {
-		return nil, "", fail(path, "$ref", "$ref %q: only local references (#, #/$defs/NAME, any JSON pointer into the document) are supported, and the target must exist", r)
+		return nil, "", fail(path, "$ref", "$ref %s: only local references (#, #/$defs/NAME, any JSON pointer into the document) are supported, and the target must exist", quote.String(r))
 	}
 	frag, ok := strings.CutPrefix(r, "#")
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"math/big"
 	"slices"
 	"strings"
@@ -128,7 +129,7 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 	for _, s := range []*node{a, b} {
 		for _, k := range s.keys {
 			if !m.done[k] && !isAnnotationIn(s, k) {
-				return nil, fail(path, k, "keyword %q cannot be intersected with the schemas beside it", k)
+				return nil, fail(path, k, "keyword %s cannot be intersected with the schemas beside it", quote.String(k))
 			}
 		}
 	}
@@ -430,7 +431,7 @@ func typeMask(s *node, path string) (int, error) {
 		}
 		i := slices.Index(typeNames, name)
 		if i < 0 {
-			return 0, fail(path, "type", "unknown type %q", name)
+			return 0, fail(path, "type", "unknown type %s", quote.String(name))
 		}
 		m |= 1 << i
 	}

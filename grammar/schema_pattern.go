@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"regexp/syntax"
 	"strconv"
 	"strings"
@@ -159,11 +160,11 @@ func ecmaUnicode(p string, i int) (cp, n int, err error) {
 func (c *converter) pattern(pat string, lo, hi int, path string) (string, error) {
 	src, err := ecmaToGo(pat)
 	if err != nil {
-		return "", fail(path, "pattern", "pattern %q: %v", pat, err)
+		return "", fail(path, "pattern", "pattern %s: %v", quote.String(pat), err)
 	}
 	re, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
-		return "", fail(path, "pattern", "pattern %q: %v", pat, err)
+		return "", fail(path, "pattern", "pattern %s: %v", quote.String(pat), err)
 	}
 	branches := []*syntax.Regexp{re}
 	if re.Op == syntax.OpAlternate {
@@ -207,7 +208,7 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 				// The general way: the pattern's automaton times a count of code points.
 				e, err := c.countedPattern(core, lo, hi)
 				if err != nil {
-					return "", fail(path, lengthKeyword(lo), "pattern %q with minLength %d and maxLength %d: %v", pat, lo, hi, err)
+					return "", fail(path, lengthKeyword(lo), "pattern %s with minLength %d and maxLength %d: %v", quote.String(pat), lo, hi, err)
 				}
 				if e != "" {
 					alts = append(alts, e)
@@ -217,7 +218,7 @@ func (c *converter) pattern(pat string, lo, hi int, path string) (string, error)
 		}
 		e, err := regexpToGBNF(core)
 		if err != nil {
-			return "", fail(path, "pattern", "pattern %q: %v", pat, err)
+			return "", fail(path, "pattern", "pattern %s: %v", quote.String(pat), err)
 		}
 		if !begin {
 			e = "char* " + e

@@ -454,3 +454,19 @@ func TestSchemaMultipleOf(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsQuoteShort: an error quotes a short prefix of a long input (a
+// refused pattern, an undefined rule's name), with the input's length.
+func TestErrorsQuoteShort(t *testing.T) {
+	long := strings.Repeat("a", 200000)
+	_, err := FromJSONSchema([]byte(`{"type": "string", "pattern": "` + long + `\\b"}`))
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 300)
+	assert.Contains(t, err.Error(), "(200002 bytes)")
+
+	_, err = Parse("root ::= " + long)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 300)
+	assert.Contains(t, err.Error(), "undefined rule")
+	assert.Contains(t, err.Error(), "(200000 bytes)")
+}

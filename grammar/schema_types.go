@@ -3,6 +3,7 @@ package grammar
 import (
 	"cmp"
 	"fmt"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"math/big"
 	"strings"
 )
@@ -382,13 +383,13 @@ func (c *converter) str(s *node, path string) (string, error) {
 		if sf, known := stringFormats[name]; known {
 			switch {
 			case pat != nil:
-				return "", fail(path, "pattern", "pattern beside format %q is not supported", name)
+				return "", fail(path, "pattern", "pattern beside format %s is not supported", quote.String(name))
 			case sf.max >= 0 && sf.max < lo || hi >= 0 && sf.min > hi:
 				return "", nil
 			case sf.min < lo:
-				return "", fail(path, "minLength", "minLength %d beside format %q (%d to %d characters) is not supported", lo, name, sf.min, sf.max)
+				return "", fail(path, "minLength", "minLength %d beside format %s (%d to %d characters) is not supported", lo, quote.String(name), sf.min, sf.max)
 			case hi >= 0 && (sf.max < 0 || sf.max > hi):
-				return "", fail(path, "maxLength", "maxLength %d beside format %q (%d to %d characters) is not supported", hi, name, sf.min, sf.max)
+				return "", fail(path, "maxLength", "maxLength %d beside format %s (%d to %d characters) is not supported", hi, quote.String(name), sf.min, sf.max)
 			}
 			return c.rule(name, `"\"" ( `+sf.rule+` ) "\"" space`), nil
 		}

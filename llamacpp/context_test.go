@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/cgo"
@@ -113,4 +114,114 @@ func TestOversubscribedThreadsWarn(t *testing.T) {
 	b := newBatch(t, 4, 1)
 	rows := decodeSeq(t, ctx, b, 0, 0, []int32{5, 6})
 	assert.Len(t, rows, 2)
+}
+
+// Two goroutines that decode on one Context at once (a misuse, which
+// segfaulted inside llama.cpp) are serialised: every decode succeeds, and
+// each sequence's logits are those of the same decodes made one after the
+// other.
+func TestConcurrentDecodeSerialised(t *testing.T) {
+	for _, name := range []string{"tiny-f32", "bench-small"} {
+		t.Run(name, func(t *testing.T) {
+			if name == "bench-small" && testing.Short() {
+				t.Skip("a 12-layer model of 134M weights")
+			}
+			concurrentDecodes(t, loadModel(t, name))
+		})
+	}
+}
+
+func concurrentDecodes(t *testing.T, m *llamacpp.Model) {
+	want := func() [][]float32 {
+		ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2})
+		b := newBatch(t, 64, 1)
+		var last [][]float32
+		for seq := range int32(2) {
+			for step := range 20 {
+				last = append(last, decodeSeq(t, ctx, b, seq, step, randomTokens(int(seq)*100+step, 1, m.Vocab().Size()))[0])
+			}
+		}
+		return last
+	}()
+	for round := range 3 {
+		ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2})
+		errs := make(chan error, 2)
+		for seq := range int32(2) {
+			go func() {
+				b, err := llamacpp.NewBatch(8, 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer b.Close()
+				for step := range 20 {
+					b.Clear()
+					if _, err := b.Add(randomTokens(int(seq)*100+step, 1, m.Vocab().Size())[0], int32(step), seq, true); err != nil {
+						errs <- err
+						return
+					}
+					if err := ctx.Decode(context.Background(), b); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 2 {
+			require.NoError(t, <-errs, "round %d", round)
+		}
+		// Both sequences hold their 20 positions.
+		for seq := range int32(2) {
+			p, err := ctx.SeqPosMax(seq)
+			require.NoError(t, err)
+			assert.Equal(t, int32(19), p)
+		}
+		// The next token scores as in the serial run: the caches are right.
+		b := newBatch(t, 8, 1)
+		for seq := range int32(2) {
+			next := randomTokens(int(seq)*100+19, 1, m.Vocab().Size())
+			require.NoError(t, ctx.SeqRemove(seq, 19, -1))
+			got := decodeSeq(t, ctx, b, seq, 19, next)[0]
+			assert.InDelta(t, 0, maxAbs(got, want[seq*20+19]), 1e-4, "round %d seq %d", round, seq)
+		}
+	}
+}
+
+func maxAbs(a, b []float32) float64 {
+	d := 0.0
+	for i := range a {
+		d = max(d, float64(a[i]-b[i]), float64(b[i]-a[i]))
+	}
+	return d
+}
+
+// BenchmarkDecodeLock sets the cost of Decode's lock beside a decode of one
+// token: run both and divide (2-vCPU AMD EPYC: see the package's report).
+func BenchmarkDecodeLock(b *testing.B) {
+	b.Run("decode-one-token", func(b *testing.B) {
+		m := loadModel(b, "tiny-f32")
+		ctx := newContext(b, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 1})
+		batch := newBatch(b, 8, 1)
+		pos := int32(0)
+		for b.Loop() {
+			if pos == 256 {
+				require.NoError(b, ctx.SeqRemove(0, -1, -1))
+				pos = 0
+			}
+			batch.Clear()
+			batch.Add(5, pos, 0, true)
+			if err := ctx.Decode(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			pos++
+		}
+	})
+	b.Run("uncontended-lock", func(b *testing.B) {
+		var mu sync.Mutex
+		for b.Loop() {
+			mu.Lock()
+			mu.Unlock() //nolint:staticcheck // the cost of the pair is measured
+		}
+	})
 }

@@ -5,3 +5,57 @@ package llamacpp
 func PoolThreads(ctx *Context) (single, batch, retired int) {
 	return ctx.pools.nSingle, ctx.pools.nBatch, len(ctx.pools.retired)
 }
+
+// ArchRuleNames returns the architecture rules of the validation by
+// architecture, each as the names of its constraints.
+func ArchRuleNames() map[string][]string {
+	names := []string{"sameKV", "rotIsK", "rotIsV", "ropes", "needsExperts", "needsOutput"}
+	out := map[string][]string{}
+	for arch, r := range archRules {
+		out[arch] = []string{}
+		for i, n := range names {
+			if r&(1<<i) != 0 {
+				out[arch] = append(out[arch], n)
+			}
+		}
+	}
+	return out
+}
+
+// TensorOpNames returns the validation's operation class of every tensor
+// name it knows: "f32", "matmul", "matmul_id", "get_rows", "div",
+// "ssm_conv", "im2col" or "none".
+func TensorOpNames() map[string]string {
+	names := map[tensorOp]string{opF32: "f32", opMatMul: "matmul", opMatMulID: "matmul_id", opGetRows: "get_rows",
+		opDiv: "div", opSSMConv: "ssm_conv", opIm2Col: "im2col", opNone: "none"}
+	out := map[string]string{}
+	for n, op := range tensorOps {
+		out[n] = names[op]
+	}
+	return out
+}
+
+// ArchValueAsserts returns, by architecture, the llama.cpp assertions the
+// validation's single-value checks mirror.
+func ArchValueAsserts() map[string][]string {
+	out := map[string][]string{}
+	for arch, cs := range archValues {
+		for _, c := range cs {
+			out[arch] = append(out[arch], c.assert)
+		}
+	}
+	return out
+}
+
+// TokenizeDirect is llama_tokenize on the whole text, with llama.cpp's own
+// special-token partition: what Tokenize gave before it found the special
+// tokens in Go.
+func TokenizeDirect(v *Vocab, text string, addSpecial, parseSpecial bool) []int32 {
+	out := make([]int32, len(text)+8)
+	n := v.c.Tokenize(text, out, addSpecial, parseSpecial)
+	if n < 0 {
+		out = make([]int32, -n)
+		n = v.c.Tokenize(text, out, addSpecial, parseSpecial)
+	}
+	return out[:n]
+}

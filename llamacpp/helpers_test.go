@@ -52,6 +52,8 @@ func modelPath(t testing.TB, name string) string {
 			err = testmodel.WriteRandom(path, s)
 		case "prefix":
 			err = testmodel.NewPrefix(7).Write(path)
+		case "bench-small":
+			err = testmodel.WriteRandom(path, testmodel.BenchSmallSpec())
 		case "tiny-t5":
 			err = testmodel.TinyT5().Write(path)
 		default:

@@ -27,6 +27,8 @@ func (ctx *Context) kvStreams() uint32 {
 // with the same. Without a unified cache, a SeqCopy into seq takes effect
 // at the next Decode; save after it.
 func (ctx *Context) SeqState(seq int32) ([]byte, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return nil, err
 	}
@@ -42,11 +44,15 @@ func (ctx *Context) SeqState(seq int32) ([]byte, error) {
 }
 
 // SetSeqState restores into seq, which must be empty, a state that SeqState
-// returned. A state from a cache of another layout is refused before it
-// reaches llama.cpp; one that llama.cpp refuses (another model or KV type,
+// returned. A state from a cache of another layout, or whose cells hold
+// positions outside the sequence's [0, SequenceSize()) or one position
+// twice, is refused before it reaches llama.cpp (which would store them:
+// a later Decode would attend to cells at the wrong places); one that llama.cpp refuses (another model or KV type,
 // too few free cells) is an error wrapping ErrState, and seq stays empty:
 // the context is as it was.
 func (ctx *Context) SetSeqState(seq int32, state []byte) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
@@ -69,6 +75,9 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 			if n > uint32(ctx.nCtxSeq) {
 				return fmt.Errorf("%w: %d cells for a sequence of %d", ErrState, n, ctx.nCtxSeq)
 			}
+			if err := ctx.checkCells(state[off+4:], int(n)); err != nil {
+				return err
+			}
 			break
 		}
 	}
@@ -80,6 +89,34 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 			detail = fmt.Sprintf("read %d of %d bytes", got, len(state))
 		}
 		return fmt.Errorf("%w: %s", ErrState, detail)
+	}
+	return nil
+}
+
+// cellMetaSize is the size of a cell's metadata in a sequence state: its
+// position, its count of sequences (1) and the sequence.
+const cellMetaSize = 12
+
+// checkCells checks the metadata of a state's n cells, at the start of
+// meta: positions inside the sequence and distinct, one sequence per cell.
+func (ctx *Context) checkCells(meta []byte, n int) error {
+	if len(meta) < n*cellMetaSize {
+		return fmt.Errorf("%w: %d cells need %d bytes of metadata, the state has %d", ErrState, n, n*cellMetaSize, len(meta))
+	}
+	seen := make([]bool, ctx.nCtxSeq)
+	for i := range n {
+		cell := meta[i*cellMetaSize:]
+		pos := int32(binary.LittleEndian.Uint32(cell))
+		if pos < 0 || int(pos) >= ctx.nCtxSeq {
+			return fmt.Errorf("%w: cell %d: position %d outside the sequence's [0, %d)", ErrState, i, pos, ctx.nCtxSeq)
+		}
+		if seen[pos] {
+			return fmt.Errorf("%w: cell %d: position %d twice", ErrState, i, pos)
+		}
+		seen[pos] = true
+		if k := binary.LittleEndian.Uint32(cell[4:]); k != 1 {
+			return fmt.Errorf("%w: cell %d: %d sequences, a sequence's state has 1", ErrState, i, k)
+		}
 	}
 	return nil
 }

@@ -46,6 +46,27 @@ func TestSeqState(t *testing.T) {
 		empty()
 	}
 
+	// Corrupted positions, which llama.cpp would store: negative, beyond
+	// the sequence, INT_MIN, one position twice. The error names them.
+	for _, tc := range []struct {
+		cell int
+		pos  int32
+		want string
+	}{
+		{0, -1, "cell 0: position -1 outside the sequence's [0, 256)"},
+		{3, 16 << 20, "cell 3: position 16777216 outside"},
+		{9, -1 << 31, "cell 9: position -2147483648 outside"},
+		{5, 256, "cell 5: position 256 outside"},
+		{1, 0, "cell 1: position 0 twice"},
+	} {
+		bad := append([]byte(nil), state...)
+		binary.LittleEndian.PutUint32(bad[8+12*tc.cell:], uint32(tc.pos))
+		err := ctx.SetSeqState(1, bad)
+		require.ErrorIs(t, err, llamacpp.ErrState)
+		assert.ErrorContains(t, err, tc.want)
+		empty()
+	}
+
 	require.NoError(t, ctx.SetSeqState(1, state))
 	p, err := ctx.SeqPosMax(1)
 	require.NoError(t, err)

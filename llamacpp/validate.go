@@ -1,9 +1,12 @@
 package llamacpp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
@@ -63,17 +66,28 @@ func validateModel(path string, p ModelParams, full bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLoad, err)
 	}
-	if err := checkGGUF(f, st, path); err != nil {
+	file, err := readHeader(f, st, path)
+	if err != nil {
 		return err
 	}
-	r, err := gguf.NewReader(f, st.Size())
-	if err != nil {
-		return &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
+	v := validator{f: file, ts: file.Tensors, size: st.Size()}
+	// llama.cpp opens the other files of a split model itself.
+	for _, split := range splitPaths(path, file) {
+		sf, err := readSplit(split)
+		if err != nil {
+			return err
+		}
+		if no, ok := sf.Lookup("split.no"); ok {
+			if _, ok := no.(uint16); !ok {
+				// gguf_get_val_u16 asserts the type.
+				return &invalidModel{split, fmt.Sprintf("split.no: is %s, want a u16", describe(no))}
+			}
+		}
+		v.ts = append(v.ts, sf.Tensors...)
 	}
-	v := validator{f: r.File}
 	v.tensors()
 	if full {
-		v.vocab(p.AllowUnknownPreTokenizer)
+		v.vocab(p.AllowUnknownPreTokenizer, !p.VocabOnly)
 		if !p.VocabOnly {
 			// llama.cpp reads no hyperparameters for a vocabulary.
 			v.hparams()
@@ -85,10 +99,67 @@ func validateModel(path string, p ModelParams, full bool) error {
 	return nil
 }
 
+// readHeader parses the header of the GGUF file f at path.
+func readHeader(f *os.File, st os.FileInfo, path string) (*gguf.File, error) {
+	if err := checkGGUF(f, st, path); err != nil {
+		return nil, err
+	}
+	r, err := gguf.NewReader(f, st.Size())
+	if err != nil {
+		return nil, &invalidModel{path, strings.ReplaceAll(err.Error(), "gguf: ", "")}
+	}
+	return r.File, nil
+}
+
+// readSplit parses the header of the split file at path; a missing file is
+// llama.cpp's clean error.
+func readSplit(path string) (*gguf.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return &gguf.File{}, nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
+	}
+	return readHeader(f, st, path)
+}
+
+// splitPaths returns the other files of a model that file's split.count
+// (a u16, as llama.cpp reads it) says is split, named as llama.cpp names
+// them from path ("x-00001-of-00003.gguf": "x-00002-of-00003.gguf", ...);
+// none where llama.cpp refuses the name.
+func splitPaths(path string, file *gguf.File) []string {
+	raw, _ := file.Lookup("split.count")
+	n, _ := raw.(uint16)
+	prefix, ok := strings.CutSuffix(path, fmt.Sprintf("-%05d-of-%05d.gguf", 1, n))
+	if n < 2 || !ok || prefix == "" {
+		return nil
+	}
+	var paths []string
+	for i := 2; i <= int(n); i++ {
+		paths = append(paths, fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, i, n))
+	}
+	return paths
+}
+
 // validator keeps the first problem found.
 type validator struct {
-	f   *gguf.File
-	err string
+	f    *gguf.File
+	ts   []gguf.TensorInfo // of every file of a split model
+	size int64             // of the file, in bytes
+	err  string
+}
+
+// tensor returns the first tensor named name.
+func (v *validator) tensor(name string) (gguf.TensorInfo, bool) {
+	for _, t := range v.ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return gguf.TensorInfo{}, false
 }
 
 func (v *validator) failf(format string, args ...any) {
@@ -102,7 +173,7 @@ func (v *validator) failf(format string, args ...any) {
 // matrix and element-wise kernels implement (integer types have no dot
 // product: the first decode calls a null function).
 func (v *validator) tensors() {
-	for _, t := range v.f.Tensors {
+	for _, t := range v.ts {
 		for i, d := range t.Shape {
 			if d == 0 {
 				v.failf("tensor %s: dimension %d is 0 (shape %v)", gguf.Quote(t.Name), i, t.Shape)
@@ -132,14 +203,40 @@ func weightType(t gguf.TensorType) bool {
 
 // vocab checks what llama_vocab::impl::load and the tokenizers assert or
 // index without bounds checks.
-func (v *validator) vocab(allowUnknownPre bool) {
+// withTensors is false for a vocabulary-only load, which reads no tensors.
+func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 	model, ok := v.f.Lookup("tokenizer.ggml.model")
 	if !ok {
 		return // llama.cpp reports the missing key itself
 	}
 	name, ok := model.(string)
-	if !ok || name == "no_vocab" || name == "none" {
-		return // a wrong type is a clean error in llama.cpp; no vocabulary needs no checks
+	if !ok {
+		return // a wrong type is a clean error in llama.cpp
+	}
+	if name == "no_vocab" || name == "none" {
+		// llama.cpp makes vocab_size empty tokens (some 40 bytes each)
+		// before it reads a tensor.
+		a, _ := v.f.Lookup("general.architecture")
+		arch, _ := a.(string)
+		if n, ok := v.uint(arch + ".vocab_size"); ok {
+			v.vocabSize(arch+".vocab_size", n, true)
+		}
+		return
+	}
+	// llama.cpp reads the merges and the normalization map before the
+	// tokens.
+	switch name {
+	case "gpt2":
+		if m, ok := v.f.Lookup("tokenizer.ggml.merges"); ok {
+			if _, ok := m.([]string); !ok {
+				v.failf("tokenizer.ggml.merges: is %s, want an array of strings", describe(m))
+				return
+			}
+		}
+	case "t5":
+		if v.charsmap(); v.err != "" {
+			return
+		}
 	}
 	raw, ok := v.f.Lookup("tokenizer.ggml.tokens")
 	if !ok {
@@ -158,6 +255,14 @@ func (v *validator) vocab(allowUnknownPre bool) {
 		v.failf("tokenizer.ggml.tokens: %d tokens do not fit token ids", len(tokens))
 		return
 	}
+	if withTensors {
+		if v.vocabSize("tokenizer.ggml.tokens", uint64(len(tokens)), false); v.err != "" {
+			return
+		}
+	}
+	if v.specialTokens(name, len(tokens)); v.err != "" {
+		return
+	}
 	// llama.cpp reads scores and types through raw pointers, n_tokens of
 	// them, whatever the arrays hold.
 	if s, ok := v.f.Lookup("tokenizer.ggml.scores"); ok {
@@ -174,12 +279,6 @@ func (v *validator) vocab(allowUnknownPre bool) {
 		}
 	}
 	if name == "gpt2" {
-		if m, ok := v.f.Lookup("tokenizer.ggml.merges"); ok {
-			if _, ok := m.([]string); !ok {
-				v.failf("tokenizer.ggml.merges: is %s, want an array of strings", describe(m))
-				return
-			}
-		}
 		v.preTokenizer(allowUnknownPre)
 		if v.err != "" {
 			return
@@ -230,6 +329,127 @@ func (v *validator) vocab(allowUnknownPre bool) {
 					v.failf("tokenizer.ggml.tokens: no byte token <0x%02X>, which the %q tokenizer needs", b, name)
 					return
 				}
+			}
+		}
+	}
+}
+
+// vocabSize compares the vocabulary size n, read from key, with the rows of
+// the token embedding, which llama.cpp requires to be equal, but only after
+// it has built the vocabulary. Without an embedding, bound refuses a size
+// beyond the file's bytes: a vocabulary of that many empty tokens is more
+// than any file justifies.
+func (v *validator) vocabSize(key string, n uint64, bound bool) {
+	if t, ok := v.tensor("token_embd.weight"); ok && len(t.Shape) > 1 {
+		if n != t.Shape[1] {
+			v.failf("%s: %d tokens, but tensor \"token_embd.weight\" embeds %d", key, n, t.Shape[1])
+		}
+		return
+	}
+	if bound && n > uint64(v.size) {
+		v.failf("%s: %d tokens in a file of %d bytes", key, n, v.size)
+	}
+}
+
+// specialTokens mirrors how llama_vocab::impl::load picks the special
+// tokens (a default per tokenizer, replaced by a key that names a token of
+// the vocabulary) and whether it adds BOS and EOS: the tokenizers assert
+// that a token they add exists. Only the UGM ("t5") tokenizer has a default
+// without a token (BOS); the others' defaults are ids, and rwkv adds none.
+func (v *validator) specialTokens(name string, n int) {
+	if name != "t5" {
+		return
+	}
+	addBOS := false
+	if b, ok := v.f.Lookup("tokenizer.ggml.add_bos_token"); ok {
+		addBOS, _ = b.(bool)
+	}
+	if id, ok := v.uint("tokenizer.ggml.bos_token_id"); addBOS && (!ok || id >= uint64(n)) {
+		v.failf("tokenizer.ggml.add_bos_token: true, but the %q vocabulary has no BOS token "+
+			"(tokenizer.ggml.bos_token_id missing or beyond its %d tokens)", name, n)
+	}
+}
+
+// charsmap checks the UGM tokenizer's precompiled normalization map, which
+// llama.cpp reads as raw bytes and walks at each Tokenize: a 4-byte size, a
+// XOR-compressed double array of 32-bit nodes, then NUL-terminated
+// replacements. An index past the array throws
+// from inside llama_tokenize, which ends the process, and a replacement
+// without its NUL is read past the map. The walk visits every state the
+// tokenizer can reach, with every byte.
+func (v *validator) charsmap() {
+	const key = "tokenizer.ggml.precompiled_charsmap"
+	raw, ok := v.f.Lookup(key)
+	if !ok {
+		return
+	}
+	// gguf.cpp asserts that it is an array, keeps the elements of one as
+	// bytes (none for strings), and llama.cpp takes those as the map.
+	if reflect.ValueOf(raw).Kind() != reflect.Slice {
+		v.failf("%s: is %s, want an array of bytes", key, describe(raw))
+		return
+	}
+	b, ok := raw.([]uint8)
+	if _, isStrings := raw.([]string); !ok && !isStrings {
+		var err error
+		if b, err = binary.Append(nil, binary.LittleEndian, raw); err != nil {
+			v.failf("%s: is %s, want an array of bytes", key, describe(raw))
+			return
+		}
+	}
+	if len(b) == 0 {
+		return
+	}
+	if len(b) < 4 {
+		v.failf("%s: %d bytes, want a 4-byte size first", key, len(b))
+		return
+	}
+	blob := uint64(binary.LittleEndian.Uint32(b))
+	if blob+4 >= uint64(len(b)) {
+		v.failf("%s: an array of %d bytes in a map of %d", key, blob, len(b))
+		return
+	}
+	nodes, repl := b[4:4+blob], b[4+blob:]
+	n := uint64(len(nodes) / 4)
+	if n == 0 {
+		return // llama.cpp then skips the map
+	}
+	node := func(i uint32) (uint32, bool) {
+		if uint64(i) >= n {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint32(nodes[4*i:]), true
+	}
+	base := func(p uint32) uint32 { return (p >> 10) << ((p & (1 << 9)) >> 6) }
+	root, _ := node(0)
+	start := base(root)
+	seen := map[uint32]bool{start: true}
+	for queue := []uint32{start}; len(queue) > 0; queue = queue[1:] {
+		for c := uint32(1); c < 256; c++ {
+			idx := queue[0] ^ c
+			p, ok := node(idx)
+			if !ok {
+				v.failf("%s: node %d is past the array's %d", key, idx, n)
+				return
+			}
+			if p&(1<<31|0xff) != c {
+				continue
+			}
+			next := idx ^ base(p)
+			if p>>8&1 != 0 { // a leaf: next holds the replacement's offset
+				q, ok := node(next)
+				if !ok {
+					v.failf("%s: node %d is past the array's %d", key, next, n)
+					return
+				}
+				if off := uint64(q & (1<<31 - 1)); off >= uint64(len(repl)) || bytes.IndexByte(repl[off:], 0) < 0 {
+					v.failf("%s: replacement at %d is not a NUL-terminated string of the map", key, off)
+					return
+				}
+			}
+			if !seen[next] {
+				seen[next] = true
+				queue = append(queue, next)
 			}
 		}
 	}
@@ -304,6 +524,11 @@ func (v *validator) hparams() {
 		}
 	}
 	v.experts(key)
+	if v.err != "" {
+		return
+	}
+	used, _ := v.uint(key("expert_used_count"))
+	v.tensorUses(used)
 	if v.err != "" || !hasLayers {
 		return
 	}
@@ -312,7 +537,10 @@ func (v *validator) hparams() {
 	heads := v.perLayer(key("attention.head_count"), int(layers))
 	headsKV := v.perLayer(key("attention.head_count_kv"), int(layers))
 	v.perLayer(key("feed_forward_length"), int(layers))
-	if v.err != "" || heads == nil {
+	if v.err != "" {
+		return
+	}
+	if v.archHparams(arch, key, heads, layers); v.err != "" || heads == nil {
 		return
 	}
 	if headsKV == nil {

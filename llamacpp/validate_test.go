@@ -233,8 +233,8 @@ func requireRefused(t *testing.T, path, want string) {
 	require.False(t, run.crashed, "the child crashed:\n%s", tail(run.output, 3000))
 	require.True(t, strings.HasPrefix(run.result, "error: "), "got %q, want a load error wrapping ErrLoad", run.result)
 	assert.Contains(t, run.result, want)
-	// A file of a few hundred KB justifies no allocation of gigabytes.
-	assert.Less(t, run.maxRSS, int64(1<<30), "peak RSS of the child")
+	// A file of a few MB justifies no allocation of gigabytes.
+	assert.Less(t, run.maxRSS, int64(512<<20), "peak RSS of the child")
 }
 
 func tail(s string, n int) string {

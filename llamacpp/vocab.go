@@ -2,12 +2,14 @@ package llamacpp
 
 import (
 	"fmt"
-	"github.com/llamaloop/llamaloop/backend"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/cgo"
+	"github.com/llamaloop/llamaloop/internal/spectok"
 )
 
 // Vocab is a model's vocabulary and tokenizer. It is safe for concurrent use,
@@ -22,6 +24,12 @@ type Vocab struct {
 	addBOS, addEOS     bool
 	noTokenizer        bool
 	eog                []int32
+	// specials are the special tokens, found in texts in Go rather than
+	// by llama.cpp, whose search is quadratic in their count (read at the
+	// first tokenization).
+	specials func() *spectok.Set
+	// ends are the tokens that addSpecial adds to no text (read once).
+	ends func() ([]int32, error)
 }
 
 // maxText bounds the bytes and tokens handed to llama.cpp, whose lengths are
@@ -36,7 +44,24 @@ func newVocab(m *Model, c cgo.Vocab) *Vocab {
 			v.eog = append(v.eog, t)
 		}
 	}
+	v.specials = sync.OnceValue(v.readSpecials)
+	v.ends = sync.OnceValues(func() ([]int32, error) { return v.tokenizeText("", true) })
 	return v
+}
+
+// readSpecials lists the tokens llama.cpp's tokenizer matches by their
+// text: control, user-defined and unknown ones. Its caller holds the model.
+func (v *Vocab) readSpecials() *spectok.Set {
+	var toks []spectok.Token
+	for t := range int32(v.n) {
+		a := TokenAttr(v.c.Attr(t))
+		if a&(AttrControl|AttrUserDefined|AttrUnknown) == 0 {
+			continue
+		}
+		toks = append(toks, spectok.Token{ID: t, Text: v.c.Text(t), Control: a&(AttrControl|AttrUnknown) != 0,
+			LStrip: a&AttrLStrip != 0, RStrip: a&AttrRStrip != 0})
+	}
+	return spectok.NewSet(toks)
 }
 
 // TokenAttr is the bit set of llama_token_attr.
@@ -169,28 +194,123 @@ func (v *Vocab) Score(t int32) (float32, error) {
 
 // Tokenize converts text into tokens. addSpecial adds BOS/EOS when the model
 // asks for them; parseSpecial turns special-token text (e.g. "<|im_end|>")
-// into control tokens instead of plain text.
+// into control tokens instead of plain text. It gives llama.cpp's tokens in
+// time linear in the text (see tokenizeSpans).
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	return v.tokenizeSpans([]spectok.Span{{Text: text, Special: parseSpecial}}, addSpecial)
+}
+
+// tokenizeSpans tokenizes the text of spans, joined, as Tokenize would with
+// parseSpecial inside the Special spans and without it elsewhere: the text
+// of a control token becomes that token only inside a Special span. The
+// special tokens are found in Go, in time linear in the text, and llama.cpp
+// tokenizes the texts between them one by one, which gives its own tokens
+// (it partitions a text at its special tokens and tokenizes each piece
+// alone too).
+func (v *Vocab) tokenizeSpans(spans []spectok.Span, addSpecial bool) ([]int32, error) {
 	if err := v.enterTokenizer(); err != nil {
 		return nil, err
 	}
 	defer v.leave()
-	if len(text) > maxText-2 {
-		return nil, invalid("text of %d bytes is too long to tokenize", len(text))
+	total := 0
+	for _, sp := range spans {
+		total += len(sp.Text)
 	}
+	if total > maxText-2 {
+		return nil, invalid("text of %d bytes is too long to tokenize", total)
+	}
+	var prefix, suffix []int32
+	if addSpecial {
+		ends, err := v.ends()
+		if err != nil {
+			return nil, err
+		}
+		// The tokens of no text are the BOS (WPM's CLS) that comes first
+		// and the EOS (SEP) that comes last.
+		n := 0
+		if len(ends) > 0 && (v.addBOS || v.c.Type() == vocabWPM) {
+			n = 1
+		}
+		prefix, suffix = ends[:n], ends[n:]
+	}
+	out := make([]int32, 0, total/3+len(prefix)+len(suffix)+2)
+	out = append(out, prefix...)
+	for _, p := range v.specials().Partition(spans) {
+		if p.Token >= 0 {
+			out = append(out, p.Token)
+			continue
+		}
+		toks, err := v.tokenizeText(p.Text, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, toks...)
+	}
+	return append(out, suffix...), nil
+}
+
+// vocabWPM is LLAMA_VOCAB_TYPE_WPM, whose special tokens llama.cpp adds
+// whatever add_bos says.
+const vocabWPM = 3
+
+// tokenizeText is llama_tokenize of text without special-token parsing;
+// its caller holds the model.
+func (v *Vocab) tokenizeText(text string, addSpecial bool) ([]int32, error) {
 	out := make([]int32, len(text)+2)
-	n := v.c.Tokenize(text, out, addSpecial, parseSpecial)
+	n := v.c.Tokenize(text, out, addSpecial, false)
 	if n < 0 {
 		if n == -1<<31 {
 			return nil, invalid("text too long to tokenize (%d bytes)", len(text))
 		}
 		out = make([]int32, -n)
-		n = v.c.Tokenize(text, out, addSpecial, parseSpecial)
+		n = v.c.Tokenize(text, out, addSpecial, false)
 		if n < 0 {
 			return nil, fmt.Errorf("llamacpp: tokenize failed (%d)", n)
 		}
 	}
 	return out[:n], nil
+}
+
+// TokenizeChat tokenizes the chat that render writes with contents (the
+// texts of its messages), with no special tokens added, so that only the
+// template's own markers become control tokens: the text of a control token
+// inside a content stays text, unless parseSpecial, as transformers'
+// split_special_tokens has it. render must write the same text around any
+// contents. A template that changes contents in a way the alignment of
+// spectok.Split does not follow is tokenized as a whole; a content holding
+// a control token's text that could not be placed so, or that render does
+// not write (a caller may pass texts it cannot mark, such as a tool's JSON,
+// to have them checked), is an error (*spectok.ContentError). It
+// implements backend.ChatTokenizer.
+func (v *Vocab) TokenizeChat(render func(contents []string) (string, error), contents []string, parseSpecial bool) ([]int32, error) {
+	if err := v.alive(); err != nil {
+		return nil, err
+	}
+	if parseSpecial {
+		text, err := render(contents)
+		if err != nil {
+			return nil, err
+		}
+		return v.tokenizeSpans([]spectok.Span{{Text: text, Special: true}}, false)
+	}
+	spans, placed, err := spectok.Split(render, contents)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.enterTokenizer(); err != nil {
+		return nil, err
+	}
+	set := v.specials()
+	v.leave()
+	for i, c := range contents {
+		if placed != nil && placed[i] {
+			continue
+		}
+		if t, ok := set.FindControl(c); ok {
+			return nil, &spectok.ContentError{Index: i, Token: t.Text}
+		}
+	}
+	return v.tokenizeSpans(spans, false)
 }
 
 // AppendPiece appends the bytes of token t to dst. A byte-fallback token is a

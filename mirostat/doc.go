@@ -52,9 +52,10 @@
 // # Cost
 //
 // A step reads the row twice: once for its maximum, once for the
-// normalizer (one table-driven exponential per token, within 1e-13 of
-// math.Exp, the sum in float64; the house's one exponential, in
-// internal/numeric), which in the same loop files every token
+// normalizer (numeric.Term per token, a polynomial within 1e-15 of
+// math.Exp, the sum in float64, in internal/numeric's vector loops). When a
+// step needs it (V1, and V2 when many tokens are near its threshold), a pass
+// of its own files every token, with the same terms,
 // in a histogram of probability mass by logit band, a list per band. When
 // the candidates are few (V1: k <= M; V2: up to n/32 + 256), the lists give
 // them; when they are many, the histogram leads to the band that holds the
@@ -62,7 +63,7 @@
 // quickselect) instead of ranking them, so a step costs O(n) however many
 // candidates it keeps, and draws exactly the token that ranking them would.
 // Nothing sorts the vocabulary, and a Sampler keeps its scratch buffers
-// (about 4 bytes per vocabulary entry, and the candidates), so steady-state
+// (about 12 bytes per vocabulary entry, and the candidates), so steady-state
 // steps do not allocate. Candidates, Preview, Observe and rows of Weights
 // rank the candidates, O(k log k). A PreparedRow caches the softmax and the
 // full ranking of a row that is drawn from many times.

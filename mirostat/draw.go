@@ -32,25 +32,31 @@ import (
 // bands is the number of logit bands of a histogram.
 const bands = 2048
 
-// bandShift sets the width of a band: 2^bandShift steps of numeric.ExpTerm's
-// reduction, 64·ln2/1024 ≈ 0.043, so that the bands span 88.7 below the
-// largest logit, more than ln n + 40 for any row (n < 2^31).
+// bandShift sets the width of a band: 2^bandShift steps of ln2/1024 (the
+// rounding of d·1024/ln2, d the logit less the largest), 64·ln2/1024 ≈ 0.043,
+// so that the bands span 88.7 below the largest logit, more than ln n + 40 for
+// any row (n < 2^31).
 const bandShift = 6
+
+// bandStep is 1024/ln2: d·bandStep + numeric.ExpShifter holds the step of d
+// in its low bits.
+const bandStep = numeric.ExpTableSize / math.Ln2
 
 // histogram holds the mass and count of a row's unmasked tokens by logit
 // band, and the tokens of each band as a list: band b holds the logits x
-// whose term exp(x - shift) numeric.ExpTerm reduces to k with -k >> bandShift
-// = b, the last band everything lower; masked tokens are in none. Past
+// whose step k (the rounding of (x - shift)·1024/ln2) has -k >> bandShift = b,
+// the last band everything lower; masked tokens are in none. Past
 // ln n + 40 below the largest logit, all tokens together weigh less than
 // e^-40 times the most probable one; on the rows of a language model, a band
 // holds at most a few hundred tokens where the mass is. logitTerms fills it
 // (fill) from the terms the normalizer adds, each within
-// 1e-13 of the probability of its token times exp(lnZ), well within the
+// 1e-15 of the probability of its token times exp(lnZ), well within the
 // 1e-12 that drawSlack allows.
 type histogram struct {
 	shift float64
 	stats []bandStats // by band
 	next  []int32     // by token: the previous token of its band, or -1
+	terms []float64   // by token: its term, scratch of fill
 }
 
 // bandStats is one band of a histogram, in one cache line with its
@@ -75,14 +81,14 @@ func (h *histogram) reset(n int, shift float64) {
 }
 
 // bandOf is the band of logit x under the largest logit m, non-increasing
-// in x, or bands for a masked token: -k >> bandShift for the k of x's term
-// in numeric.ExpTerm, clamped to the last band.
+// in x, or bands for a masked token: -k >> bandShift for x's step k, clamped
+// to the last band.
 func bandOf(x float32, m float64) uint64 {
 	d := float64(x) - m
 	if d < numeric.ExpFloor {
 		d = numeric.ExpFloor
 	}
-	_, k := numeric.ExpTerm(d)
+	k := math.Float64bits(float64(d*bandStep) + numeric.ExpShifter)
 	// A NaN lands in any band: its step fails.
 	b := min((math.Float64bits(numeric.ExpShifter)-k)>>bandShift, bands-1)
 	if math.Float32bits(x) == 0xff800000 { // -Inf
@@ -106,32 +112,28 @@ func (h *histogram) add(x float32, i int, e float64) {
 	s.count++
 }
 
-// fill enters every unmasked token of row in h. The tokens within 88.7 of
-// the largest logit, nearly all of them, go through a loop without calls
-// (bandOf and numeric.ExpTerm written out, so that the constants stay in
-// registers); add enters the others, whose bands bandOf clamps.
+// fill enters every unmasked token of row in h, with the normalizer's terms
+// (numeric.Terms, the vector loop). The tokens within 88.7 of the largest
+// logit, nearly all of them, go through a loop without calls (bandOf written
+// out); add enters the others, whose bands bandOf clamps.
 func (h *histogram) fill(row []float32) {
 	m, shifter := h.shift, math.Float64bits(numeric.ExpShifter)
-	v := &numeric.ExpTermVars
-	inv, sh, one, c1, c2, c3 := v[0], v[1], v[2], v[3], v[4], v[5]
+	h.terms = slices.Grow(h.terms[:0], len(row))[:len(row)]
+	terms := h.terms
+	numeric.Terms(terms, row, m)
 	stats, next := h.stats[:bands], h.next[:len(row)]
 	for i, x := range row {
-		u := float64((float64(x) - m) * inv)
-		kf := u + sh
-		k := math.Float64bits(kf)
-		f := u - (kf - sh)
-		scale := math.Float64frombits(numeric.ExpTermTable[k&(numeric.ExpTableSize-1)] + k<<42)
-		e := scale * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
+		k := math.Float64bits(float64((float64(x)-m)*bandStep) + numeric.ExpShifter)
 		b := (shifter - k) >> bandShift
 		if b >= bands {
 			if math.Float32bits(x) != 0xff800000 { // not masked: below the bands
-				h.add(x, i, numeric.Term(float64(x)-m))
+				h.add(x, i, terms[i])
 			}
 			continue
 		}
 		s := &stats[b]
 		next[i], s.head = s.head, int32(i)
-		s.mass += e
+		s.mass += terms[i]
 		s.count++
 	}
 }

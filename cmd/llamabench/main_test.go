@@ -729,13 +729,14 @@ func TestReplay(t *testing.T) {
 	for _, n := range names {
 		assert.Contains(t, res.Stdout, n)
 	}
-	assert.Regexp(t, `greedy / raw +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\.01\n`, res.Stdout)
+	assert.Regexp(t, `greedy / raw +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\.01\n`, res.Stdout)
 
 	var rep struct {
 		Models []struct {
-			Name   string
-			Speeds map[string]stat `json:"tokens_per_s"`
-			Ratios map[string]stat
+			Name     string
+			Speeds   map[string]stat `json:"tokens_per_s"`
+			Ratios   map[string]stat
+			Spinning map[string]stat `json:"spinning_ratios"`
 		}
 	}
 	data, err := os.ReadFile(out)
@@ -745,17 +746,20 @@ func TestReplay(t *testing.T) {
 	m := rep.Models[0]
 	assert.Equal(t, "m", m.Name)
 	for _, n := range names {
-		r, ok := m.Ratios[n]
-		require.True(t, ok, n)
-		assert.Len(t, r.Samples, 3, n)
-		assert.Greater(t, r.Median, 0.0, n)
+		for _, ratios := range []map[string]stat{m.Ratios, m.Spinning} {
+			r, ok := ratios[n]
+			require.True(t, ok, n)
+			assert.Len(t, r.Samples, 3, n)
+			assert.Greater(t, r.Median, 0.0, n)
+		}
 	}
 	// 2 ms a step: at most 500 tokens/s; 16 prompt tokens at 100000 t/s.
 	// The lower bound only catches a wait of the wrong unit: a loaded 2-core
 	// machine made the steps 10 ms long (96 tokens/s) once.
-	raw := m.Speeds["tg4 raw decode"]
-	assert.LessOrEqual(t, raw.Max, 500.0)
-	assert.Greater(t, raw.Median, 25.0)
+	for _, raw := range []stat{m.Speeds["tg4 raw decode"], m.Speeds["tg4 raw decode (spinning)"]} {
+		assert.LessOrEqual(t, raw.Max, 500.0)
+		assert.Greater(t, raw.Median, 25.0)
+	}
 	assert.LessOrEqual(t, m.Speeds["pp16 raw decode"].Max, 100000.0)
 
 	res = run(t, "--replay", filepath.Join(dir, "missing.json"))

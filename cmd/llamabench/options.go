@@ -126,9 +126,11 @@ and the table names the GPU that ran them; the bound then is not given.
 The table goes to stdout (to stderr with --json -), progress to stderr.
 
 With --replay profile.json no model is loaded: every Eval waits as long as the
-profiled device took (per step and row count, per prompt token) without using
-a core, and returns real-sized rows of a fixed random model, so that the Go
-side of the loop is measured beside that device on any machine. It reports,
+profiled device took (per step and row count, per prompt token) and returns
+real-sized rows of a fixed random model, so that the Go side of the loop is
+measured beside that device on any machine. Every measurement runs twice, the
+wait sleeping (no core used) and spinning (the thread running when the device
+finishes, as CUDA's default schedule has it), both in the table. It reports,
 interleaved over the repetitions, greedy, the sampling chain and Mirostat v2
 against the raw decode loop, beam search (decoded tokens/s) against batched
 greedy with as many rows, and the prompt through generation against the raw

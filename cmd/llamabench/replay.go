@@ -29,19 +29,25 @@ type replayReport struct {
 }
 
 // replayModel is one profiled model: the speeds measured on the replay
-// backend and the ratios of each repetition.
+// backends and the ratios of each repetition, with the replay's thread
+// sleeping and spinning while the device works (replay.Wait). The speeds of
+// the spinning backends are named with a " (spinning)" suffix.
 type replayModel struct {
 	Name      string             `json:"name"`
 	VocabSize int                `json:"vocab_size"`
 	StepMS    float64            `json:"step_ms"`
 	Speeds    map[string]stat    `json:"tokens_per_s"`
 	Ratios    map[string]stat    `json:"ratios"`
+	Spinning  map[string]stat    `json:"spinning_ratios"`
 	Device    map[string]float64 `json:"device_ratios,omitempty"`
 
 	order   []string             // ratio names in the order measured
 	samples map[string][]float64 // per measurement, per repetition
 	pairs   map[string][2]string // ratio name: numerator, denominator
 }
+
+// spinSuffix names the measurements on the spinning backends.
+const spinSuffix = " (spinning)"
 
 // runReplay measures every ratio of the loop against the raw decode loop on
 // replay backends of each model of the profile: the device waits as the
@@ -62,7 +68,7 @@ func (a *app) runReplay(ctx context.Context, o *options) error {
 	if o.jsonPath == "-" {
 		out = a.stderr
 	}
-	rep := &replayReport{Schema: "llamabench-replay/1", Time: time.Now().UTC().Truncate(time.Second), Profile: prof.Name,
+	rep := &replayReport{Schema: "llamabench-replay/2", Time: time.Now().UTC().Truncate(time.Second), Profile: prof.Name,
 		Machine: describeMachine(),
 		Settings: settings{Threads: o.threads, Repetitions: o.reps, PromptLengths: o.promptLengths,
 			PromptTokens: o.promptTokens, NewTokens: o.newTokens, BatchRows: []int{}, Beams: o.beams}}
@@ -95,82 +101,23 @@ type replayBench struct {
 	genN   *generation.Generator
 	rng    *rand.Rand
 	vocab  int
+	slots  int
+	wait   replay.Wait
 }
 
 func (r *replayBench) prompt(n int) []int32 { return randomTokens(r.rng, r.vocab, n) }
 
 func replayModelBench(ctx context.Context, o *options, mp replay.ModelProfile) (*replayModel, error) {
-	slots := max(1, slices.Max(append([]int{1}, o.beams...)))
-	single, err := replay.New(mp, 1)
-	if err != nil {
-		return nil, err
-	}
-	multi, err := replay.New(mp, slots)
-	if err != nil {
-		return nil, err
-	}
-	r := &replayBench{o: o, single: single, multi: multi, gen1: generation.NewGenerator(single, nil),
-		genN: generation.NewGenerator(multi, nil), rng: rand.New(rand.NewPCG(1, 2)), vocab: mp.VocabSize}
 	rm := &replayModel{Name: mp.Name, VocabSize: mp.VocabSize, StepMS: float64(mp.StepDuration(1)) / 1e6,
-		Speeds: map[string]stat{}, Ratios: map[string]stat{}, Device: mp.Ratios,
+		Speeds: map[string]stat{}, Ratios: map[string]stat{}, Spinning: map[string]stat{}, Device: mp.Ratios,
 		samples: map[string][]float64{}, pairs: map[string][2]string{}}
-
-	g := o.newTokens
-	type measurement struct {
-		name string
-		run  func() (float64, error)
-	}
-	raw := fmt.Sprintf("tg%d raw decode", g)
-	ms := []measurement{{raw, func() (float64, error) { return r.rawDecode(ctx) }}}
-	for _, m := range []struct {
-		name string
-		cfg  *genconfig.Config
-	}{{"greedy", genconfig.Default()}, {"sampling chain", chainConfig()}, {"Mirostat v2", genconfig.Default()}} {
-		name := fmt.Sprintf("tg%d %s", g, m.name)
-		cfg := lengthConfig(m.cfg, g+1)
-		miro := m.name == "Mirostat v2"
-		seed := uint64(0)
-		ms = append(ms, measurement{name, func() (float64, error) {
-			seed++
-			req := generation.Request{Prompt: r.prompt(o.promptTokens), Config: cfg, Seed: seed}
-			if miro {
-				req.Mirostat = mirostatConfig()
-			}
-			tps, _, err := timeStream(ctx, r.gen1, []generation.Request{req})
-			return tps, err
-		}})
-		rm.pairs[m.name+" / raw"] = [2]string{name, raw}
-		rm.order = append(rm.order, m.name+" / raw")
-	}
-	for _, k := range o.beams {
-		if k < 2 || k > slots {
-			continue
+	var ms []measurement
+	for _, w := range []replay.Wait{replay.Sleep, replay.Spin} {
+		r, err := newReplayBench(o, mp, w)
+		if err != nil {
+			return nil, err
 		}
-		batch := fmt.Sprintf("batch %d x tg%d", k, g)
-		bm := fmt.Sprintf("beam %d x tg%d decoded", k, g)
-		cfg := lengthConfig(genconfig.Default(), g+1)
-		bcfg := lengthConfig(genconfig.Default(), g+1)
-		bcfg.NumBeams = k
-		ms = append(ms, measurement{batch, func() (float64, error) {
-			reqs := make([]generation.Request, k)
-			for i := range reqs {
-				reqs[i] = generation.Request{Prompt: r.prompt(o.promptTokens), Config: cfg}
-			}
-			tps, _, err := timeStream(ctx, r.genN, reqs)
-			return tps, err
-		}}, measurement{bm, func() (float64, error) { return r.beamDecoded(ctx, bcfg) }})
-		name := fmt.Sprintf("beam %d decoded / batch %d greedy", k, k)
-		rm.pairs[name] = [2]string{bm, batch}
-		rm.order = append(rm.order, name)
-	}
-	for _, n := range o.promptLengths {
-		rawPP := fmt.Sprintf("pp%d raw decode", n)
-		genPP := fmt.Sprintf("pp%d generation", n)
-		ms = append(ms, measurement{rawPP, func() (float64, error) { return r.rawPrompt(ctx, n) }},
-			measurement{genPP, func() (float64, error) { return r.generationPrompt(ctx, n) }})
-		name := fmt.Sprintf("pp%d generation / raw decode", n)
-		rm.pairs[name] = [2]string{genPP, rawPP}
-		rm.order = append(rm.order, name)
+		ms = append(ms, r.measurements(ctx, rm)...)
 	}
 
 	// One warm-up round, then the repetitions, every measurement once in each.
@@ -192,14 +139,107 @@ func replayModelBench(ctx context.Context, o *options, mp replay.ModelProfile) (
 		rm.Speeds[name] = newStat(s)
 	}
 	for name, p := range rm.pairs {
-		num, den := rm.samples[p[0]], rm.samples[p[1]]
-		ratios := make([]float64, len(num))
-		for i := range num {
-			ratios[i] = num[i] / den[i]
+		for _, sfx := range []string{"", spinSuffix} {
+			num, den := rm.samples[p[0]+sfx], rm.samples[p[1]+sfx]
+			ratios := make([]float64, len(num))
+			for i := range num {
+				ratios[i] = num[i] / den[i]
+			}
+			if sfx == "" {
+				rm.Ratios[name] = newStat(ratios)
+			} else {
+				rm.Spinning[name] = newStat(ratios)
+			}
 		}
-		rm.Ratios[name] = newStat(ratios)
 	}
 	return rm, nil
+}
+
+// measurement is one speed of a repetition.
+type measurement struct {
+	name string
+	run  func() (float64, error)
+}
+
+// newReplayBench makes the backends and generators of one model, waiting as w.
+func newReplayBench(o *options, mp replay.ModelProfile, w replay.Wait) (*replayBench, error) {
+	slots := max(1, slices.Max(append([]int{1}, o.beams...)))
+	single, err := replay.New(mp, 1)
+	if err != nil {
+		return nil, err
+	}
+	multi, err := replay.New(mp, slots)
+	if err != nil {
+		return nil, err
+	}
+	single.Wait, multi.Wait = w, w
+	return &replayBench{o: o, single: single, multi: multi, gen1: generation.NewGenerator(single, nil),
+		genN: generation.NewGenerator(multi, nil), rng: rand.New(rand.NewPCG(1, 2)), vocab: mp.VocabSize,
+		slots: slots, wait: w}, nil
+}
+
+// measurements lists r's measurements, named with spinSuffix when r spins,
+// and enters the ratios between them in rm (once, by the sleeping bench).
+func (r *replayBench) measurements(ctx context.Context, rm *replayModel) []measurement {
+	o, sfx := r.o, ""
+	if r.wait == replay.Spin {
+		sfx = spinSuffix
+	}
+	ratio := func(name, num, den string) {
+		if sfx == "" {
+			rm.pairs[name] = [2]string{num, den}
+			rm.order = append(rm.order, name)
+		}
+	}
+	g := o.newTokens
+	raw := fmt.Sprintf("tg%d raw decode", g)
+	ms := []measurement{{raw + sfx, func() (float64, error) { return r.rawDecode(ctx) }}}
+	for _, m := range []struct {
+		name string
+		cfg  *genconfig.Config
+	}{{"greedy", genconfig.Default()}, {"sampling chain", chainConfig()}, {"Mirostat v2", genconfig.Default()}} {
+		name := fmt.Sprintf("tg%d %s", g, m.name)
+		cfg := lengthConfig(m.cfg, g+1)
+		miro := m.name == "Mirostat v2"
+		seed := uint64(0)
+		ms = append(ms, measurement{name + sfx, func() (float64, error) {
+			seed++
+			req := generation.Request{Prompt: r.prompt(o.promptTokens), Config: cfg, Seed: seed}
+			if miro {
+				req.Mirostat = mirostatConfig()
+			}
+			tps, _, err := timeStream(ctx, r.gen1, []generation.Request{req})
+			return tps, err
+		}})
+		ratio(m.name+" / raw", name, raw)
+	}
+	for _, k := range o.beams {
+		if k < 2 || k > r.slots {
+			continue
+		}
+		batch := fmt.Sprintf("batch %d x tg%d", k, g)
+		bm := fmt.Sprintf("beam %d x tg%d decoded", k, g)
+		cfg := lengthConfig(genconfig.Default(), g+1)
+		bcfg := lengthConfig(genconfig.Default(), g+1)
+		bcfg.NumBeams = k
+		ms = append(ms, measurement{batch + sfx, func() (float64, error) {
+			reqs := make([]generation.Request, k)
+			for i := range reqs {
+				reqs[i] = generation.Request{Prompt: r.prompt(o.promptTokens), Config: cfg}
+			}
+			tps, _, err := timeStream(ctx, r.genN, reqs)
+			return tps, err
+		}}, measurement{bm + sfx, func() (float64, error) { return r.beamDecoded(ctx, bcfg) }})
+		ratio(fmt.Sprintf("beam %d decoded / batch %d greedy", k, k), bm, batch)
+	}
+	for _, n := range o.promptLengths {
+		rawPP := fmt.Sprintf("pp%d raw decode", n)
+		genPP := fmt.Sprintf("pp%d generation", n)
+		ms = append(ms, measurement{rawPP + sfx, func() (float64, error) { return r.rawPrompt(ctx, n) }},
+			measurement{genPP + sfx, func() (float64, error) { return r.generationPrompt(ctx, n) }})
+		ratio(fmt.Sprintf("pp%d generation / raw decode", n), genPP, rawPP)
+	}
+	return ms
 }
 
 // rawDecode is the raw decode loop on the replay backend: the prompt, then
@@ -287,13 +327,13 @@ func writeReplayTable(w io.Writer, mp replay.ModelProfile, rm *replayModel) {
 	for _, n := range names {
 		fmt.Fprintf(w, "%-34s %12.1f %12.1f\n", n, rm.Speeds[n].Median, rm.Speeds[n].Min)
 	}
-	fmt.Fprintf(w, "\n%-34s %8s %8s %8s %10s\n", "ratio", "median", "min", "max", "on device")
+	fmt.Fprintf(w, "\n%-34s %8s %8s %8s %8s %10s\n", "ratio (median; min, max spinning)", "sleeping", "spinning", "min", "max", "on device")
 	for _, n := range rm.order {
-		s := rm.Ratios[n]
+		sl, sp := rm.Ratios[n], rm.Spinning[n]
 		dev := ""
 		if v, ok := rm.Device[n]; ok {
 			dev = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(w, "%-34s %8.3f %8.3f %8.3f %10s\n", n, s.Median, s.Min, s.Max, dev)
+		fmt.Fprintf(w, "%-34s %8.3f %8.3f %8.3f %8.3f %10s\n", n, sl.Median, sp.Median, sp.Min, sp.Max, dev)
 	}
 }

@@ -30,7 +30,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	var rows []*row
 	var toks [][]int32
 	for i, p := range prompts {
-		req := p.request(s.o.chat, s.o.system)
+		req := p.request(s.o.chat, s.o.system, s.o.parseSpecial)
 		t, err := s.tokenize(&req)
 		if err != nil {
 			return fmt.Errorf("prompt %q: %w", p.label(), err)

@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
@@ -94,6 +95,9 @@ func (s *session) chat() error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
+		if len(msgs)+2 > clicommon.MaxChatMessages {
+			return fmt.Errorf("the conversation holds %d messages: at most %d (start another)", len(msgs), clicommon.MaxChatMessages)
+		}
 		msgs = append(msgs, backend.Message{Role: "user", Content: line})
 		reply, seq, err := s.chatTurn(gen, pc, msgs, turn)
 		if err != nil {
@@ -113,7 +117,7 @@ func (s *session) chat() error {
 // text, without the stop string that ended it, and the tokens its backend
 // slot held at the end (the prompt and every reply token but the last).
 func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msgs []backend.Message, turn int) (string, []int32, error) {
-	req := generation.Request{Messages: msgs}
+	req := generation.Request{Messages: msgs, ParseSpecial: s.o.parseSpecial}
 	toks, err := s.tokenize(&req)
 	if err != nil {
 		return "", nil, err

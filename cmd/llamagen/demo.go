@@ -76,7 +76,7 @@ func (s *session) demo() error {
 	beams = s.beamConfig(beams)
 
 	p := prompt{Text: text}
-	req := p.request(false, "")
+	req := p.request(false, "", false)
 	toks, err := s.tokenize(&req)
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 	var rows []*row
 	var reqs []generation.Request
 	for pi, p := range prompts {
-		base := p.request(s.o.chat, s.o.system)
+		base := p.request(s.o.chat, s.o.system, s.o.parseSpecial)
 		toks, err := s.tokenize(&base)
 		if err != nil {
 			return nil, nil, fmt.Errorf("prompt %q: %w", p.label(), err)

@@ -134,6 +134,12 @@ func TestBadGenerationConfigFiles(t *testing.T) {
 		{`{"eos_token_id": "a"}`, `eos_token_id (="a") must be a token id or a list of token ids`},
 		{`[1]`, `want a JSON object, got a JSON array`},
 		{"{\n\"a\": nope}", `invalid JSON at line 2, column 7`},
+		// The command line's bounds hold for the file's fields (a config of
+		// 55 bytes ran llamagen out of memory at 3.6 GB).
+		{`{"do_sample": true, "num_return_sequences": 999999999}`, `num_return_sequences (=999999999) must be at most 65536 (set by --generation-config`},
+		{`{"num_beams": 257}`, `num_beams (=257) must be at most 256`},
+		{`{"min_new_tokens": 16777217}`, `min_new_tokens (=16777217) must be at most 16777216`},
+		{`{"no_repeat_ngram_size": 2000000000}`, `no_repeat_ngram_size (=2000000000) must be at most 16777216`},
 	} {
 		path := filepath.Join(dir, fmt.Sprintf("gc%d.json", i))
 		require.NoError(t, os.WriteFile(path, []byte(c.json), 0o644))
@@ -163,13 +169,13 @@ func TestKVCacheBoundedByMemory(t *testing.T) {
 		assert.Contains(t, res.Stderr, c.msg)
 		assert.Contains(t, res.Stderr, "of memory available now")
 	}
-	// A length from --generation-config is named as the file's field.
+	// A length from --generation-config is named as the file's field, and
+	// held to the command line's bound.
 	cfg := filepath.Join(t.TempDir(), "generation_config.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"max_new_tokens": 2000000000}`), 0o644))
 	res := run(t, "", "-m", demoModel, "-p", "x", "--generation-config", cfg)
 	assert.Equal(t, 2, res.Code, res.Stderr)
-	assert.Contains(t, res.Stderr, "max_new_tokens 2000000000 of --generation-config "+cfg+
-		" (the cache holds the prompt and the new tokens; --ctx sets its size): the KV cache would have 2000000256 cells; llama.cpp takes at most 16777216")
+	assert.Contains(t, res.Stderr, "max_new_tokens (=2000000000) must be at most 16777216 (set by --generation-config "+cfg+")")
 }
 
 // A model must be a regular file: a FIFO, a directory or a device is refused
@@ -371,4 +377,21 @@ func TestCtrlCKeepsBeamHypotheses(t *testing.T) {
 		assert.Greater(t, n, 0)
 		assert.Less(t, n, 1900)
 	}
+}
+
+// A bad option of 120 KB gets a message of a line: the value is quoted
+// cut to its start and its length.
+func TestLongBadOptionQuotedShort(t *testing.T) {
+	ids := strings.Repeat("99999,", 20_000) // an argument holds at most 128 KiB
+	bias := "[[[" + ids[:len(ids)-1] + "],-1.0]]"
+	res := run(t, "", "-m", demoModel, "-p", "x", "--sequence-bias", bias)
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--sequence-bias [[[99999,99999,")
+	assert.Contains(t, res.Stderr, fmt.Sprintf("(%d bytes)", len(bias)))
+	assert.Less(t, len(res.Stderr), 400, res.Stderr)
+	// A value the option cannot read at all: the flag package's quote is
+	// cut too.
+	res = run(t, "", "-m", demoModel, "-p", "x", "--bad-words-ids", strings.Repeat("x", 100_000))
+	assert.Equal(t, 2, res.Code)
+	assert.Equal(t, `llamagen: --bad-words-ids "`+strings.Repeat("x", 64)+`"... (100000 bytes): not valid JSON (see llamagen --help)`+"\n", res.Stderr)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
 
@@ -25,16 +26,17 @@ const defaultMaxNewTokens = 128
 
 // options is the parsed command line.
 type options struct {
-	model       string
-	prompt      string
-	promptFile  string
-	promptsFile string
-	chat        bool
-	system      string
-	session     string
-	template    string
-	demo        bool
-	echo        bool
+	model        string
+	prompt       string
+	promptFile   string
+	promptsFile  string
+	chat         bool
+	system       string
+	parseSpecial bool
+	session      string
+	template     string
+	demo         bool
+	echo         bool
 
 	assistantModel string // --assistant-model: speculative decoding's draft model
 
@@ -95,20 +97,25 @@ type configOption struct {
 	usage     string
 }
 
-// intRanges bound the integer options that size something (a cache, a
-// batch, a table of n-grams), so that a huge value is refused on the command
-// line, naming the option, before anything is allocated. Other integers
-// (token ids, top-k) are checked against the model by genconfig.Validate.
-var intRanges = map[string][2]int64{
-	"max-new-tokens":               {1, cli.MaxCells},
-	"max-length":                   {1, cli.MaxCells},
-	"min-new-tokens":               {0, cli.MaxCells},
-	"min-length":                   {0, cli.MaxCells},
-	"num-beams":                    {1, maxSequences},
-	"num-return-sequences":         {1, maxReturnSequences},
-	"top-k":                        {0, math.MaxInt32},
-	"no-repeat-ngram-size":         {0, cli.MaxCells},
-	"encoder-no-repeat-ngram-size": {0, cli.MaxCells},
+// intMins are the least values of the integer options that size something
+// (a cache, a batch, a table of n-grams); their largest are genconfig's
+// bounds (genconfig.Bound), which Validate applies to the same fields from
+// --generation-config. A value outside is refused on the command line,
+// naming the option, before anything is allocated. Other integers (token
+// ids) are checked against the model by genconfig.Validate.
+var intMins = map[string]int64{
+	"max-new-tokens":               1,
+	"max-length":                   1,
+	"min-new-tokens":               0,
+	"min-length":                   0,
+	"num-beams":                    1,
+	"num-return-sequences":         1,
+	"top-k":                        0,
+	"no-repeat-ngram-size":         0,
+	"encoder-no-repeat-ngram-size": 0,
+	"prompt-lookup":                0,
+	"max-matching-ngram-size":      0,
+	"num-assistant-tokens":         0,
 }
 
 const (
@@ -116,9 +123,6 @@ const (
 	// rows decoded together) a context holds; llamacpp.MaxSequences reports
 	// it at run time, and the commands check against that too.
 	maxSequences = 256
-	// maxReturnSequences bounds --num-return-sequences: every sequence is a
-	// request of its own (sampling) with its own output row.
-	maxReturnSequences = 1 << 16
 	// maxSeconds bounds --max-time: a time.Duration holds about 292 years
 	// (9.2e9 s), and a longer limit is no limit.
 	maxSeconds = float64(math.MaxInt64) / float64(time.Second)
@@ -201,14 +205,18 @@ func (c *configOption) toJSON(arg string, prev json.RawMessage) (json.RawMessage
 	switch c.kind {
 	case kindInt:
 		n, err := strconv.ParseInt(s, 10, 64)
-		r, bounded := intRanges[c.name]
+		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+		if m, ok := intMins[c.name]; ok {
+			lo = m
+		}
+		if m, ok := genconfig.Bound(c.key); ok {
+			hi = int64(m)
+		}
 		switch {
 		case err != nil && !errors.Is(err, strconv.ErrRange):
 			return nil, fmt.Errorf("not an integer")
-		case bounded && (err != nil || n < r[0] || n > r[1]):
-			return nil, fmt.Errorf("must be from %d to %d", r[0], r[1])
-		case err != nil || n < math.MinInt32 || n > math.MaxInt32:
-			return nil, fmt.Errorf("must be from %d to %d", math.MinInt32, math.MaxInt32)
+		case err != nil || n < lo || n > hi:
+			return nil, fmt.Errorf("must be from %d to %d", lo, hi)
 		}
 		return json.Marshal(n)
 	case kindFloat:
@@ -298,7 +306,7 @@ var usageGroups = func() []cli.Group {
 		gen = append(gen, c.name)
 	}
 	return []cli.Group{
-		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "demo", "echo"}},
+		{Title: "Input", Flags: []string{"m,model", "p,prompt", "f,file", "prompts", "chat", "system", "session", "chat-template", "parse-special", "demo", "echo"}},
 		{Title: "Decoding (the fields of transformers' GenerationConfig; command-line values override --generation-config)",
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
@@ -354,6 +362,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.promptsFile, "prompts", "", "generate for every prompt of `FILE` as one batch: one prompt per line, or JSON lines (a string, or {\"prompt\":\"...\"} or {\"messages\":[{\"role\":\"user\",\"content\":\"...\"}]})")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template; without a prompt, read user turns from stdin (interactively on a terminal)")
 	fs.StringVar(&o.system, "system", "", "system message `TEXT` for --chat")
+	fs.BoolVar(&o.parseSpecial, "parse-special", false, "read the text of control tokens (such as <|im_end|>) in the prompt and in chat messages as those tokens; by default it stays text, and only the chat template's own markers are control tokens, so that a message cannot open a turn of another role")
 	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
 	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
@@ -394,7 +403,7 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, cli.Usagef("unexpected argument %q (quote the prompt: -p \"...\")", fs.Arg(0))
+		return nil, cli.Usagef("unexpected argument %s (quote the prompt: -p \"...\")", quote.String(fs.Arg(0)))
 	}
 	return o, o.check()
 }
@@ -563,7 +572,7 @@ func (o *options) fieldMessage(fe *genconfig.FieldError) string {
 	what := strings.TrimPrefix(fe.Error(), "genconfig: ")
 	if raw, ok := o.overrides[fe.JSON]; ok {
 		if opt := configOptionFor(fe.JSON); opt != nil {
-			return fmt.Sprintf("--%s %s: %s", opt.name, optionArg(raw), what)
+			return fmt.Sprintf("--%s %s: %s", opt.name, quote.Value(optionArg(raw)), what)
 		}
 	}
 	if o.genConfig != "" {

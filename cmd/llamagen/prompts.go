@@ -10,6 +10,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 )
 
 // prompt is one prompt as the user gave it: text, or chat messages.
@@ -33,18 +34,19 @@ func (p prompt) label() string {
 
 // request turns the prompt into a generation request; chat wraps a text
 // prompt in a user message (after the system message, if any).
-func (p prompt) request(chat bool, system string) generation.Request {
+// parseSpecial reads control-token text in the prompt as those tokens.
+func (p prompt) request(chat bool, system string, parseSpecial bool) generation.Request {
 	switch {
 	case len(p.Messages) > 0:
-		return generation.Request{Messages: p.Messages}
+		return generation.Request{Messages: p.Messages, ParseSpecial: parseSpecial}
 	case chat:
 		var msgs []backend.Message
 		if system != "" {
 			msgs = append(msgs, backend.Message{Role: "system", Content: system})
 		}
-		return generation.Request{Messages: append(msgs, backend.Message{Role: "user", Content: p.Text})}
+		return generation.Request{Messages: append(msgs, backend.Message{Role: "user", Content: p.Text}), ParseSpecial: parseSpecial}
 	}
-	return generation.Request{Text: p.Text}
+	return generation.Request{Text: p.Text, ParseSpecial: parseSpecial}
 }
 
 // readPrompts reads a --prompts file: one prompt per non-empty line, each
@@ -98,6 +100,8 @@ func parsePromptLine(line string) (prompt, error) {
 			return prompt{}, errors.New(`give "prompt" or "messages", not both`)
 		case obj.Prompt != nil:
 			return prompt{Text: *obj.Prompt}, nil
+		case len(obj.Messages) > clicommon.MaxChatMessages:
+			return prompt{}, fmt.Errorf("%d messages: at most %d", len(obj.Messages), clicommon.MaxChatMessages)
 		case len(obj.Messages) > 0:
 			for i, m := range obj.Messages {
 				if m.Role == "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/refbackend"
 	ref64 "github.com/llamaloop/llamaloop/internal/reference"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
@@ -42,7 +43,12 @@ func TestServeEncoderDecoder(t *testing.T) {
 		}
 	}
 
-	s := startServer(t, "-m", path, "--parallel", "2")
+	// startServer's --batch-invariant needs a KV stream per sequence,
+	// which the t5 decoder does not have: refused, as a usage error.
+	refused := clitest.Run(t, bin, "", "-m", path, "--parallel", "2", "--batch-invariant")
+	assert.Equal(t, 2, refused.Code)
+	assert.Contains(t, refused.Stderr, "--batch-invariant does not combine with an encoder-decoder model of several sequences")
+	s := startServer(t, "-m", path, "--parallel", "2", "--batch-invariant=false")
 	assert.Contains(t, s.log(), "chat template: none (an encoder-decoder model")
 	client := s.client()
 	ctx := context.Background()

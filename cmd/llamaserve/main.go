@@ -244,6 +244,9 @@ func serveModel(o *options, stderr io.Writer) error {
 	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
+	if o.invariant && m.HasEncoder() && o.parallel+o.cacheSlots > 1 {
+		return cli.Usagef("--batch-invariant does not combine with an encoder-decoder model of several sequences: llama.cpp's t5 decoder has one KV stream for all of them")
+	}
 	p := contextParams(o, m, seqSize)
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {

@@ -9,10 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/llamaloop/llamaloop/internal/errtext"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 
@@ -49,7 +51,7 @@ func Usagef(format string, args ...any) error {
 func FlagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return Usagef("unknown option %s", dashes(name))
+		return Usagef("unknown option %s", quote.Value(dashes(name)))
 	}
 	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
 		// invalid value "abc" for flag -top-k: reason
@@ -61,6 +63,9 @@ func FlagError(fs *flag.FlagSet, err error) error {
 		for _, sep := range []string{" for flag -", " for -"} {
 			if i := strings.Index(rest, sep); i >= 0 {
 				val, tail := rest[:i], rest[i+len(sep):]
+				if u, err := strconv.Unquote(val); err == nil {
+					val = quote.String(u) // a value of megabytes is quoted short
+				}
 				name, reason, _ := strings.Cut(tail, ": ")
 				return Usagef("%s %s: %s", dashes(name), val, flagReason(fs.Lookup(name), reason))
 			}
@@ -128,8 +133,8 @@ func ExitCode(err error) int {
 }
 
 // Message turns an error into the single line a command prints after its
-// name (errtext.Line).
-func Message(err error) string { return errtext.Line(err) }
+// name (clicommon.Line).
+func Message(err error) string { return clicommon.Line(err) }
 
 // LoadModel loads a GGUF model, drawing a progress bar on progress when it
 // is not nil (the caller passes its stderr only when that is a terminal).

@@ -17,6 +17,13 @@ const (
 	SumBlock = 4096
 )
 
+// The normalizer's loops, narrowest first: every one adds the same bits.
+const (
+	levelGo = iota
+	levelAVX2
+	levelAVX512
+)
+
 // lanes holds the partial sums of one block.
 type lanes [SumLanes]float64
 
@@ -24,9 +31,6 @@ type lanes [SumLanes]float64
 func (l *lanes) sum() float64 {
 	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }
-
-// clampedTerm is Term's value below ExpFloor.
-var clampedTerm, _ = ExpTerm(ExpFloor)
 
 // blockSum returns the sum of Term(x_i - m) over one block of at most SumBlock entries, in
 // lanes: the vector loop takes the whole groups of SumLanes entries, addTail the rest.
@@ -45,28 +49,27 @@ func addTail(l *lanes, tail []float32, m float64) {
 }
 
 // addLanesGo adds Term(x_i - m) to lane i mod SumLanes for the whole groups of SumLanes entries
-// of block, and returns how many entries it took. Its body is ExpTerm written out, with Term's
-// clamp as a select, so that the constants stay in registers.
+// of block, and returns how many entries it took. Its body is expTerm written out, so that the
+// constants stay in registers, with Term's other cases in a call.
 func addLanesGo(l *lanes, block []float32, m float64) int {
-	inv, sh, one, c1, c2, c3 := ExpTermVars[0], ExpTermVars[1], ExpTermVars[2], ExpTermVars[3], ExpTermVars[4], ExpTermVars[5]
-	tab := &ExpTermTable
-	clamp := clampedTerm
+	v := &termVars
+	inv, sh, nhi, nlo, one := v[0], v[1], v[2], v[3], v[4]
+	c10, c9, c8, c7, c6, c5, c4, c3, c2, c1 := v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]
 	n := len(block) / SumLanes * SumLanes
 	for g := 0; g < n; g += SumLanes {
 		for j, x := range block[g : g+SumLanes : g+SumLanes] {
 			d := float64(x) - m
-			u := float64(d * inv)
-			kf := u + sh
-			k := math.Float64bits(kf)
-			f := u - (kf - sh)
-			e := math.Float64frombits(tab[k&(ExpTableSize-1)]+k<<42) * (one + float64(f*(c1+float64(f*(c2+float64(f*c3))))))
-			if d < ExpFloor {
-				e = clamp
-				if math.IsInf(d, -1) {
-					e = 0
-				}
+			if !(d >= ExpFloor) {
+				l[j] += Term(d)
+				continue
 			}
-			l[j] += e
+			z := math.FMA(d, inv, sh)
+			kf := z - sh
+			r := math.FMA(kf, nlo, math.FMA(kf, nhi, d))
+			r2 := float64(r * r)
+			even := math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(c10, r2, c8), r2, c6), r2, c4), r2, c2), r2, one)
+			p := math.FMA(math.FMA(math.FMA(math.FMA(math.FMA(c9, r2, c7), r2, c5), r2, c3), r2, c1), r, even)
+			l[j] += math.Float64frombits(math.Float64bits(p) + math.Float64bits(z)<<52)
 		}
 	}
 	return n
@@ -121,4 +124,14 @@ func LogSumExp(row []float32) float64 {
 		return m
 	}
 	return m + math.Log(ExpSumParallel(row, m))
+}
+
+// Terms stores Term(x_i - m) in dst[i] for every entry of row, the terms [ExpSum] adds, with the
+// normalizer's vector loops: for a pass that needs each term itself (mirostat's histogram). dst
+// must be at least as long as row.
+func Terms(dst []float64, row []float32, m float64) {
+	dst = dst[:len(row)]
+	for i := termsVec(dst, row, m); i < len(row); i++ {
+		dst[i] = Term(float64(row[i]) - m)
+	}
 }

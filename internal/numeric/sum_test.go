@@ -27,7 +27,9 @@ func randomRow(r *rand.Rand, n int, scale, offset, masked float64) []float32 {
 // 262144 entries: within 1e-12 relative. ExpSumAt over the unmasked entries gives the same bits,
 // and so does the
 // normalizer's order written plainly (laneOrderSum).
-func TestExpSumAccuracy(t *testing.T) {
+func TestExpSumAccuracy(t *testing.T) { forEachLevel(t, testExpSumAccuracy) }
+
+func testExpSumAccuracy(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for iter := range 60 {
 		n := []int{1, 2, 3, 17, 1000, 32000, 128256, 262144}[iter%8]
@@ -115,35 +117,42 @@ func specialRow(r *rand.Rand, n int, m float64) []float32 {
 	return row
 }
 
-// The vector loop adds the same terms as Term in the same lanes: every length up to 70 at every
-// offset into a larger row, rows of every case Term has, several starting lanes.
+// Every vector loop the machine has adds the same terms as Term in the same lanes: every length
+// up to 70 at every offset into a larger row, rows of every case Term has, several starting
+// lanes.
 func TestAddLanesEqualsTerms(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for iter := range 3000 {
-		m := []float64{0, 12.5, -3e3, 1e4}[iter%4]
-		n := iter % 71
-		off := r.IntN(9)
-		row := specialRow(r, n+off, m)[off:]
-		var start lanes
-		for j := range start {
-			start[j] = r.Float64()
-		}
-		want, got := start, start
-		for i := range n / SumLanes * SumLanes {
-			want[i%SumLanes] += Term(float64(row[i]) - m)
-		}
-		took := addLanes(&got, row, m)
-		require.Equal(t, n/SumLanes*SumLanes, took)
-		for j := range want {
-			if math.IsNaN(want[j]) {
-				require.True(t, math.IsNaN(got[j]), "iter %d lane %d", iter, j)
-				continue
+	forEachLevel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for iter := range 3000 {
+			m := []float64{0, 12.5, -3e3, 1e4}[iter%4]
+			n := iter % 71
+			off := r.IntN(9)
+			row := specialRow(r, n+off, m)[off:]
+			var start lanes
+			for j := range start {
+				start[j] = r.Float64()
 			}
-			require.Equal(t, math.Float64bits(want[j]), math.Float64bits(got[j]), "iter %d lane %d: %v", iter, j, row)
+			want, got := start, start
+			for i := range n / SumLanes * SumLanes {
+				want[i%SumLanes] += Term(float64(row[i]) - m)
+			}
+			took := addLanes(&got, row, m)
+			require.Equal(t, n/SumLanes*SumLanes, took)
+			require.Equal(t, fmtLanes(want), fmtLanes(got), "iter %d: %v", iter, row)
+			goLanes := start
+			addLanesGo(&goLanes, row, m)
+			require.Equal(t, fmtLanes(want), fmtLanes(goLanes), "iter %d", iter)
 		}
-		goLanes := start
-		addLanesGo(&goLanes, row, m)
-		require.Equal(t, fmtLanes(want), fmtLanes(goLanes), "iter %d", iter)
+	})
+}
+
+// forEachLevel runs f with each of the normalizer's loops this machine has forced: the Go loop,
+// AVX2 and AVX-512 (on amd64 without the purego tag).
+func forEachLevel(t *testing.T, f func(t *testing.T)) {
+	defer func(l int) { sumLevel = l }(sumLevel)
+	for l := levelGo; l <= machineLevel; l++ {
+		sumLevel = l
+		t.Run([]string{"go", "avx2", "avx512"}[l], f)
 	}
 }
 
@@ -160,17 +169,19 @@ func fmtLanes(l lanes) [SumLanes]uint64 {
 
 // ExpSum gives laneOrderSum's bits on rows of every case, of lengths across block boundaries.
 func TestExpSumSpecialRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for iter := range 200 {
-		n := []int{1, 7, 8, 9, 4095, 4096, 4097, 8200, 20000}[iter%9]
-		row := specialRow(r, n, 5)
-		want, got := laneOrderSum(row, 5), ExpSum(row, 5)
-		if math.IsNaN(want) {
-			require.True(t, math.IsNaN(got))
-			continue
+	forEachLevel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for iter := range 200 {
+			n := []int{1, 7, 8, 9, 4095, 4096, 4097, 8200, 20000}[iter%9]
+			row := specialRow(r, n, 5)
+			want, got := laneOrderSum(row, 5), ExpSum(row, 5)
+			if math.IsNaN(want) {
+				require.True(t, math.IsNaN(got))
+				continue
+			}
+			require.Equal(t, math.Float64bits(want), math.Float64bits(got), "iter %d n %d", iter, n)
 		}
-		require.Equal(t, math.Float64bits(want), math.Float64bits(got), "iter %d n %d", iter, n)
-	}
+	})
 }
 
 // neumaier adds x to the compensated sum (s, c): the sum is s + c.
@@ -192,11 +203,16 @@ func BenchmarkExpSum(b *testing.B) {
 	for _, x := range row {
 		m = max(m, float64(x))
 	}
-	b.Run("vector", func(b *testing.B) {
-		for b.Loop() {
-			ExpSum(row, m)
-		}
-	})
+	defer func(l int) { sumLevel = l }(sumLevel)
+	for l := levelAVX2; l <= machineLevel; l++ {
+		b.Run([]string{"go", "avx2", "avx512"}[l], func(b *testing.B) {
+			sumLevel = l
+			for b.Loop() {
+				ExpSum(row, m)
+			}
+		})
+	}
+	sumLevel = machineLevel
 	b.Run("portable", func(b *testing.B) {
 		for b.Loop() {
 			var l lanes
@@ -208,6 +224,30 @@ func BenchmarkExpSum(b *testing.B) {
 	b.Run("parallel", func(b *testing.B) {
 		for b.Loop() {
 			ExpSumParallel(row, m)
+		}
+	})
+}
+
+// Terms stores Term's bits, with every loop the machine has, at every length and offset.
+func TestTermsEqualsTerm(t *testing.T) {
+	forEachLevel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		for iter := range 2000 {
+			m := []float64{0, 12.5, -3e3, 1e4}[iter%4]
+			n, off := iter%75, r.IntN(9)
+			row := specialRow(r, n+off, m)[off:]
+			got := make([]float64, n+1)
+			got[n] = 42
+			Terms(got, row, m)
+			for i, x := range row {
+				want := Term(float64(x) - m)
+				if math.IsNaN(want) {
+					require.True(t, math.IsNaN(got[i]), "iter %d entry %d", iter, i)
+					continue
+				}
+				require.Equal(t, math.Float64bits(want), math.Float64bits(got[i]), "iter %d entry %d of %d: %v", iter, i, n, x)
+			}
+			require.Equal(t, 42.0, got[n], "past the row")
 		}
 	})
 }

@@ -21,16 +21,58 @@ const modelRows = 16
 // top-p and Mirostat keep as many tokens as they do on a real model.
 //
 // The wait runs from the start of Eval to a deadline: the copy of the rows
-// into the output buffers happens inside it, as a device's copy does. The
-// wait parks the thread in the kernel (see sleepUntil), so the machine's
-// cores stay free for the Go side, as they are while a GPU computes.
+// into the output buffers happens inside it, as a device's copy does. How
+// the thread waits is Wait: parked in the kernel, or running at the deadline
+// as CUDA's default schedule has it.
 type Backend struct {
+	// Wait is how Eval waits for the device: Sleep (the zero value) or Spin.
+	Wait Wait
+
 	prof  ModelProfile
 	lens  []int
 	rows  [modelRows][]float32
 	out   [][]float32
 	nOut  int
 	evals int
+}
+
+// Wait is how an Eval's thread waits for the profiled device.
+type Wait int
+
+const (
+	// Sleep parks the thread in the kernel (see sleepUntil), so the machine's
+	// cores stay free for the Go side, as they are while a GPU computes; the
+	// thread, and its cache, may then take a while to come back.
+	Sleep Wait = iota
+	// Spin keeps the thread running when the device finishes, as CUDA
+	// does while a kernel runs (its default schedule, cudaDeviceScheduleAuto,
+	// spins when the host has more cores than active contexts): the Go side
+	// resumes at once, on a warm core. It sleeps until spinLead before the
+	// deadline and polls the clock from there: a thread that spun through
+	// the whole wait would, on a machine whose cores other work shares, lose
+	// its core to that work as a CPU-bound thread, where a thread woken from
+	// sleep gets it back first.
+	Spin
+)
+
+// spinLead is how long before the deadline a spinning wait stops sleeping:
+// longer than a wake-up from sleep on a busy machine takes.
+const spinLead = 200 * time.Microsecond
+
+// String names the mode as llamabench's table does.
+func (w Wait) String() string {
+	if w == Spin {
+		return "spinning"
+	}
+	return "sleeping"
+}
+
+// spinUntil returns at deadline: it sleeps until spinLead before it, then
+// polls the clock.
+func spinUntil(deadline time.Time) {
+	sleepUntil(deadline.Add(-spinLead))
+	for time.Now().Before(deadline) {
+	}
 }
 
 // New returns a replay backend of slots slots over the model profile m.
@@ -131,7 +173,11 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 		r := (last*0x9e3779b97f4a7c15 + uint64(b.lens[f.Slot])) >> 32 % modelRows
 		copy(b.out[i], b.rows[r])
 	}
-	sleepUntil(deadline)
+	if b.Wait == Spin {
+		spinUntil(deadline)
+	} else {
+		sleepUntil(deadline)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -31,7 +32,9 @@ func chain() *genconfig.Config {
 
 // BenchmarkReplayedStep is one token of one row (b.N tokens in one
 // request) at the vocabularies of bench-small and bench-1b, by method;
-// beam-4 is one step of a 4-beam search.
+// beam-4 is one step of a 4-beam search. cpu-µs/op is the process's CPU
+// time a step (every core's; on Linux), which a busy machine inflates far
+// less than the wall time.
 func BenchmarkReplayedStep(b *testing.B) {
 	for _, vocab := range []int{32000, 128256} {
 		b.Run(fmt.Sprintf("vocab=%d", vocab), func(b *testing.B) { benchmarkReplayedStep(b, vocab) })
@@ -61,11 +64,13 @@ func benchmarkReplayedStep(b *testing.B, vocab int) {
 			g := generation.NewGenerator(rb, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
+			c := replay.CPUTime()
 			for _, err := range g.Stream(context.Background(), []generation.Request{{Prompt: prompt, Config: cfg, Seed: 1, Mirostat: m.miro}}) {
 				if err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, c)
 		})
 	}
 	b.Run("beam-4", func(b *testing.B) {
@@ -80,8 +85,17 @@ func benchmarkReplayedStep(b *testing.B, vocab int) {
 		cfg.NumBeams = 4
 		b.ReportAllocs()
 		b.ResetTimer()
+		c := replay.CPUTime()
 		if _, err := beam.Search(context.Background(), rb, [][]int32{prompt}, beam.Options{Config: cfg}); err != nil {
 			b.Fatal(err)
 		}
+		reportCPU(b, c)
 	})
+}
+
+// reportCPU reports the CPU time a step since c, where it is known.
+func reportCPU(b *testing.B, c time.Duration) {
+	if c >= 0 {
+		b.ReportMetric(float64(replay.CPUTime()-c)/1e3/float64(b.N), "cpu-µs/op")
+	}
 }

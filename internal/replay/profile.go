@@ -1,8 +1,9 @@
 // Package replay is a backend.Backend for benchmarks of the Go side of the
 // loop against a device that is not there: each Eval waits a fixed wall time
 // taken from a measured profile (per step and row count, and per prompt
-// token), without occupying a core, as the CPU waits while a GPU computes,
-// and returns real-sized logits rows of a fixed random model.
+// token), sleeping (without occupying a core) or spinning as CUDA's default
+// schedule does while a GPU computes (see Wait), and returns real-sized
+// logits rows of a fixed random model.
 //
 // A benchmark that runs the raw decode loop and the loop of package
 // generation (or beam search) on the same replay backend then measures what

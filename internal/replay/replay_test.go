@@ -87,3 +87,24 @@ func TestEvalDoesNotSpin(t *testing.T) {
 		assert.Less(t, c-before, wall/2)
 	}
 }
+
+func TestSpinningEvalSpinsAtTheEnd(t *testing.T) {
+	// A 20 ms spinning wait sleeps, then spins its last spinLead: its CPU
+	// time is far below the wall time, and at least part of spinLead (a
+	// busy machine may take some of the spin's core).
+	m := ModelProfile{Name: "m", VocabSize: 16, Steps: []StepTime{{1, 20}}, PromptTokensPerS: 1}
+	b, err := New(m, 1)
+	require.NoError(t, err)
+	b.Wait = Spin
+	before := cpuTime()
+	start := time.Now()
+	require.NoError(t, b.Eval(context.Background(), []backend.Feed{{Slot: 0, Tokens: []int32{3}}}))
+	wall := time.Since(start)
+	assert.GreaterOrEqual(t, wall, 20*time.Millisecond)
+	if c := cpuTime(); c >= 0 {
+		assert.Less(t, c-before, wall/2)
+		assert.Greater(t, c-before, spinLead/10)
+	}
+	assert.Equal(t, "spinning", Spin.String())
+	assert.Equal(t, "sleeping", Sleep.String())
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/llamaloop/llamaloop/embedding"
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // Embedder computes the pooled embeddings /v1/embeddings answers with;
@@ -82,7 +83,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
-		writeError(w, badRequest("encoding_format", "encoding_format %q (want float or base64)", cut(req.EncodingFormat)))
+		writeError(w, badRequest("encoding_format", "encoding_format %s (want float or base64)", quote.String(req.EncodingFormat)))
 		return
 	}
 	dims := emb.Dimensions()
@@ -209,12 +210,4 @@ func base64Floats(v []float32) string {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 	return base64.StdEncoding.EncodeToString(b)
-}
-
-// cut shortens quoted input for an error message.
-func cut(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "…"
-	}
-	return s
 }

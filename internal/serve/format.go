@@ -3,12 +3,11 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"sync"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -73,7 +72,7 @@ func (f *formats) processor(rf *responseFormat) (logits.Processor, error) {
 		}
 		schema = compact.Bytes()
 	default:
-		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
+		return nil, badRequest("response_format", "response_format type %s: want text, json_object or json_schema", quote.String(rf.Type))
 	}
 	if f.tok == nil {
 		return nil, badRequest("response_format", "response_format needs the model's tokenizer, which this server lacks")
@@ -148,15 +147,4 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 	m := grammar.NewMatcher(g, f.voc)
 	f.matchers[key] = m
 	return m, nil
-}
-
-// failureError is the response to a request whose generation failed with
-// err: 400 when its grammar needed more than the matcher's budget (the
-// request's response_format or tools are too ambiguous to follow), 500
-// otherwise.
-func failureError(err error) *requestError {
-	if errors.Is(err, grammar.ErrBudget) {
-		return &requestError{status: http.StatusBadRequest, code: "grammar_budget_exceeded", msg: err.Error()}
-	}
-	return &requestError{status: http.StatusInternalServerError, msg: err.Error()}
 }

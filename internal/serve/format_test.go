@@ -154,9 +154,10 @@ func TestBudgetErrorIsBadRequest(t *testing.T) {
 	v, err := grammar.NewVocabulary([][]byte{[]byte("a")}, nil)
 	require.NoError(t, err)
 	m := grammar.NewMatcher(g, v)
-	e := failureError(m.Err(-1))
+	s := &Server{}
+	e := s.choiceError("test", m.Err(-1))
 	assert.Equal(t, http.StatusBadRequest, e.status)
 	assert.Equal(t, "grammar_budget_exceeded", e.code)
 	assert.Contains(t, e.msg, "Options.StepWork")
-	assert.Equal(t, http.StatusInternalServerError, failureError(errors.New("x")).status)
+	assert.Equal(t, http.StatusInternalServerError, s.choiceError("test", errors.New("x")).status)
 }

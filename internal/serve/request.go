@@ -16,6 +16,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
@@ -61,6 +62,11 @@ type apiRequest struct {
 	Mirostat    *int     `json:"mirostat"`
 	MirostatTau *float64 `json:"mirostat_tau"`
 	MirostatEta *float64 `json:"mirostat_eta"`
+	// ParseSpecial (chat) reads the text of control tokens in the messages
+	// as those tokens, as tokenizing the rendered chat whole would; by
+	// default only the chat template's own markers are control tokens, so
+	// that a message cannot open a turn of another role.
+	ParseSpecial bool `json:"parse_special"`
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -95,7 +101,7 @@ var (
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -116,7 +122,7 @@ var checkedChatFields = map[string]func(raw json.RawMessage) string{
 		}
 		for _, x := range m {
 			if x != "text" {
-				return fmt.Sprintf("modalities %q: this server generates text only (modalities [\"text\"])", x)
+				return fmt.Sprintf("modalities %s: this server generates text only (modalities [\"text\"])", quote.String(x))
 			}
 		}
 		return ""
@@ -156,7 +162,7 @@ func refuseToolChoice(name string) func(json.RawMessage) string {
 		if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
 			return ""
 		}
-		return fmt.Sprintf("%s %s: %s", name, raw, errNoFunctions)
+		return fmt.Sprintf("%s %s: %s", name, quote.Value(raw), errNoFunctions)
 	}
 }
 
@@ -233,9 +239,9 @@ func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
 				return nil, badRequest(k, "%s", why)
 			}
 		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
-			return nil, badRequest(k, "field %q belongs to the other endpoint", k)
+			return nil, badRequest(quote.Value(k), "field %s belongs to the other endpoint", quote.String(k))
 		default:
-			return nil, badRequest(k, "unknown field %q", k)
+			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	if err := unmarshalFields(body, req); err != nil {
@@ -370,7 +376,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(msgs, out.tools); err != nil {
+		if prompt, out.template, err = p.chatPrompt(msgs, out.tools, req.ParseSpecial); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}
@@ -480,8 +486,8 @@ func (p *params) config(req *apiRequest, chat bool) (*genconfig.Config, error) {
 	}
 	switch {
 	case maxTokens != nil:
-		if *maxTokens < 1 {
-			return nil, badRequest("max_tokens", "max_tokens %d: must be at least 1", *maxTokens)
+		if *maxTokens < 1 || *maxTokens > genconfig.MaxTokens {
+			return nil, badRequest("max_tokens", "max_tokens %d: must be from 1 to %d", *maxTokens, genconfig.MaxTokens)
 		}
 		cfg.MaxNewTokens = maxTokens
 	case !chat && cfg.MaxNewTokens == nil:
@@ -583,7 +589,7 @@ func (p *params) logitBias(m map[string]float64) (logits.Processor, error) {
 	for _, k := range keys {
 		id, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || id < 0 || int(id) >= p.vocab {
-			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id in [0, %d)", k, p.vocab)
+			return nil, badRequest("logit_bias", "logit_bias: %s is not a token id in [0, %d)", quote.String(k), p.vocab)
 		}
 		b := m[k]
 		if !(b >= -100 && b <= 100) {
@@ -670,117 +676,4 @@ func parsePrompt(raw json.RawMessage) ([]generation.Request, error) {
 		return out, nil
 	}
 	return nil, badRequest("prompt", "prompt must be a string, an array of strings, an array of token ids or an array of such arrays")
-}
-
-// parseMessages reads the chat messages.
-func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
-	if len(msgs) == 0 {
-		return nil, badRequest("messages", "messages is required")
-	}
-	out := make([]chatMessage, len(msgs))
-	for i, m := range msgs {
-		role := m.Role
-		switch role {
-		case "system", "user", "assistant", "tool":
-		case "developer":
-			role = "system" // OpenAI's newer name for the system role
-		case "function":
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q: %s", i, m.Role, errNoFunctions)
-		default:
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
-		}
-		if raw := string(bytes.TrimSpace(m.FunctionCall)); raw != "" && raw != "null" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].function_call", i), "messages[%d]: function_call: %s", i, errNoFunctions)
-		}
-		var calls []apiToolCall
-		if raw := bytes.TrimSpace(m.ToolCalls); len(raw) > 0 && string(raw) != "null" {
-			param := fmt.Sprintf("messages[%d].tool_calls", i)
-			if role != "assistant" {
-				return nil, badRequest(param, "messages[%d]: tool_calls belong to assistant messages", i)
-			}
-			if err := json.Unmarshal(raw, &calls); err != nil {
-				return nil, badRequest(param, "messages[%d]: tool_calls must be an array of calls: %v", i, err)
-			}
-			for j, c := range calls {
-				if c.Type != "" && c.Type != "function" {
-					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %q: only function calls", i, j, c.Type)
-				}
-				if c.Function.Name == "" {
-					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: function.name is required", i, j)
-				}
-			}
-		}
-		if role == "tool" && m.ToolCallID == "" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d]: a tool message needs tool_call_id", i)
-		}
-		text, err := messageText(m.Content)
-		if err != nil {
-			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
-		}
-		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCalls: calls, ToolCallID: m.ToolCallID}
-	}
-	return out, nil
-}
-
-// chatPrompt makes the prompt of a chat: the model's Jinja template,
-// given the tools, or, for a model without one or when it fails, llama.cpp's
-// built-in template (with the tools described in the system message); it
-// names the template that ran.
-func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan) (generation.Request, string, error) {
-	if p.chat != nil && p.tok != nil {
-		var tools []byte
-		if tp != nil && p.chat.takesTools {
-			tools = tp.toolsJSON()
-		}
-		shown := msgs
-		if !p.chat.takesTools || !p.chat.takesCalls {
-			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
-		}
-		text, err := p.chat.render(templateMessages(shown), tools, true)
-		if err == nil {
-			toks, err := p.tok.Tokenize(text, false, true)
-			if err != nil {
-				return generation.Request{}, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
-			}
-			if tp != nil {
-				tp.family = p.chat.family
-			}
-			return generation.Request{Prompt: toks}, "jinja", nil
-		}
-		if p.logf != nil {
-			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
-		}
-	}
-	if tp != nil {
-		tp.family = familyJSON
-	}
-	return generation.Request{Messages: builtinMessages(msgs, tp)}, "builtin", nil
-}
-
-// messageText reads a message's content: a string, or an array of parts of
-// type "text" whose texts are joined.
-func messageText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of text parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // responsesRequest is the body of /v1/responses, OpenAI's Responses API
@@ -39,6 +41,9 @@ type responsesRequest struct {
 	Mirostat    *int     `json:"mirostat"`
 	MirostatTau *float64 `json:"mirostat_tau"`
 	MirostatEta *float64 `json:"mirostat_eta"`
+	// ParseSpecial reads control-token text in the input as those tokens
+	// (see apiRequest.ParseSpecial).
+	ParseSpecial bool `json:"parse_special"`
 
 	config map[string]json.RawMessage // the GenerationConfig fields
 }
@@ -47,7 +52,7 @@ type responsesRequest struct {
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
 		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
@@ -140,7 +145,7 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, error) {
 				return nil, badRequest(k, "%s", why)
 			}
 		default:
-			return nil, badRequest(k, "unknown field %q", k)
+			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	if err := unmarshalFields(body, req); err != nil {
@@ -181,7 +186,7 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, config: req.config,
 	}
 	if m := req.MaxOutputTokens; m != nil && *m < 1 {
 		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)
@@ -253,16 +258,16 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 			}
 			continue
 		case "custom_tool_call", "custom_tool_call_output":
-			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: only function tools are supported", i, it.Type)
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %s: only function tools are supported", i, quote.String(it.Type))
 		case "item_reference":
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item reference: this server stores no items; send the item itself", i)
 		default:
-			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %q: this server reads message items only", i, it.Type)
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %s: this server reads message items only", i, quote.String(it.Type))
 		}
 		switch it.Role {
 		case "user", "system", "developer", "assistant":
 		default:
-			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %q is not user, system, developer or assistant", i, it.Role)
+			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %s is not user, system, developer or assistant", i, quote.String(it.Role))
 		}
 		text, err := inputText(it.Content)
 		if err != nil {
@@ -300,7 +305,7 @@ func inputText(raw json.RawMessage) (string, error) {
 		case "refusal":
 			b.WriteString(p.Refusal)
 		default:
-			return "", fmt.Errorf("content part of type %q: only text is supported", p.Type)
+			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
 		}
 	}
 	return b.String(), nil
@@ -491,8 +496,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *respon
 		}
 		return
 	case c.err != nil:
-		s.logf("%s: %v", r.URL.Path, c.err)
-		writeError(w, failureError(c.err))
+		writeError(w, s.choiceError(r.URL.Path, c.err))
 		return
 	}
 	release()
@@ -594,9 +598,12 @@ func (s *Server) streamResponse(ctx, client context.Context, cancel context.Canc
 			send("error", map[string]any{"code": errShuttingDown.code, "message": errShuttingDown.msg, "param": nil})
 		}
 	case c.err != nil:
-		s.logf("stream: %v", c.err)
+		re := s.choiceError("stream", c.err)
 		obj.Status = "failed"
-		obj.Error = &responseError{Code: "server_error", Message: c.err.Error()}
+		obj.Error = &responseError{Code: "server_error", Message: quote.Message(re.msg)}
+		if re.status < 500 {
+			obj.Error.Code = "invalid_prompt"
+		}
 		obj.Output = st.output
 		send("response.failed", map[string]any{"response": snapshot()})
 	default:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // Tool calls on the Responses API: its function tools, tool_choice and
@@ -49,7 +51,7 @@ func (req *responsesRequest) chatTools(out *apiRequest) error {
 		}
 		for i, t := range tools {
 			if t.Type != "function" {
-				return badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: type %q: only function tools are supported (no tool runs on this server)", i, t.Type)
+				return badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: type %s: only function tools are supported (no tool runs on this server)", i, quote.String(t.Type))
 			}
 			fn, err := json.Marshal(apiFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict})
 			if err != nil {

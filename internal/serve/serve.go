@@ -55,7 +55,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"mime"
@@ -70,7 +69,10 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/errtext"
+	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
+	"github.com/llamaloop/llamaloop/internal/quote"
+	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
@@ -279,7 +281,7 @@ type apiError struct {
 
 func writeError(w http.ResponseWriter, e *requestError) {
 	var body apiError
-	body.Error.Message = e.msg
+	body.Error.Message = quote.Message(e.msg)
 	switch {
 	case e.status >= 500:
 		body.Error.Type = "server_error"
@@ -343,7 +345,7 @@ func checkContentType(h string) *requestError {
 	mt, params, err := mime.ParseMediaType(h)
 	if err != nil {
 		return &requestError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-			msg: fmt.Sprintf("Content-Type %q cannot be read: %v; send application/json", h, err)}
+			msg: fmt.Sprintf("Content-Type %s cannot be read: %v; send application/json", quote.String(h), err)}
 	}
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		msg := fmt.Sprintf("Content-Type %s: the body must be JSON, sent as application/json", mt)
@@ -387,7 +389,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := r.PathValue("id"); id != s.cfg.ModelID {
 		writeError(w, &requestError{status: http.StatusNotFound, param: "model", code: "model_not_found",
-			msg: fmt.Sprintf("the model %q does not exist; this server has %q", id, s.cfg.ModelID)})
+			msg: fmt.Sprintf("the model %s does not exist; this server has %q", quote.String(id), s.cfg.ModelID)})
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())
@@ -408,22 +410,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) { s.gen
 
 // generate serves both generation endpoints.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	if !allow(w, r, http.MethodPost) {
+	body := s.readBody(w, r)
+	if body == nil {
 		return
-	}
-	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
-		writeError(w, e)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, &requestError{status: http.StatusRequestEntityTooLarge,
-				msg: fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)})
-			return
-		}
-		return // the client went away
 	}
 	req, err := decodeRequest(body, chat)
 	if err == nil {
@@ -517,8 +506,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 			return
 		}
 		if c.err != nil {
-			s.logf("%s: %v", r.URL.Path, c.err)
-			writeError(w, failureError(c.err))
+			writeError(w, s.choiceError(r.URL.Path, c.err))
 			return
 		}
 	}
@@ -532,9 +520,26 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p 
 	s.writeReply(w, append(data, '\n'))
 }
 
+// choiceError maps the error that ended a choice to its response: a
+// grammar past its budget (grammar.ErrBudget) and scores that leave no
+// token to choose (suppress_tokens of every token, a grammar whose tokens
+// bad_words_ids bans) are the request's doing, 400; anything else is the
+// server's, 500, and logged with where.
+func (s *Server) choiceError(where string, err error) *requestError {
+	if errors.Is(err, grammar.ErrBudget) {
+		return &requestError{status: http.StatusBadRequest, code: "grammar_budget_exceeded", msg: err.Error()}
+	}
+	if errors.Is(err, logits.ErrNoChoice) {
+		return badRequest("", "the request leaves no token to choose: its logit_bias, response_format, tool_choice or generation fields (suppress_tokens, bad_words_ids, ...) give every token a score of -inf (%s)",
+			strings.TrimPrefix(err.Error(), "logits: "))
+	}
+	s.logf("%s: %v", where, err)
+	return &requestError{status: http.StatusInternalServerError, msg: err.Error()}
+}
+
 // submitError maps an error of Engine.Submit to its response.
 func (s *Server) submitError(err error, chat bool) *requestError {
-	msg := errtext.Line(err)
+	msg := clicommon.Line(err)
 	param := "prompt"
 	if chat {
 		param = "messages"
@@ -627,9 +632,12 @@ func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, 
 				}
 			})
 			if c.err != nil && ctx.Err() == nil {
-				s.logf("stream: %v", c.err)
+				re := s.choiceError("stream", c.err)
 				var e apiError
-				e.Error.Message, e.Error.Type = c.err.Error(), "server_error"
+				e.Error.Message, e.Error.Type = quote.Message(re.msg), "server_error"
+				if re.status < 500 {
+					e.Error.Type = "invalid_request_error"
+				}
 				send(e)
 			}
 		}()

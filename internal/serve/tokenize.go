@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // readBody reads a POST request's JSON body, answering the request itself
@@ -27,8 +29,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		if errors.As(err, &tooBig) {
 			writeError(w, &requestError{status: http.StatusRequestEntityTooLarge,
 				msg: fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)})
+			return nil
 		}
-		return nil // or the client went away
+		// A malformed body (a bad chunk length, a body cut short): the
+		// answer is an error, which a client that went away never reads.
+		writeError(w, badRequest("", "the body cannot be read: %v", err))
+		return nil
 	}
 	return body
 }
@@ -45,7 +51,7 @@ func decodeStrict(body []byte, known []string, v any) *requestError {
 	}
 	for _, k := range keys {
 		if !slices.Contains(known, k) {
-			return badRequest(k, "unknown field %q", k)
+			return badRequest(quote.Value(k), "unknown field %s", quote.String(k))
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -154,7 +160,7 @@ func (s *Server) tokens(content json.RawMessage, addSpecial, parseSpecial bool) 
 		}
 		var id int32
 		if json.Unmarshal(p, &id) != nil {
-			return nil, badRequest("content", "content[%d]: %s is neither a string nor a token id", i, p)
+			return nil, badRequest("content", "content[%d]: %s is neither a string nor a token id", i, quote.Value(p))
 		}
 		if id < 0 || int(id) >= s.cfg.Engine.VocabSize() {
 			return nil, badRequest("content", "content[%d]: %d is not a token id in [0, %d)", i, id, s.cfg.Engine.VocabSize())

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // apiTool is one of a request's tools: OpenAI has functions only.
@@ -96,13 +97,13 @@ func parseTools(req *apiRequest) (*toolPlan, error) {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d]: %v", i, err)
 		}
 		if t.Type != "function" {
-			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: type %q: only function tools are supported", i, t.Type)
+			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: type %s: only function tools are supported", i, quote.String(t.Type))
 		}
 		if t.Function == nil {
 			return nil, badRequest(fmt.Sprintf("tools[%d].function", i), "tools[%d]: function is required", i)
 		}
 		if !functionName.MatchString(t.Function.Name) {
-			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function name %q: must be 1 to 64 of a-z, A-Z, 0-9, _ and -", i, t.Function.Name)
+			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function name %s: must be 1 to 64 of a-z, A-Z, 0-9, _ and -", i, quote.String(t.Function.Name))
 		}
 		for _, o := range tp.tools {
 			if o.Function.Name == t.Function.Name {
@@ -128,7 +129,7 @@ func parseTools(req *apiRequest) (*toolPlan, error) {
 			case "none", "auto", "required":
 				tp.mode = s
 			default:
-				return nil, badRequest("tool_choice", "tool_choice %q: want none, auto, required or a function", s)
+				return nil, badRequest("tool_choice", "tool_choice %s: want none, auto, required or a function", quote.String(s))
 			}
 		} else {
 			var named struct {
@@ -141,7 +142,7 @@ func parseTools(req *apiRequest) (*toolPlan, error) {
 				return nil, badRequest("tool_choice", `tool_choice must be none, auto, required or {"type":"function","function":{"name":...}}`)
 			}
 			if tp.tool(named.Function.Name) == nil {
-				return nil, badRequest("tool_choice", "tool_choice names function %q, which is not among the tools", named.Function.Name)
+				return nil, badRequest("tool_choice", "tool_choice names function %s, which is not among the tools", quote.String(named.Function.Name))
 			}
 			tp.mode, tp.name = "function", named.Function.Name
 		}

@@ -22,7 +22,7 @@ func BenchmarkBatchInvariant(b *testing.B) {
 	for i := range prompt {
 		prompt[i] = int32(100 + 37*i%1000)
 	}
-	for _, rows := range []int{1, 4, 8} {
+	for _, rows := range []int{1, 2, 4, 8} {
 		for _, inv := range []bool{false, true} {
 			b.Run(fmt.Sprintf("rows=%d/invariant=%v", rows, inv), func(b *testing.B) {
 				ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: rows * 512, Sequences: rows,

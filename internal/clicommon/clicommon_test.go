@@ -1,4 +1,4 @@
-package errtext
+package clicommon
 
 import (
 	"errors"

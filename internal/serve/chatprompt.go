@@ -1,0 +1,232 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
+	"github.com/llamaloop/llamaloop/internal/quote"
+	"github.com/llamaloop/llamaloop/internal/spectok"
+)
+
+// The chat messages of a request, and the prompt they render to: the
+// template's own markers as control tokens, the messages' contents as text.
+
+// parseMessages reads the chat messages.
+func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
+	if len(msgs) == 0 {
+		return nil, badRequest("messages", "messages is required")
+	}
+	if len(msgs) > clicommon.MaxChatMessages {
+		return nil, badRequest("messages", "%d messages: at most %d", len(msgs), clicommon.MaxChatMessages)
+	}
+	out := make([]chatMessage, len(msgs))
+	for i, m := range msgs {
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant", "tool":
+		case "developer":
+			role = "system" // OpenAI's newer name for the system role
+		case "function":
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s: %s", i, quote.String(m.Role), errNoFunctions)
+		default:
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role %s is not system, developer, user, assistant or tool", i, quote.String(m.Role))
+		}
+		if raw := string(bytes.TrimSpace(m.FunctionCall)); raw != "" && raw != "null" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].function_call", i), "messages[%d]: function_call: %s", i, errNoFunctions)
+		}
+		var calls []apiToolCall
+		if raw := bytes.TrimSpace(m.ToolCalls); len(raw) > 0 && string(raw) != "null" {
+			param := fmt.Sprintf("messages[%d].tool_calls", i)
+			if role != "assistant" {
+				return nil, badRequest(param, "messages[%d]: tool_calls belong to assistant messages", i)
+			}
+			if err := json.Unmarshal(raw, &calls); err != nil {
+				return nil, badRequest(param, "messages[%d]: tool_calls must be an array of calls: %v", i, err)
+			}
+			for j, c := range calls {
+				if c.Type != "" && c.Type != "function" {
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: type %s: only function calls", i, j, quote.String(c.Type))
+				}
+				if c.Function.Name == "" {
+					return nil, badRequest(param, "messages[%d]: tool_calls[%d]: function.name is required", i, j)
+				}
+			}
+		}
+		if role == "tool" && m.ToolCallID == "" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d]: a tool message needs tool_call_id", i)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
+		}
+		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCalls: calls, ToolCallID: m.ToolCallID}
+	}
+	return out, nil
+}
+
+// chatPrompt makes the prompt of a chat: the model's Jinja template,
+// given the tools, or, for a model without one or when it fails, llama.cpp's
+// built-in template (with the tools described in the system message); it
+// names the template that ran. Only the template's markers become control
+// tokens, unless parseSpecial: the texts of the messages stay text.
+func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
+	if p.chat != nil && p.tok != nil {
+		var tools []byte
+		if tp != nil && p.chat.takesTools {
+			tools = tp.toolsJSON()
+		}
+		shown := msgs
+		if !p.chat.takesTools || !p.chat.takesCalls {
+			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
+		}
+		toks, err := p.renderChat(shown, tools, parseSpecial)
+		if err == nil {
+			if tp != nil {
+				tp.family = p.chat.family
+			}
+			return generation.Request{Prompt: toks}, "jinja", nil
+		}
+		var re *requestError
+		if errors.As(err, &re) {
+			return generation.Request{}, "", err
+		}
+		if p.logf != nil {
+			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
+		}
+	}
+	if tp != nil {
+		tp.family = familyJSON
+	}
+	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", nil
+}
+
+// renderChat renders msgs with the Jinja template and tokenizes them; an
+// error of the template is returned as it is, one of tokenization as a
+// *requestError.
+func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
+	render, contents, fields := p.chatTexts(msgs, tools)
+	ct, ok := p.tok.(backend.ChatTokenizer)
+	if !ok {
+		text, err := render(contents)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := p.tok.Tokenize(text, false, true)
+		if err != nil {
+			return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+		}
+		return toks, nil
+	}
+	rendered := false
+	toks, err := ct.TokenizeChat(func(cs []string) (string, error) {
+		text, err := render(cs)
+		rendered = rendered || err == nil
+		return text, err
+	}, contents, parseSpecial)
+	if err != nil && rendered {
+		var ce *spectok.ContentError
+		if errors.As(err, &ce) {
+			field := strings.SplitN(fields[ce.Index], ".", 2)[0]
+			field = strings.SplitN(field, "[", 2)[0]
+			return nil, badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
+				fields[ce.Index], ce.Token)
+		}
+		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+	}
+	return toks, err
+}
+
+// chatTexts lists every text of the client in msgs and tools, as contents
+// of backend.ChatTokenizer.TokenizeChat, with the request field of each, and
+// the render that writes the chat with others in their place: the
+// messages' texts, names and function names, which render marks, and the
+// call ids, arguments and tools, which it cannot mark (the ids pair calls
+// with results, the arguments are parsed) and are only checked for
+// markers.
+func (p *params) chatTexts(msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+	add := func(field, text string) {
+		contents, fields = append(contents, text), append(fields, field)
+	}
+	for i, m := range msgs {
+		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].name", i), m.Name)
+		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
+		for j, c := range m.ToolCalls {
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+		}
+	}
+	add("tools", jsonStrings(tools))
+	render = func(cs []string) (string, error) {
+		shown := slices.Clone(msgs)
+		k := 0
+		next := func() string { k++; return cs[k-1] }
+		for i := range shown {
+			m := &shown[i]
+			m.Content, m.Name = next(), next()
+			next()
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range m.ToolCalls {
+				next()
+				m.ToolCalls[j].Function.Name = next()
+				next()
+			}
+		}
+		return p.chat.render(templateMessages(shown), tools, true)
+	}
+	return render, contents, fields
+}
+
+// jsonStrings joins the keys and strings of the JSON document data, decoded,
+// with NULs between them (a NUL is in no marker): the texts a template
+// writes from it.
+func jsonStrings(data []byte) string {
+	var b strings.Builder
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return b.String()
+		}
+		if s, ok := tok.(string); ok {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+	}
+}
+
+// messageText reads a message's content: a string, or an array of parts of
+// type "text" whose texts are joined.
+func messageText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,213 @@
+package llamacpp_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The validation's tables of llama.cpp's rules are checked against the
+// sources of the pinned llama.cpp in the module cache, so that a newer
+// llama.cpp with a new architecture, tensor or assertion fails here instead
+// of crashing at load.
+
+func readLlama(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(llamaSource(t), rel))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// caseBlocks splits a C++ switch over architectures into its blocks: the
+// LLM_ARCH_ labels of consecutive case lines and the code that follows them.
+func caseBlocks(src string) (labels [][]string, bodies []string) {
+	caseLine := regexp.MustCompile(`^\s*case (LLM_ARCH_\w+):`)
+	var body strings.Builder
+	last := false
+	for _, line := range strings.Split(src, "\n") {
+		if m := caseLine.FindStringSubmatch(line); m != nil {
+			if !last {
+				if labels != nil {
+					bodies = append(bodies, body.String())
+				}
+				labels = append(labels, nil)
+				body.Reset()
+			}
+			labels[len(labels)-1] = append(labels[len(labels)-1], m[1])
+			last = true
+			continue
+		}
+		if strings.TrimSpace(line) != "" {
+			last = false
+		}
+		body.WriteString(line + "\n")
+	}
+	if labels != nil {
+		bodies = append(bodies, body.String())
+	}
+	return labels, bodies
+}
+
+// function returns the body of the C++ function whose definition starts
+// with head, up to the first closing brace in column 0.
+func function(t *testing.T, src, head string) string {
+	t.Helper()
+	i := strings.Index(src, head)
+	require.Positive(t, i, head)
+	j := strings.Index(src[i:], "\n}\n")
+	require.Positive(t, j, head)
+	return src[i : i+j]
+}
+
+// TestArchRulesMatchLlamaCpp derives from the pinned llama.cpp, for every
+// architecture it builds a graph for, the head-size assertions of its graph
+// builders (src/models/*.cpp), whether they apply RoPE, whether its tensor
+// loader asserts experts, and whether it takes the output head as optional
+// without falling back to the token embedding; the validation's table must
+// be the same.
+func TestArchRulesMatchLlamaCpp(t *testing.T) {
+	arch := readLlama(t, "src/llama-arch.cpp")
+	archName := map[string]string{}
+	for _, m := range regexp.MustCompile(`\{\s*(LLM_ARCH_\w+),\s*"([^"]+)"\s*\}`).FindAllStringSubmatch(arch, -1) {
+		archName[m[1]] = m[2]
+	}
+	model := readLlama(t, "src/llama-model.cpp")
+
+	// Builder constructors and what their files assert.
+	rules := map[string]map[string]bool{}
+	files, err := filepath.Glob(filepath.Join(llamaSource(t), "src", "models", "*.cpp"))
+	require.NoError(t, err)
+	head := regexp.MustCompile(`const int64_t n_embd_head\s*=\s*hparams\.n_embd_head_([kv])`)
+	ctor := regexp.MustCompile(`(llm_build_\w+)(?:<[^>]*>)?::llm_build_\w+\(`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src := string(b)
+		r := map[string]bool{}
+		if m := head.FindStringSubmatch(src); m != nil {
+			other := map[string]string{"k": "v", "v": "k"}[m[1]]
+			if regexp.MustCompile(`(?m)^\s*GGML_ASSERT\(n_embd_head == hparams\.n_embd_head_` + other + `\)`).MatchString(src) {
+				r["sameKV"] = true
+			}
+			if regexp.MustCompile(`(?m)^\s*GGML_ASSERT\(n_embd_head == hparams\.n_rot\)`).MatchString(src) {
+				r["rotIs"+strings.ToUpper(m[1])] = true
+			}
+		}
+		if strings.Contains(src, "ggml_rope") {
+			r["ropes"] = true
+		}
+		for _, m := range ctor.FindAllStringSubmatch(src, -1) {
+			if rules[m[1]] == nil {
+				rules[m[1]] = map[string]bool{}
+			}
+			for k := range r {
+				rules[m[1]][k] = true
+			}
+		}
+	}
+	derived := map[string]map[string]bool{}
+	add := func(label, rule string) {
+		name, ok := archName[label]
+		require.True(t, ok, label)
+		if derived[name] == nil {
+			derived[name] = map[string]bool{}
+		}
+		if rule != "" {
+			derived[name][rule] = true
+		}
+	}
+	labels, bodies := caseBlocks(function(t, model, "ggml_cgraph * llama_model::build_graph"))
+	for i, body := range bodies {
+		for _, m := range regexp.MustCompile(`make_unique<(llm_build_\w+)`).FindAllStringSubmatch(body, -1) {
+			r, ok := rules[m[1]]
+			require.True(t, ok, "constructor of %s", m[1])
+			for _, l := range labels[i] {
+				add(l, "")
+				for k := range r {
+					add(l, k)
+				}
+			}
+		}
+	}
+	labels, bodies = caseBlocks(function(t, model, "bool llama_model::load_tensors"))
+	experts := regexp.MustCompile(`n_expert must be > 0|cannot have zero experts|GGML_ASSERT\(n_expert && n_expert_used\)`)
+	optional := regexp.MustCompile(`\boutput\s*=\s*create_tensor\([^;]*TENSOR_NOT_REQUIRED`)
+	fallback := regexp.MustCompile(`if \(output == NULL\)|if \(!output\)`)
+	for i, body := range bodies {
+		for _, l := range labels[i] {
+			if experts.MatchString(body) && l != "LLM_ARCH_LFM2" { // lfm2: n_layer_dense_lead = n_layer
+				add(l, "needsExperts")
+			}
+			if optional.MatchString(body) && !fallback.MatchString(body) {
+				add(l, "needsOutput")
+			}
+		}
+	}
+	want := map[string][]string{}
+	order := []string{"sameKV", "rotIsK", "rotIsV", "ropes", "needsExperts", "needsOutput"}
+	for name, r := range derived {
+		want[name] = []string{}
+		for _, k := range order {
+			if r[k] {
+				want[name] = append(want[name], k)
+			}
+		}
+	}
+	assert.Equal(t, want, llamacpp.ArchRuleNames())
+	assert.Greater(t, len(want), 100, "architectures with a graph")
+}
+
+// TestTensorOpsMatchLlamaCpp derives from llama-arch.cpp the operation
+// each tensor name feeds (LLM_TENSOR_NAMES and LLM_TENSOR_INFOS); the
+// validation's table must be the same.
+func TestTensorOpsMatchLlamaCpp(t *testing.T) {
+	src := readLlama(t, "src/llama-arch.cpp")
+	names := map[string]string{}
+	i := strings.Index(src, "LLM_TENSOR_NAMES = {")
+	require.Positive(t, i)
+	block := src[i : i+strings.Index(src[i:], "};")]
+	for _, m := range regexp.MustCompile(`\{\s*(LLM_TENSOR_\w+),\s*"([^"]+)"\s*\}`).FindAllStringSubmatch(block, -1) {
+		names[m[1]] = m[2]
+	}
+	i = strings.Index(src, "LLM_TENSOR_INFOS = {")
+	require.Positive(t, i)
+	block = src[i : i+strings.Index(src[i:], "};")]
+	class := map[string]string{"MUL_MAT": "matmul", "MUL_MAT_ID": "matmul_id", "GET_ROWS": "get_rows",
+		"DIV": "div", "SSM_CONV": "ssm_conv", "IM2COL": "im2col", "NONE": "none",
+		// the kernels of these take only f32 operands besides f32 activations
+		"MUL": "f32", "ADD": "f32", "SCALE": "f32", "ROPE": "f32", "SSM_SCAN": "f32", "RWKV_WKV6": "f32"}
+	want := map[string]string{}
+	for _, m := range regexp.MustCompile(`\{\s*(LLM_TENSOR_\w+),\s*\{\s*LLM_TENSOR_LAYER_\w+,\s*GGML_OP_(\w+)\s*\}\s*\}`).FindAllStringSubmatch(block, -1) {
+		c, ok := class[m[2]]
+		require.True(t, ok, "operation %s of %s", m[2], m[1])
+		n, ok := names[m[1]]
+		require.True(t, ok, m[1])
+		if old, dup := want[n]; dup {
+			require.Equal(t, old, c, "two classes for %s", n)
+		}
+		want[n] = c
+	}
+	assert.Equal(t, want, llamacpp.TensorOpNames())
+	assert.Greater(t, len(want), 150)
+}
+
+// TestArchValuesInLlamaCpp: each single-value assertion the validation
+// mirrors is in the graph builder of its architecture.
+func TestArchValuesInLlamaCpp(t *testing.T) {
+	files := map[string]string{"ernie4_5-moe": "ernie4-5-moe.cpp", "lfm2": "lfm2.cpp", "lfm2moe": "lfm2.cpp",
+		"rwkv6": "rwkv6.cpp", "rwkv7": "rwkv7.cpp"}
+	asserts := llamacpp.ArchValueAsserts()
+	require.Len(t, asserts, len(files))
+	for arch, as := range asserts {
+		src := readLlama(t, "src/models/"+files[arch])
+		for _, a := range as {
+			assert.Contains(t, src, a, arch)
+		}
+	}
+}
