@@ -112,7 +112,11 @@ func (g *Generator) steps(r *seq, i int, emit func(*seq, Event) bool) bool {
 	}
 	r.accepted = 0
 	for j := 0; j <= n; j++ {
-		ev := g.step(r, g.all.LogitsAt(i, j), j)
+		scores := g.all.LogitsAt(i, j)
+		if scores == nil {
+			return emit(r, r.end(FinishError, fmt.Errorf("generation: the backend kept no logits at position %d of the feed", j)))
+		}
+		ev := g.step(r, scores, j)
 		if !emit(r, ev) {
 			return false
 		}
@@ -151,9 +155,11 @@ func (g *Generator) settle() error {
 
 // promptEnd is how much of r's prompt its prompt steps evaluate: all of it,
 // but the last token for a speculating request, whose first step then
-// verifies candidates after it.
+// verifies candidates after it. A prompt of one token is evaluated whole,
+// so that a verification never starts an empty slot (where a prefix cache
+// could take candidates from an entry, which then have no logits).
 func (r *seq) promptEnd() int {
-	if r.spec != specNone {
+	if r.spec != specNone && len(r.prompt) > 1 {
 		return len(r.prompt) - 1
 	}
 	return len(r.prompt)

@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -428,5 +429,43 @@ func TestCancellation(t *testing.T) {
 	for s := range 2 {
 		assert.Empty(t, target.History(s))
 		assert.Empty(t, draft.History(s))
+	}
+}
+
+// Over a prefix cache (prefixcache implements backend.AllLogits), requests
+// that speculate and share prompts, one-token prompts among them, reuse
+// the cached prefixes and give the plain loop's tokens, with a draft model
+// and with prompt lookup.
+func TestOverPrefixCache(t *testing.T) {
+	n := 3
+	for _, lookup := range []bool{false, true} {
+		cfg := config(30, func(c *genconfig.Config) {
+			c.NumAssistantTokens = 4
+			if lookup {
+				c.PromptLookupNumTokens = &n
+			}
+		})
+		var reqs []generation.Request
+		for _, p := range [][]int32{{3, 4, 5, 6}, {3, 4, 5, 6}, {7}, {7}, {3, 4, 5, 6, 8}} {
+			reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
+		}
+		want := tokens(plain(t, bigram(0), reqs))
+		mem := backend.NewMemoryBackend(vocab, 3, bigram(0))
+		pc, err := prefixcache.New(mem, prefixcache.Options{CacheSlots: 2})
+		require.NoError(t, err)
+		var draft backend.Backend
+		if !lookup {
+			draft = backend.NewMemoryBackend(vocab, 1, bigram(0.3))
+		}
+		gen := newGen(t, pc, draft)
+		var got [][]int32
+		for _, r := range reqs { // one at a time: each finds the one before in the cache
+			res, err := gen.Generate(context.Background(), []generation.Request{r})
+			require.NoError(t, err)
+			got = append(got, res[0].Tokens)
+			assert.Positive(t, res[0].Speculation.Drafted, "lookup %v", lookup)
+		}
+		assert.Equal(t, want, got, "lookup %v", lookup)
+		assert.Positive(t, pc.Stats().Hits, "lookup %v", lookup)
 	}
 }

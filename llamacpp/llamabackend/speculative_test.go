@@ -276,7 +276,7 @@ func TestLlamaSpeculativeSamplingFrequencies(t *testing.T) {
 	const n = 4000
 	reqs := make([]generation.Request, n)
 	for i := range reqs {
-		reqs[i] = generation.Request{Prompt: []int32{prev}, Config: cfg, Seed: uint64(i)}
+		reqs[i] = generation.Request{Prompt: []int32{prev, prev}, Config: cfg, Seed: uint64(i)} // a Markov chain: the last token decides
 	}
 	res, err := d.Generate(context.Background(), reqs)
 	require.NoError(t, err)
