@@ -8,7 +8,7 @@ import (
 // AllLogits is an optional interface of a Backend whose evaluation can keep
 // the logits after every token of a feed, not only after the last: what
 // speculative decoding needs to verify a whole draft with one evaluation
-// (package speculative). Eval stays as it is, because asking llama.cpp for
+// (package generation). Eval stays as it is, because asking llama.cpp for
 // every position's logits costs a row of output per token, which a prompt
 // does not want.
 type AllLogits interface {

@@ -94,14 +94,14 @@ func TestCancellationContract(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		hist := make([]int32, 0, 32)
-		gen, err := s.Generate(ctx, func(tokens []int) ([]float32, error) {
+		gen, err := s.Generate(ctx, func(tokens []int32) ([]float32, error) {
 			calls++
 			hist = hist[:0]
 			for _, t := range tokens {
 				hist = append(hist, int32(t))
 			}
 			return model(hist)
-		}, logits.NewSource(1), mirostat.GenerateOptions{Prompt: []int{0}, MaxTokens: 20, Observer: func(mirostat.Step) bool {
+		}, logits.NewSource(1), mirostat.GenerateOptions{Prompt: []int32{0}, MaxTokens: 20, Observer: func(mirostat.Step) bool {
 			if calls == after {
 				cancel()
 			}

@@ -12,8 +12,12 @@
 //     template, renders [Message] values as a prompt.
 //   - [AllLogits] is an optional interface of a Backend that can keep the
 //     logits after every token of a feed ([AllLogits.EvalAll]): speculative
-//     decoding (package speculative) verifies a whole draft with one
-//     evaluation through it. MemoryBackend and llamabackend implement it.
+//     decoding (package generation) verifies a whole draft with one
+//     evaluation through it. MemoryBackend, llamabackend and
+//     prefixcache implement it.
+//   - [PrefixLookup] is an optional interface of a Backend that reuses
+//     evaluated prompt prefixes (prefixcache): generation asks it how much
+//     of a prompt it holds.
 //   - [Encoder] is an optional interface of a Backend whose model is an
 //     encoder-decoder (T5): it runs a request's encoder input once and
 //     attaches the output to the request's slots; [EncoderFeed] is one such
@@ -38,8 +42,7 @@
 //
 // Every long-running call of llamaloop takes a context.Context and follows
 // one contract: generation's Generator.Stream and Generate, beam.Search, and
-// mirostat's Sampler.Stream and Generate, speculative's Decoder.Stream and
-// Generate.
+// and mirostat's Sampler.Stream and Generate.
 //
 //   - It checks ctx before every step (one token of every request, one step
 //     of every beam search, one model call) and passes ctx to Backend.Eval,
@@ -54,7 +57,7 @@
 //
 // Where each call reports it:
 //
-//   - generation and speculative: each unfinished request's last event has Finish
+//   - generation: each unfinished request's last event has Finish
 //     FinishCancelled and Err ctx.Err(), as every other way a request ends is
 //     reported on its last event; the stream itself yields no error, and
 //     Generate returns the requests' results with a nil error.

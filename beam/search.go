@@ -142,48 +142,9 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	if opts.Rule != Transformers && opts.Rule != Narrowing {
 		return nil, fmt.Errorf("%w: unknown rule %d", ErrInvalid, opts.Rule)
 	}
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = genconfig.Default()
-	}
-	vocab := backend.VocabSize()
-	if vocab < 1 {
-		return nil, fmt.Errorf("%w: backend vocabulary size %d", ErrInvalid, vocab)
-	}
-	k := cfg.NumBeams
-	if k < 1 {
-		return nil, fmt.Errorf("%w: num_beams %d < 1", ErrInvalid, k)
-	}
-	if opts.Rule == Transformers {
-		if cfg.NumReturnSequences < 1 || cfg.NumReturnSequences > k {
-			return nil, fmt.Errorf("%w: num_return_sequences %d not in [1, num_beams=%d]", ErrInvalid, cfg.NumReturnSequences, k)
-		}
-	} else {
-		if cfg.DoSample {
-			return nil, fmt.Errorf("%w: the narrowing rule does not sample (do_sample)", ErrInvalid)
-		}
-		if !(cfg.LengthPenalty >= 0) || math.IsInf(cfg.LengthPenalty, 0) {
-			return nil, fmt.Errorf("%w: narrowing length_penalty %v must be finite and >= 0", ErrInvalid, cfg.LengthPenalty)
-		}
-	}
-	if math.IsNaN(cfg.LengthPenalty) || math.IsInf(cfg.LengthPenalty, 0) {
-		return nil, fmt.Errorf("%w: length_penalty %v", ErrInvalid, cfg.LengthPenalty)
-	}
-	if _, err := cfg.Validate(vocab); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	for _, e := range cfg.EOSTokenID {
-		if e < 0 || int(e) >= vocab {
-			return nil, fmt.Errorf("%w: eos token %d not in [0,%d)", ErrInvalid, e, vocab)
-		}
-	}
-	c := max(2, 1+len(cfg.EOSTokenID)) * k
-	if opts.Rule == Transformers && k > 1 && c > k*vocab {
-		return nil, fmt.Errorf("%w: %d candidates per step (num_beams %d, %d eos ids) exceed num_beams*vocabulary %d",
-			ErrInvalid, c, k, len(cfg.EOSTokenID), k*vocab)
-	}
-	if backend.Slots() < k {
-		return nil, fmt.Errorf("%w: num_beams %d needs %d slots, the backend has %d", ErrTooFewSlots, k, k, backend.Slots())
+	cfg, vocab, k, c, err := checkOptions(backend, opts)
+	if err != nil {
+		return nil, err
 	}
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrInvalid)
@@ -249,37 +210,92 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	}
 	s.nodes = make([]node, 0, n*k*min(longest+1, 1024))
 	for i := range s.groups {
-		g := &group{
-			prompt:   -1,
-			beams:    make([]beam, 0, k),
-			next:     make([]beam, 0, k),
-			free:     make([]beam, 0, k),
-			children: make([]child, 0, k),
-			feed:     make([]int, k),
-			tokens:   make([]int32, k),
-			tables:   make([]table, k),
-			scores:   make([][]float32, k),
-			nChild:   make([]int32, k),
-			taken:    make([]bool, k),
-		}
-		for j := range k {
-			g.free = append(g.free, beam{slot: i*k + j, node: -1})
-			g.slots = append(g.slots, i*k+j)
-			g.scores[j] = make([]float32, vocab)
-		}
-		g.best.Reset(max(c, k)) // its storage, before the first step
-		if opts.Rule == Transformers && k > 1 {
-			g.cands = make([]cand, 0, c)
-			g.running = make([]int, 0, k)
-			g.fin = make([]finished, k)
-			g.finNext = make([]finished, k)
-		} else {
-			g.cands = make([]cand, 0, k)
-			g.done = make([]hypRef, 0, k)
-		}
+		g := newGroup(i, k, c, vocab, opts.Rule)
 		s.groups[i] = g
 	}
 	return s, nil
+}
+
+// checkOptions validates opts against b: the config (genconfig.Default() when nil), its
+// vocabulary size, the beam width k and the candidates c kept per step.
+func checkOptions(b backend.Backend, opts Options) (cfg *genconfig.Config, vocab, k, c int, err error) {
+	cfg = opts.Config
+	if cfg == nil {
+		cfg = genconfig.Default()
+	}
+	vocab = b.VocabSize()
+	if vocab < 1 {
+		return nil, 0, 0, 0, fmt.Errorf("%w: backend vocabulary size %d", ErrInvalid, vocab)
+	}
+	k = cfg.NumBeams
+	if k < 1 {
+		return nil, 0, 0, 0, fmt.Errorf("%w: num_beams %d < 1", ErrInvalid, k)
+	}
+	if opts.Rule == Transformers {
+		if cfg.NumReturnSequences < 1 || cfg.NumReturnSequences > k {
+			return nil, 0, 0, 0, fmt.Errorf("%w: num_return_sequences %d not in [1, num_beams=%d]", ErrInvalid, cfg.NumReturnSequences, k)
+		}
+	} else {
+		if cfg.DoSample {
+			return nil, 0, 0, 0, fmt.Errorf("%w: the narrowing rule does not sample (do_sample)", ErrInvalid)
+		}
+		if !(cfg.LengthPenalty >= 0) || math.IsInf(cfg.LengthPenalty, 0) {
+			return nil, 0, 0, 0, fmt.Errorf("%w: narrowing length_penalty %v must be finite and >= 0", ErrInvalid, cfg.LengthPenalty)
+		}
+	}
+	if math.IsNaN(cfg.LengthPenalty) || math.IsInf(cfg.LengthPenalty, 0) {
+		return nil, 0, 0, 0, fmt.Errorf("%w: length_penalty %v", ErrInvalid, cfg.LengthPenalty)
+	}
+	if _, err := cfg.Validate(vocab); err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	for _, e := range cfg.EOSTokenID {
+		if e < 0 || int(e) >= vocab {
+			return nil, 0, 0, 0, fmt.Errorf("%w: eos token %d not in [0,%d)", ErrInvalid, e, vocab)
+		}
+	}
+	c = max(2, 1+len(cfg.EOSTokenID)) * k
+	if opts.Rule == Transformers && k > 1 && c > k*vocab {
+		return nil, 0, 0, 0, fmt.Errorf("%w: %d candidates per step (num_beams %d, %d eos ids) exceed num_beams*vocabulary %d",
+			ErrInvalid, c, k, len(cfg.EOSTokenID), k*vocab)
+	}
+	if b.Slots() < k {
+		return nil, 0, 0, 0, fmt.Errorf("%w: num_beams %d needs %d slots, the backend has %d", ErrTooFewSlots, k, k, b.Slots())
+	}
+	return cfg, vocab, k, c, nil
+}
+
+// newGroup makes the i-th group of k beams (slots i*k to i*k+k-1) with its buffers.
+func newGroup(i, k, c, vocab int, rule Rule) *group {
+	g := &group{
+		prompt:   -1,
+		beams:    make([]beam, 0, k),
+		next:     make([]beam, 0, k),
+		free:     make([]beam, 0, k),
+		children: make([]child, 0, k),
+		feed:     make([]int, k),
+		tokens:   make([]int32, k),
+		tables:   make([]table, k),
+		scores:   make([][]float32, k),
+		nChild:   make([]int32, k),
+		taken:    make([]bool, k),
+	}
+	for j := range k {
+		g.free = append(g.free, beam{slot: i*k + j, node: -1})
+		g.slots = append(g.slots, i*k+j)
+		g.scores[j] = make([]float32, vocab)
+	}
+	g.best.Reset(max(c, k)) // its storage, before the first step
+	if rule == Transformers && k > 1 {
+		g.cands = make([]cand, 0, c)
+		g.running = make([]int, 0, k)
+		g.fin = make([]finished, k)
+		g.finNext = make([]finished, k)
+	} else {
+		g.cands = make([]cand, 0, k)
+		g.done = make([]hypRef, 0, k)
+	}
+	return g
 }
 
 // earlyStopping maps the config's early_stopping onto the three behaviours

@@ -24,111 +24,13 @@ type outRow struct {
 
 // stepBeam is one step of transformers 4.57's _beam_search for g's prompt.
 func (s *search) stepBeam(g *group) (bool, error) {
-	k := s.k
-	tables := g.tables[:len(g.beams)]
-	if g.step == 0 {
-		tables = g.tables[:k]
+	cands, err := s.candidates(g)
+	if err != nil {
+		return false, err
 	}
-	for j := range tables {
-		if g.step == 0 {
-			// All beams hold the prompt; only beam 0 counts (-1e9 on the others).
-			tables[j] = table{scores: g.scores[0], add: neg}
-			if j == 0 {
-				tables[j].add = 0
-			}
-		} else {
-			tables[j] = table{scores: g.scores[j], add: g.beams[j].score}
-		}
-	}
-	var cands []cand
-	if s.cfg.DoSample {
-		cands = s.topSampled(g.cands, &g.best, tables, s.c)
-	} else {
-		cands = topScores(g.cands, &g.best, tables, s.c, &g.tops)
-	}
-	g.cands = cands
-	best := float32(math.Inf(-1))
-	for _, c := range cands {
-		best = max(best, c.score)
-	}
-	if !finite(best) {
-		return false, ErrNoFiniteScore
-	}
-
-	// Candidates that end (eos, or the last position) leave the running set.
-	curLen := g.promptLen + g.step
-	last := curLen+1 >= g.maxLen
-	allHit := true
-	for i := range cands {
-		c := &cands[i]
-		c.hit = last || s.isEOS(c.token)
-		c.tmp = c.score
-		if c.hit {
-			c.tmp = c.score + neg
-		} else {
-			allHit = false
-		}
-	}
-	run := g.running[:0]
-	for i := range cands {
-		if len(run) == k && !(cands[i].tmp > cands[run[k-1]].tmp) {
-			continue
-		}
-		if len(run) == k {
-			run = run[:k-1]
-		}
-		p := len(run)
-		run = append(run, i)
-		for p > 0 && cands[run[p-1]].tmp < cands[i].tmp {
-			run[p] = run[p-1]
-			p--
-		}
-		run[p] = i
-	}
-	g.running = run
-
-	// Finished hypotheses: only the first k candidates may finish; they
-	// compete with the earlier ones for the k places.
+	run, allHit := s.running(g, cands)
 	denom := float32(math.Pow(float64(g.step+1), s.lp))
-	full := s.es == earlyTrue && allDone(g.fin)
-	fin := g.finNext[:0]
-	for i := range k + len(cands) {
-		var e finished
-		if i < k {
-			e = g.fin[i]
-		} else {
-			c := &cands[i-k]
-			e = finished{score: c.score / denom, sum: c.score, done: c.hit && i-k < k, node: -1}
-			if full {
-				e.score += neg
-			}
-			if !g.unsat {
-				e.score += neg
-			}
-			if !e.done {
-				e.score += neg
-			}
-			if len(fin) == k && !(e.score > fin[k-1].score) {
-				continue
-			}
-			e.node = s.candNode(g, c)
-		}
-		if len(fin) == k {
-			if !(e.score > fin[k-1].score) {
-				continue
-			}
-			fin = fin[:k-1]
-		}
-		p := len(fin)
-		fin = append(fin, e)
-		for p > 0 && fin[p-1].score < e.score {
-			fin[p] = fin[p-1]
-			p--
-		}
-		fin[p] = e
-	}
-	g.fin, g.finNext = fin, g.fin[:k]
-
+	fin := s.finished(g, cands, denom)
 	// The next running beams, best first.
 	g.children = g.children[:0]
 	for _, i := range run {
@@ -176,6 +78,130 @@ func (s *search) stepBeam(g *group) (bool, error) {
 		s.finishBeam(g)
 	}
 	return done, nil
+}
+
+// candidates returns the step's best candidates of g over all its beams.
+func (s *search) candidates(g *group) ([]cand, error) {
+	k := s.k
+	tables := g.tables[:len(g.beams)]
+	if g.step == 0 {
+		tables = g.tables[:k]
+	}
+	for j := range tables {
+		if g.step == 0 {
+			// All beams hold the prompt; only beam 0 counts (-1e9 on the others).
+			tables[j] = table{scores: g.scores[0], add: neg}
+			if j == 0 {
+				tables[j].add = 0
+			}
+		} else {
+			tables[j] = table{scores: g.scores[j], add: g.beams[j].score}
+		}
+	}
+	var cands []cand
+	if s.cfg.DoSample {
+		cands = s.topSampled(g.cands, &g.best, tables, s.c)
+	} else {
+		cands = topScores(g.cands, &g.best, tables, s.c, &g.tops)
+	}
+	g.cands = cands
+	best := float32(math.Inf(-1))
+	for _, c := range cands {
+		best = max(best, c.score)
+	}
+	if !finite(best) {
+		return nil, ErrNoFiniteScore
+	}
+
+	return cands, nil
+}
+
+// running marks the candidates that end (eos, or the last position), which leave the running
+// set, and returns the indexes of the k best others, best first; allHit reports that every
+// candidate ends.
+func (s *search) running(g *group, cands []cand) (run []int, allHit bool) {
+	k := s.k
+	// Candidates that end (eos, or the last position) leave the running set.
+	curLen := g.promptLen + g.step
+	last := curLen+1 >= g.maxLen
+	allHit = true
+	for i := range cands {
+		c := &cands[i]
+		c.hit = last || s.isEOS(c.token)
+		c.tmp = c.score
+		if c.hit {
+			c.tmp = c.score + neg
+		} else {
+			allHit = false
+		}
+	}
+	run = g.running[:0]
+	for i := range cands {
+		if len(run) == k && !(cands[i].tmp > cands[run[k-1]].tmp) {
+			continue
+		}
+		if len(run) == k {
+			run = run[:k-1]
+		}
+		p := len(run)
+		run = append(run, i)
+		for p > 0 && cands[run[p-1]].tmp < cands[i].tmp {
+			run[p] = run[p-1]
+			p--
+		}
+		run[p] = i
+	}
+	g.running = run
+	return run, allHit
+
+}
+
+// finished returns the k best finished hypotheses: only the first k candidates may finish, and
+// they compete with the earlier ones for the k places.
+func (s *search) finished(g *group, cands []cand, denom float32) []finished {
+	k := s.k
+	// Finished hypotheses: only the first k candidates may finish; they
+	// compete with the earlier ones for the k places.
+	full := s.es == earlyTrue && allDone(g.fin)
+	fin := g.finNext[:0]
+	for i := range k + len(cands) {
+		var e finished
+		if i < k {
+			e = g.fin[i]
+		} else {
+			c := &cands[i-k]
+			e = finished{score: c.score / denom, sum: c.score, done: c.hit && i-k < k, node: -1}
+			if full {
+				e.score += neg
+			}
+			if !g.unsat {
+				e.score += neg
+			}
+			if !e.done {
+				e.score += neg
+			}
+			if len(fin) == k && !(e.score > fin[k-1].score) {
+				continue
+			}
+			e.node = s.candNode(g, c)
+		}
+		if len(fin) == k {
+			if !(e.score > fin[k-1].score) {
+				continue
+			}
+			fin = fin[:k-1]
+		}
+		p := len(fin)
+		fin = append(fin, e)
+		for p > 0 && fin[p-1].score < e.score {
+			fin[p] = fin[p-1]
+			p--
+		}
+		fin[p] = e
+	}
+	g.fin, g.finNext = fin, g.fin[:k]
+	return fin
+
 }
 
 // candNode returns c's path node, making it on first use.

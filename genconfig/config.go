@@ -75,7 +75,7 @@ type Config struct {
 	DiversityPenalty float64  // diversity_penalty, default 0
 	PenaltyAlpha     *float64 // penalty_alpha (contrastive search)
 
-	// Assisted generation and prompt lookup (package speculative): a draft model's schedule and
+	// Assisted generation and prompt lookup (speculation in package generation): a draft model's schedule and
 	// confidence stop, or the n-gram lookup in the text so far.
 	NumAssistantTokens           int     // num_assistant_tokens, default 20
 	NumAssistantTokensSchedule   string  // num_assistant_tokens_schedule: "constant" (default), "heuristic", "heuristic_transient"

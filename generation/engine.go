@@ -26,6 +26,9 @@ type EngineOptions struct {
 	// the requests already generating get a token at every step meanwhile.
 	// 0 means DefaultPromptChunk; a negative value, no limit.
 	PromptChunk int
+	// Draft is the draft model of speculative decoding (Options.Draft):
+	// every request that does not ask for prompt lookup drafts with it.
+	Draft backend.Backend
 }
 
 // Engine is the decoding loop of a Generator kept running: requests join
@@ -84,7 +87,10 @@ func NewEngine(b backend.Backend, tok backend.Tokenizer, opts EngineOptions) (*E
 	if b.Slots() < 1 {
 		return nil, errors.New("generation: the backend has no slot")
 	}
-	g := NewGenerator(b, tok)
+	g, err := New(b, tok, Options{Draft: opts.Draft})
+	if err != nil {
+		return nil, err
+	}
 	// Submit prepares requests on its callers' goroutines: the default
 	// config is made here, before they share it.
 	g.defaultConfig = genconfig.Default()

@@ -102,6 +102,42 @@
 // that ends a request (an EOS token, the token that completes a stop
 // string) is part of its output, as in transformers.
 //
+// # Speculative decoding
+//
+// Speculative decoding is transformers' assisted decoding, as a property
+// of a request: its config's prompt_lookup_num_tokens asks for prompt lookup,
+// and a generator (or Engine) with a draft model (Options.Draft, transformers'
+// assistant_model) drafts for every other request. At a step, a speculating
+// request feeds its last token and its candidates; the target's logits
+// after each of them (backend.AllLogits, in the same EvalAll as the other
+// requests' tokens) go through the one per-token step, position after
+// position, until a candidate is rejected or the request ends: every
+// accepted token gets its text, stop strings, stop tokens, lengths,
+// log-probabilities and event exactly as a token of a plain step. The
+// target's slot then forgets the rejected candidates (Backend.Truncate).
+//
+// Acceptance (package speculative): at each position the request's own
+// chooser draws the token (argmax, a multinomial draw or Mirostat, from
+// the request's Source), and the candidate is kept when it is that token.
+// The tokens are then exactly those of the plain loop for the same seed:
+// greedy, sampling and Mirostat with prompt lookup, greedy and Mirostat
+// with a draft model. A sampling request without Mirostat that has a draft
+// model uses transformers' speculative sampling instead (speculative.Accept
+// with the draft's probabilities), which accepts more candidates and
+// follows the target's distribution exactly, with other draws than the
+// plain loop's. The draft model runs the request's processors, user
+// processors (grammars) included, from a copy of the target's history: the
+// draft proposes, the constrained target verifies.
+//
+// A speculating request's prompt steps evaluate its prompt but the last
+// token, so that its first step verifies candidates already. A step that
+// verifies candidates evaluates all its feeds with EvalAll, so a prompt
+// chunk of another request in that step costs a logits row per token (the
+// Engine's PromptChunk bounds it). Speculation is refused on a backend
+// without backend.AllLogits, on an encoder-decoder backend and with prompt
+// embeddings; State refuses a request that samples with a draft model,
+// whose draft draws a RequestState does not hold.
+//
 // # Text
 //
 // With a [backend.Tokenizer], each token's bytes are appended to the
@@ -123,6 +159,7 @@ import (
 	"github.com/llamaloop/llamaloop/internal/numeric"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
+	"github.com/llamaloop/llamaloop/speculative"
 )
 
 // Request is one request of a generation: one sequence of the batch. Exactly
@@ -261,6 +298,11 @@ type Event struct {
 	// Top lists the most probable tokens of the step, most probable first,
 	// equal log-probabilities by lower token id (Request.TopLogprobs).
 	Top []TokenLogprob
+	// Drafted is, for a speculating request, the number of candidates
+	// verified in the step that gave the token (see Speculation).
+	Drafted int
+	// Accepted is set when the token is a candidate the target accepted.
+	Accepted bool
 	// Finish is set on the request's last event.
 	Finish FinishReason
 	// StopString is the stop string that ended the request (FinishStop).
@@ -288,6 +330,9 @@ type Result struct {
 	Finish     FinishReason
 	StopString string
 	Err        error
+	// Speculation counts the request's speculation (its Steps count the
+	// tokens of a request that does not speculate).
+	Speculation SpeculationStats
 }
 
 // Generator runs the decoding loop on a Backend. It keeps its buffers from
@@ -313,13 +358,22 @@ type Generator struct {
 	stats         *engineStats // an Engine's counters, or nil
 	logprobs      []float32
 	best          numeric.Best[float32] // scratch: a token's top alternatives
+
+	all       backend.AllLogits  // the backend when it keeps every position's logits, or nil
+	draft     *speculative.Draft // the draft model, or nil
+	verifying bool               // the step's feeds hold candidates: EvalAll
+	props     []*speculative.Proposal
+	hists     []*logits.History
+	limits    []int
+	probs     []float32 // scratch: the target's probabilities at a candidate
 }
 
 // NewGenerator returns a generator over backend. tok may be nil: requests
 // then need token prompts, and events carry no text.
 func NewGenerator(b backend.Backend, tok backend.Tokenizer) *Generator {
 	enc, _ := b.(backend.Encoder)
-	return &Generator{backend: b, enc: enc, tok: tok, vocab: b.VocabSize()}
+	all, _ := b.(backend.AllLogits)
+	return &Generator{backend: b, enc: enc, all: all, tok: tok, vocab: b.VocabSize()}
 }
 
 // Stream generates every request and yields, per step, one event for each
@@ -395,6 +449,7 @@ func (g *Generator) Generate(ctx context.Context, reqs []Request) ([]Result, err
 // add gathers ev, an event of req, into res, and its text into text.
 func (res *Result) add(req *Request, ev Event, text *[]byte) {
 	*text = append(*text, ev.Text...)
+	res.Speculation.Add(ev)
 	if ev.Token >= 0 {
 		res.Tokens = append(res.Tokens, ev.Token)
 		if req.Logprobs {

@@ -613,7 +613,7 @@ func TestMirostat(t *testing.T) {
 		for k, tok := range res.Tokens {
 			st, err := s.SampleLogits(append([]float32(nil), zipf...), u[k])
 			require.NoError(t, err)
-			require.Equal(t, st.Token, int(tok), "token %d", k)
+			require.Equal(t, st.Token, tok, "token %d", k)
 			require.InDelta(t, math.Log(st.Prob), res.Logprobs[k], 1e-5)
 			distinct[tok] = true
 		}
@@ -736,13 +736,13 @@ func TestMirostatLibraryDrawsTheSameTokens(t *testing.T) {
 		require.NoError(t, err)
 		asInt32 := make([]int32, 0, 32)
 		var lib []int32
-		for st, err := range s.Stream(context.Background(), func(tokens []int) ([]float32, error) {
+		for st, err := range s.Stream(context.Background(), func(tokens []int32) ([]float32, error) {
 			asInt32 = asInt32[:0]
 			for _, t := range tokens {
 				asInt32 = append(asInt32, int32(t))
 			}
 			return model(asInt32)
-		}, logits.NewSource(seed), mirostat.GenerateOptions{Prompt: []int{3, 4}, MaxTokens: 24}) {
+		}, logits.NewSource(seed), mirostat.GenerateOptions{Prompt: []int32{3, 4}, MaxTokens: 24}) {
 			require.NoError(t, err)
 			lib = append(lib, int32(st.Token))
 		}

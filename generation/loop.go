@@ -36,11 +36,12 @@ func (q *sliceQueue) pop(bool) *seq {
 // run is the decoding loop: admit waiting requests into free slots, evaluate
 // every active request's new tokens in one Eval (at most g.chunk prompt
 // tokens in all when g.chunk > 0, so that long prompts do not hold up the
-// requests that are generating), choose each request's next token, retire
-// the requests that finished, and repeat until the queue is done. emit
-// delivers each event to its request's consumer; when it returns false the
-// loop ends at once. run returns a backend failure or a slot it could not
-// clear; whatever ends it, no slot stays filled.
+// requests that are generating), choose each request's next tokens (one, or
+// for a speculating request the candidates the target accepts and one of
+// its own), retire the requests that finished, and repeat until the queue
+// is done. emit delivers each event to its request's consumer; when it
+// returns false the loop ends at once. run returns a backend failure or a
+// slot it could not clear; whatever ends it, no slot stays filled.
 func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) bool) error {
 	g.free = g.free[:0]
 	for s := g.backend.Slots() - 1; s >= 0; s-- {
@@ -52,6 +53,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 		// the next call clears before it writes.
 		for _, r := range g.active {
 			g.backend.Clear(r.slot)
+			g.releaseDraft(r)
 		}
 		clear(g.active)
 		g.active = g.active[:0]
@@ -63,103 +65,30 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 			g.cancel(ctx.Err(), q, emit)
 			return nil
 		}
-		// A request whose own context ended leaves the batch.
-		left := false
-		for _, r := range g.active {
-			if r.ctx != nil && r.ctx.Err() != nil {
-				if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
-					return nil
-				}
-				left = true
-			}
-		}
-		if left {
-			if err := g.retire(); err != nil {
-				return err
-			}
-		}
-		// Admission, in request order.
-		for len(g.free) > 0 {
-			r := q.pop(len(g.active) == 0)
-			if r == nil {
-				break
-			}
-			if r.ctx != nil && r.ctx.Err() != nil {
-				if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
-					return nil
-				}
-				continue
-			}
-			slot := g.free[len(g.free)-1]
-			if room := g.backend.Room(slot); room < len(r.prompt) {
-				err := fmt.Errorf("%w: %d tokens, room for %d", ErrPromptTooLong, len(r.prompt), room)
-				if !emit(r, Event{Request: r.index, Token: -1, Finish: FinishContextFull, Err: err}) {
-					return nil
-				}
-				continue
-			}
-			g.free = g.free[:len(g.free)-1]
-			r.slot = slot
-			g.active = append(g.active, r)
-			if g.enc != nil {
-				g.admitted = append(g.admitted, r)
-			}
-		}
-		if len(g.admitted) > 0 {
-			ok, err := g.encode(ctx, emit)
-			if err != nil {
-				g.cancel(err, q, emit)
-				return nil
-			}
-			if !ok {
-				return nil
-			}
-			if err := g.retire(); err != nil {
-				return err
-			}
-			if len(g.active) == 0 {
-				continue // every admitted request failed: admit the next ones
-			}
+		more, err := g.admit(ctx, q, emit)
+		if !more || err != nil {
+			return err
 		}
 		if len(g.active) == 0 {
-			return nil // the queue is done
+			continue // every admitted request failed: admit the next ones
 		}
-
-		// One step: every active request's new tokens in one Eval.
-		g.feeds, g.fedSeqs = g.feeds[:0], g.fedSeqs[:0]
-		budget := g.chunk
-		for _, r := range g.active {
-			var toks []int32
-			if r.nfed < len(r.prompt) {
-				toks = r.prompt[r.nfed:]
-				if g.chunk > 0 {
-					if budget == 0 {
-						continue // its prompt goes on at the next step
-					}
-					held := g.held(r)
-					toks = toks[:min(len(toks), held+budget)]
-					budget -= len(toks) - held
-				}
-			} else {
-				toks = r.tokens[len(r.tokens)-1:]
+		if more, err = g.gather(ctx, emit); !more || err != nil {
+			if ctx.Err() != nil {
+				g.cancel(ctx.Err(), q, emit)
+				return nil
 			}
-			// A backend whose slots share their cells may lose room to the
-			// other requests after the request's last token was chosen.
-			if g.backend.Room(r.slot) < len(toks) {
-				if !emit(r, r.end(FinishContextFull, nil)) {
-					return nil
-				}
-				continue
-			}
-			g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks)})
-			g.fedSeqs = append(g.fedSeqs, r)
+			return err
 		}
 		if len(g.feeds) > 0 {
 			var start time.Time
 			if g.stats != nil {
 				start = time.Now()
 			}
-			err := g.backend.Eval(ctx, g.feeds)
+			if g.verifying {
+				err = g.all.EvalAll(ctx, g.feeds)
+			} else {
+				err = g.backend.Eval(ctx, g.feeds)
+			}
 			if g.stats != nil {
 				g.stats.evalNanos.Add(int64(time.Since(start)))
 			}
@@ -186,12 +115,15 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 		}
 		for i, r := range g.fedSeqs {
 			r.nfed += len(g.feeds[i].Tokens)
-			if r.nfed < len(r.prompt) {
+			if r.nfed < r.promptEnd() || r.nfed < len(r.prompt) {
 				continue // a chunk of the prompt: its logits are not wanted
 			}
-			if !emit(r, g.step(r, g.backend.Logits(i))) {
+			if !g.steps(r, i, emit) {
 				return nil
 			}
+		}
+		if err := g.settle(); err != nil {
+			return err
 		}
 		if err := g.retire(); err != nil {
 			return err
@@ -199,11 +131,111 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 	}
 }
 
-// prefixHolder is implemented by a backend that reuses evaluated prompt
-// prefixes (prefixcache.Cache): Lookup tells how many tokens of a prompt
-// an entry already holds.
-type prefixHolder interface {
-	Lookup(tokens []int32) (slot, shared, held int)
+// admit retires the requests whose own context ended, gives free slots to
+// waiting requests in order and encodes the admitted requests' encoder
+// inputs. more is false when the loop is to end: the queue is done, or
+// emit stopped it.
+func (g *Generator) admit(ctx context.Context, q queue, emit func(*seq, Event) bool) (more bool, err error) {
+	left := false
+	for _, r := range g.active {
+		if r.ctx != nil && r.ctx.Err() != nil {
+			if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
+				return false, nil
+			}
+			left = true
+		}
+	}
+	if left {
+		if err := g.retire(); err != nil {
+			return false, err
+		}
+	}
+	for len(g.free) > 0 {
+		r := q.pop(len(g.active) == 0)
+		if r == nil {
+			break
+		}
+		if r.ctx != nil && r.ctx.Err() != nil {
+			if !emit(r, r.end(FinishCancelled, r.ctx.Err())) {
+				return false, nil
+			}
+			continue
+		}
+		slot := g.free[len(g.free)-1]
+		if room := g.backend.Room(slot); room < len(r.prompt) {
+			err := fmt.Errorf("%w: %d tokens, room for %d", ErrPromptTooLong, len(r.prompt), room)
+			if !emit(r, Event{Request: r.index, Token: -1, Finish: FinishContextFull, Err: err}) {
+				return false, nil
+			}
+			continue
+		}
+		g.free = g.free[:len(g.free)-1]
+		r.slot = slot
+		if r.spec == specDraft {
+			r.prop.Start(slot, r.cfg, r.pipe, r.eos, r.req.Seed)
+		}
+		g.active = append(g.active, r)
+		if g.enc != nil {
+			g.admitted = append(g.admitted, r)
+		}
+	}
+	if len(g.admitted) > 0 {
+		ok, err := g.encode(ctx, emit)
+		if err != nil {
+			g.cancel(err, q, emit)
+			return false, nil
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := g.retire(); err != nil {
+			return false, err
+		}
+		if len(g.active) == 0 {
+			return true, nil
+		}
+	}
+	return len(g.active) > 0, nil
+}
+
+// gather makes the step's feeds: a chunk of each prompt still to evaluate,
+// and each generating request's last token, followed by its candidates
+// when it speculates (g.verifying is then set). more is false when emit
+// stopped the loop; err is a draft model's failure.
+func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (more bool, err error) {
+	g.feeds, g.fedSeqs = g.feeds[:0], g.fedSeqs[:0]
+	g.verifying = false
+	budget := g.chunk
+	for _, r := range g.active {
+		var toks []int32
+		if end := r.promptEnd(); r.nfed < end {
+			toks = r.prompt[r.nfed:end]
+			if g.chunk > 0 {
+				if budget == 0 {
+					continue // its prompt goes on at the next step
+				}
+				held := g.held(r)
+				toks = toks[:min(len(toks), held+budget)]
+				budget -= len(toks) - held
+			}
+		} else {
+			toks = r.hist.Tokens()[r.hist.Len()-1:]
+		}
+		// A backend whose slots share their cells may lose room to the
+		// other requests after the request's last token was chosen.
+		if g.backend.Room(r.slot) < len(toks) {
+			if !emit(r, r.end(FinishContextFull, nil)) {
+				return false, nil
+			}
+			continue
+		}
+		g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks)})
+		g.fedSeqs = append(g.fedSeqs, r)
+	}
+	if err := g.propose(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // held is how many tokens at the start of r's prompt, still to be fed to
@@ -211,7 +243,7 @@ type prefixHolder interface {
 // without counting against the chunk's budget, since the backend does not
 // evaluate them (and reuses a prefix only from a slot's first feed).
 func (g *Generator) held(r *seq) int {
-	h, ok := g.backend.(prefixHolder)
+	h, ok := g.backend.(backend.PrefixLookup)
 	if !ok || r.nfed > 0 {
 		return 0
 	}
@@ -232,6 +264,9 @@ func (g *Generator) retire() error {
 		}
 		if e := g.backend.Clear(r.slot); e != nil && err == nil {
 			err = fmt.Errorf("generation: clear slot %d: %w", r.slot, e)
+		}
+		if e := g.releaseDraft(r); e != nil && err == nil {
+			err = fmt.Errorf("generation: clear slot %d of the draft model: %w", r.slot, e)
 		}
 		g.free = append(g.free, r.slot)
 	}
@@ -256,12 +291,16 @@ func (g *Generator) cancel(err error, q queue, emit func(*seq, Event) bool) {
 	}
 }
 
-// step processes the next-token scores of r, chooses its token and returns
-// the request's event. scores is the backend's logits row, processed in place.
-func (g *Generator) step(r *seq, scores []float32) Event {
+// step processes the next-token scores of r at position j of its feed,
+// chooses its token and returns the request's event: the one per-token
+// step of every request, speculating or not. scores is the backend's
+// logits row, processed in place. At a position j below the step's
+// candidates the acceptance rule chooses (see choose).
+func (g *Generator) step(r *seq, scores []float32, j int) Event {
 	req := r.req
 	withLogprobs := req.Logprobs || req.TopLogprobs > 0
-	if _, sampled := r.choose.(logits.Multinomial); sampled && req.ObserveScores == nil && !withLogprobs {
+	leviathan := r.leviathan(j)
+	if r.sampleOnly && !leviathan && req.ObserveScores == nil && !withLogprobs {
 		// Only the draw reads the row: top-k may skip writing -inf over it.
 		r.pipe.ProcessForSample(r.hist, scores)
 	} else {
@@ -279,7 +318,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 		r.top = topLogprobs(r.top[:0], &g.best, g.logprobs, req.TopLogprobs)
 	}
 
-	tok, err := r.choose.Choose(r.hist, scores, &r.src)
+	tok, accepted, err := g.choose(r, scores, j, leviathan)
 	if err != nil {
 		return r.end(FinishError, r.failure(err)) // wraps logits.ErrNoChoice or a processor's error
 	}
@@ -288,7 +327,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 	r.hist.Accept(t)
 	r.tokens = append(r.tokens, t)
 
-	ev := Event{Request: r.index, Token: t}
+	ev := Event{Request: r.index, Token: t, Drafted: len(r.prop.Tokens), Accepted: accepted}
 	if req.Logprobs {
 		ev.Logprob = logprob
 	}
@@ -313,7 +352,7 @@ func (g *Generator) step(r *seq, scores []float32) Event {
 		ev.Finish = FinishStop
 	case len(r.tokens) >= r.maxNew:
 		ev.Finish = FinishLength
-	case g.backend.Room(r.slot) < 1:
+	case g.backend.Room(r.slot) < 1+j-len(r.prop.Tokens): // the rejected candidates' cells are freed
 		ev.Finish = FinishContextFull
 	}
 	end := len(r.text)

@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
+	"github.com/llamaloop/llamaloop/speculative"
 )
 
 // seq is the state of one request while it runs. They are reused from one
@@ -30,6 +31,13 @@ type seq struct {
 	stops   [][]byte
 	choose  logits.Chooser // the config's (greedy or multinomial), or Mirostat
 	src     logits.Source  // the request's draws, seeded with Request.Seed
+	cfg     *genconfig.Config
+	// sampleOnly: the chooser reads the row only through Pipeline.Sample
+	sampleOnly bool
+	spec       specKind
+	prop       speculative.Proposal // the step's candidates
+	feed       []int32              // the step's feed when it has candidates
+	accepted   int                  // candidates accepted in the step
 
 	ctx    context.Context // the request's own (Engine), or nil
 	task   *Task           // the Engine's handle of the request, or nil
@@ -181,6 +189,10 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 			return nil, errors.New("empty stop string")
 		}
 	}
+	spec, err := g.speculation(req, c.cfg)
+	if err != nil {
+		return nil, err
+	}
 	choose := c.pipe.Chooser()
 	if req.Mirostat != nil {
 		miro, err := mirostat.New(*req.Mirostat)
@@ -205,6 +217,8 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	}
 	r.maxNew = maxLength - len(prompt)
 	r.choose = choose
+	_, r.sampleOnly = choose.(logits.SampleReader)
+	r.cfg, r.spec = c.cfg, spec
 	r.src.Seed(req.Seed)
 	r.eos = append(r.eos[:0], c.cfg.EOSTokenID...)
 	if g.tok != nil {
@@ -267,7 +281,7 @@ func (g *Generator) makeConfig(c *config, user []logits.Processor) error {
 // caller's data.
 func (g *Generator) release(seqs []*seq) {
 	for _, r := range seqs {
-		r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
+		r.req, r.pipe, r.hist, r.choose, r.cfg = nil, nil, nil, nil, nil
 		r.ctx, r.task = nil, nil
 	}
 	g.pool = append(g.pool, seqs...)
@@ -286,8 +300,9 @@ func newSeq() *seq { return new(seq).reset() }
 
 // reset makes r an unused seq, keeping its buffers.
 func (r *seq) reset() *seq {
-	r.req, r.pipe, r.hist, r.choose = nil, nil, nil, nil
+	r.req, r.pipe, r.hist, r.choose, r.cfg = nil, nil, nil, nil, nil
 	r.ctx, r.task = nil, nil
+	r.spec, r.prop.Tokens, r.prop.Probs = specNone, r.prop.Tokens[:0], r.prop.Probs[:0]
 	r.nfed, r.done, r.sent, r.slot = 0, false, 0, -1
 	r.tokens, r.text, r.top, r.stops = r.tokens[:0], r.text[:0], r.top[:0], r.stops[:0]
 	return r
@@ -312,5 +327,5 @@ func (c mirostatChooser) Choose(_ *logits.History, scores []float32, src *logits
 		}
 		return -1, fmt.Errorf("%w: mirostat: %w", logits.ErrNoChoice, err)
 	}
-	return st.Token, nil
+	return int(st.Token), nil
 }

@@ -58,6 +58,9 @@ func (g *Generator) State(request int) (*RequestState, error) {
 		if len(r.tokens) == 0 {
 			return nil, fmt.Errorf("generation: request %d has no token yet", request)
 		}
+		if r.spec == specDraft && r.cfg.DoSample && r.req.Mirostat == nil {
+			return nil, fmt.Errorf("generation: request %d samples with a draft model, whose draws a state does not hold", request)
+		}
 		src, err := r.src.MarshalBinary()
 		if err != nil {
 			return nil, err

@@ -256,70 +256,18 @@ func (p *parser) sequence(nested bool) []elem {
 		c := p.src[p.pos]
 		switch {
 		case c == '"':
-			p.pos++
 			lastStart = len(seq)
-			for {
-				if p.pos >= len(p.src) {
-					p.fail(p.pos, "unterminated literal")
-					return nil
-				}
-				if p.src[p.pos] == '"' {
-					p.pos++
-					break
-				}
-				r, ok := p.char()
-				if !ok {
-					return nil
-				}
-				var buf [utf8.UTFMax]byte
-				for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
-					var set byteSet
-					set.addRange(b, b)
-					seq = append(seq, p.setElem(set))
-				}
+			var ok bool
+			if seq, ok = p.literal(seq); !ok {
+				return nil
 			}
 			if lastStart == len(seq) {
 				lastStart = -1 // "" is no symbol to repeat, as in llama.cpp
 			}
 		case c == '[':
-			start := p.pos
-			p.pos++
-			negated := false
-			if p.pos < len(p.src) && p.src[p.pos] == '^' {
-				negated = true
-				p.pos++
-			}
-			var ranges [][2]rune
-			if p.pos < len(p.src) && p.src[p.pos] == ']' {
-				// llama.cpp reads [] and [^] as no element at all, the empty string.
-				p.fail(start, "empty character class %s (llama.cpp reads it as the empty string: write \"\" for that)", p.src[start:p.pos+1])
+			ranges, negated, ok := p.class()
+			if !ok {
 				return nil
-			}
-			for {
-				if p.pos >= len(p.src) {
-					p.fail(start, "unterminated character class")
-					return nil
-				}
-				if p.src[p.pos] == ']' {
-					p.pos++
-					break
-				}
-				lo, ok := p.char()
-				if !ok {
-					return nil
-				}
-				hi := lo
-				if p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
-					p.pos++
-					if hi, ok = p.char(); !ok {
-						return nil
-					}
-					if hi < lo {
-						p.fail(p.pos, "character range %q-%q is reversed", lo, hi)
-						return nil
-					}
-				}
-				ranges = append(ranges, [2]rune{lo, hi})
 			}
 			lastStart = len(seq)
 			seq = append(seq, p.charElems(ranges, negated)...)
@@ -362,21 +310,9 @@ func (p *parser) sequence(nested bool) []elem {
 				p.fail(p.pos, "repetition %q without a preceding symbol", c)
 				return nil
 			}
-			lo, hi := 0, -1
-			switch c {
-			case '*':
-				p.pos++
-			case '+':
-				lo = 1
-				p.pos++
-			case '?':
-				hi = 1
-				p.pos++
-			case '{':
-				var ok bool
-				if lo, hi, ok = p.braces(nested); !ok {
-					return nil
-				}
+			lo, hi, ok := p.repetition(c, nested)
+			if !ok {
+				return nil
 			}
 			item := slices.Clone(seq[lastStart:])
 			seq = append(seq[:lastStart], p.repeat(item, lo, hi)...)
@@ -388,6 +324,89 @@ func (p *parser) sequence(nested bool) []elem {
 		p.space(nested)
 	}
 	return seq
+}
+
+// literal appends the elements of the quoted literal at p.pos to seq: one byte set per byte of
+// its UTF-8 encoding.
+func (p *parser) literal(seq []elem) ([]elem, bool) {
+	p.pos++
+	for {
+		if p.pos >= len(p.src) {
+			p.fail(p.pos, "unterminated literal")
+			return nil, false
+		}
+		if p.src[p.pos] == '"' {
+			p.pos++
+			return seq, true
+		}
+		r, ok := p.char()
+		if !ok {
+			return nil, false
+		}
+		var buf [utf8.UTFMax]byte
+		for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
+			var set byteSet
+			set.addRange(b, b)
+			seq = append(seq, p.setElem(set))
+		}
+	}
+}
+
+// class reads the character class at p.pos: its ranges and whether it is negated.
+func (p *parser) class() (ranges [][2]rune, negated, ok bool) {
+	start := p.pos
+	p.pos++
+	if p.pos < len(p.src) && p.src[p.pos] == '^' {
+		negated = true
+		p.pos++
+	}
+	if p.pos < len(p.src) && p.src[p.pos] == ']' {
+		// llama.cpp reads [] and [^] as no element at all, the empty string.
+		p.fail(start, "empty character class %s (llama.cpp reads it as the empty string: write \"\" for that)", p.src[start:p.pos+1])
+		return nil, false, false
+	}
+	for {
+		if p.pos >= len(p.src) {
+			p.fail(start, "unterminated character class")
+			return nil, false, false
+		}
+		if p.src[p.pos] == ']' {
+			p.pos++
+			return ranges, negated, true
+		}
+		lo, ok := p.char()
+		if !ok {
+			return nil, false, false
+		}
+		hi := lo
+		if p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
+			p.pos++
+			if hi, ok = p.char(); !ok {
+				return nil, false, false
+			}
+			if hi < lo {
+				p.fail(p.pos, "character range %q-%q is reversed", lo, hi)
+				return nil, false, false
+			}
+		}
+		ranges = append(ranges, [2]rune{lo, hi})
+	}
+}
+
+// repetition reads the repetition operator c at p.pos: its bounds (hi -1: unbounded).
+func (p *parser) repetition(c byte, nested bool) (lo, hi int, ok bool) {
+	switch c {
+	case '*':
+		p.pos++
+		return 0, -1, true
+	case '+':
+		p.pos++
+		return 1, -1, true
+	case '?':
+		p.pos++
+		return 0, 1, true
+	}
+	return p.braces(nested)
 }
 
 // braces parses {m}, {m,} or {m,n}; hi is -1 when unbounded. Newlines may separate its parts

@@ -114,36 +114,70 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 	if isFalse(a) || isFalse(b) {
 		return falseNode, nil
 	}
-	out := &node{kind: 'o'}
-	set := func(k string, v *node) {
-		out.keys, out.vals = append(out.keys, k), append(out.vals, v)
+	m := &merger{out: &node{kind: 'o'}, done: map[string]bool{}}
+	for _, step := range []func(a, b *node, path string) (bool, error){
+		m.types, m.enums, m.properties, m.required, m.items, m.bounds, m.strings, m.branches,
+	} {
+		empty, err := step(a, b, path)
+		if err != nil {
+			return nil, err
+		}
+		if empty {
+			return falseNode, nil
+		}
 	}
-	done := map[string]bool{}
-	// type
+	for _, s := range []*node{a, b} {
+		for _, k := range s.keys {
+			if !m.done[k] && !isAnnotationIn(s, k) {
+				return nil, fail(path, k, "keyword %s cannot be intersected with the schemas beside it", quote.String(k))
+			}
+		}
+	}
+	m.out.raw = m.out.encode()
+	return m.out, nil
+}
+
+// merger builds the intersection of two schemas keyword by keyword: each step sets the
+// intersection of its keywords in out, marks them done, and reports an empty intersection.
+type merger struct {
+	out  *node
+	done map[string]bool
+}
+
+func (m *merger) set(k string, v *node) {
+	m.out.keys, m.out.vals = append(m.out.keys, k), append(m.out.vals, v)
+}
+
+// types intersects type.
+func (m *merger) types(a, b *node, path string) (empty bool, err error) {
 	if a.get("type") != nil || b.get("type") != nil {
 		ta, err := typeMask(a, path)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		tb, err := typeMask(b, path)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		m := ta & tb
-		if m == 0 {
-			return falseNode, nil
+		mask := ta & tb
+		if mask == 0 {
+			return true, nil
 		}
-		set("type", maskNode(m))
+		m.set("type", maskNode(mask))
 	}
-	done["type"] = true
-	// enum and const
+	m.done["type"] = true
+	return false, nil
+}
+
+// enums intersects enum and const.
+func (m *merger) enums(a, b *node, path string) (empty bool, err error) {
 	ea, err := enumValues(a, path)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	eb, err := enumValues(b, path)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	if ea != nil || eb != nil {
 		vals := ea
@@ -158,17 +192,21 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 			}
 		}
 		if len(vals) == 0 {
-			return falseNode, nil
+			return true, nil
 		}
-		set("enum", arrNode(vals))
+		m.set("enum", arrNode(vals))
 	}
-	done["enum"], done["const"] = true, true
-	// properties and additionalProperties
+	m.done["enum"], m.done["const"] = true, true
+	return false, nil
+}
+
+// properties intersects properties and additionalProperties.
+func (m *merger) properties(a, b *node, path string) (empty bool, err error) {
 	pa, pb := a.get("properties"), b.get("properties")
 	aa, ab := a.get("additionalProperties"), b.get("additionalProperties")
 	for _, p := range []*node{pa, pb} {
 		if p != nil && p.kind != 'o' {
-			return nil, fail(path, "properties", "properties must be an object")
+			return false, fail(path, "properties", "properties must be an object")
 		}
 	}
 	if pa != nil || pb != nil {
@@ -195,13 +233,17 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 			props.vals = append(props.vals, conj(side(pa, aa, k), side(pb, ab, k)))
 		}
 		props.raw = props.encode()
-		set("properties", props)
+		m.set("properties", props)
 	}
 	if aa != nil || ab != nil {
-		set("additionalProperties", conj(aa, ab))
+		m.set("additionalProperties", conj(aa, ab))
 	}
-	done["properties"], done["additionalProperties"] = true, true
-	// required
+	m.done["properties"], m.done["additionalProperties"] = true, true
+	return false, nil
+}
+
+// required unites required.
+func (m *merger) required(a, b *node, path string) (empty bool, err error) {
 	if ra, rb := a.get("required"), b.get("required"); ra != nil || rb != nil {
 		var names []*node
 		for _, r := range []*node{ra, rb} {
@@ -209,7 +251,7 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 				continue
 			}
 			if r.kind != 'a' {
-				return nil, fail(path, "required", "required must be an array of names")
+				return false, fail(path, "required", "required must be an array of names")
 			}
 			for _, n := range r.arr {
 				if !slices.ContainsFunc(names, func(m *node) bool { return m.canon() == n.canon() }) {
@@ -217,55 +259,63 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 				}
 			}
 		}
-		set("required", arrNode(names))
+		m.set("required", arrNode(names))
 	}
-	done["required"] = true
-	// items and prefixItems
+	m.done["required"] = true
+	return false, nil
+}
+
+// items intersects items and prefixItems.
+func (m *merger) items(a, b *node, path string) (empty bool, err error) {
 	xa, xb := a.get("prefixItems"), b.get("prefixItems")
 	ia, ib := a.get("items"), b.get("items")
 	switch {
 	case xa != nil && xb != nil:
 		if xa.canon() != xb.canon() {
-			return nil, fail(path, "prefixItems", "the intersection of two different prefixItems lists is not supported")
+			return false, fail(path, "prefixItems", "the intersection of two different prefixItems lists is not supported")
 		}
-		set("prefixItems", xa)
+		m.set("prefixItems", xa)
 	case xa != nil || xb != nil:
 		x, other := xa, ib
 		if x == nil {
 			x, other = xb, ia
 		}
 		if x.kind != 'a' {
-			return nil, fail(path, "prefixItems", "prefixItems must be an array of schemas")
+			return false, fail(path, "prefixItems", "prefixItems must be an array of schemas")
 		}
 		var parts []*node
 		for _, p := range x.arr {
 			parts = append(parts, conj(p, other))
 		}
-		set("prefixItems", arrNode(parts))
+		m.set("prefixItems", arrNode(parts))
 	}
 	if ia != nil || ib != nil {
-		set("items", conj(ia, ib))
+		m.set("items", conj(ia, ib))
 	}
-	done["prefixItems"], done["items"] = true, true
-	// size bounds
+	m.done["prefixItems"], m.done["items"] = true, true
+	return false, nil
+}
+
+// bounds intersects the size and number bounds.
+func (m *merger) bounds(a, b *node, path string) (empty bool, err error) {
 	for _, k := range []string{"minItems", "maxItems", "minLength", "maxLength"} {
 		va, vb := a.get(k), b.get(k)
 		if va == nil && vb == nil {
 			continue
 		}
 		if va == nil || vb == nil {
-			set(k, cmp.Or(va, vb))
+			m.set(k, cmp.Or(va, vb))
 			continue
 		}
 		x, okA := va.integer()
 		y, okB := vb.integer()
 		if !okA || !okB {
-			return nil, fail(path, k, "%s must be a non-negative integer", k)
+			return false, fail(path, k, "%s must be a non-negative integer", k)
 		}
 		if (x > y) == strings.HasPrefix(k, "min") {
-			set(k, va)
+			m.set(k, va)
 		} else {
-			set(k, vb)
+			m.set(k, vb)
 		}
 	}
 	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
@@ -274,56 +324,64 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 			continue
 		}
 		if va == nil || vb == nil {
-			set(k, cmp.Or(va, vb))
+			m.set(k, cmp.Or(va, vb))
 			continue
 		}
 		x, okA := new(big.Rat).SetString(string(va.raw))
 		y, okB := new(big.Rat).SetString(string(vb.raw))
 		if va.kind != 'n' || vb.kind != 'n' || !okA || !okB {
-			return nil, fail(path, k, "%s must be a number", k)
+			return false, fail(path, k, "%s must be a number", k)
 		}
 		if (x.Cmp(y) > 0) == (k == "minimum" || k == "exclusiveMinimum") {
-			set(k, va)
+			m.set(k, va)
 		} else {
-			set(k, vb)
+			m.set(k, vb)
 		}
 	}
 	for _, k := range []string{"minItems", "maxItems", "minLength", "maxLength", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
-		done[k] = true
+		m.done[k] = true
 	}
-	// pattern, format and multipleOf
+	return false, nil
+}
+
+// strings intersects pattern, format and multipleOf.
+func (m *merger) strings(a, b *node, path string) (empty bool, err error) {
 	for _, k := range []string{"pattern", "format", "multipleOf"} {
 		va, vb := a.get(k), b.get(k)
 		switch {
 		case va == nil && vb == nil:
 		case va == nil || vb == nil || va.canon() == vb.canon():
-			set(k, cmp.Or(va, vb))
+			m.set(k, cmp.Or(va, vb))
 		case k == "multipleOf":
-			return nil, fail(path, k, "the intersection of two different multipleOf (%s and %s) is not supported", va.raw, vb.raw)
+			return false, fail(path, k, "the intersection of two different multipleOf (%s and %s) is not supported", va.raw, vb.raw)
 		case k == "format" && !knownFormat(va):
-			set(k, vb)
+			m.set(k, vb)
 		case k == "format" && !knownFormat(vb):
-			set(k, va)
+			m.set(k, va)
 		default:
-			return nil, fail(path, k, "the intersection of two different %ss (%s and %s) is not supported", k, va.raw, vb.raw)
+			return false, fail(path, k, "the intersection of two different %ss (%s and %s) is not supported", k, va.raw, vb.raw)
 		}
-		done[k] = true
+		m.done[k] = true
 	}
-	// anyOf and oneOf: the cross product of the branches when both sides have one
+	return false, nil
+}
+
+// branches intersects anyOf and oneOf: the cross product of the branches when both sides have one.
+func (m *merger) branches(a, b *node, path string) (empty bool, err error) {
 	for _, k := range []string{"anyOf", "oneOf"} {
 		va, vb := a.get(k), b.get(k)
 		for _, v := range []*node{va, vb} {
 			if v != nil && (v.kind != 'a' || len(v.arr) == 0) {
-				return nil, fail(path, k, "%s must be a non-empty array", k)
+				return false, fail(path, k, "%s must be a non-empty array", k)
 			}
 		}
 		switch {
 		case va == nil && vb == nil:
 		case va == nil || vb == nil:
-			set(k, cmp.Or(va, vb))
+			m.set(k, cmp.Or(va, vb))
 		default:
 			if len(va.arr)*len(vb.arr) > maxBranches {
-				return nil, fail(path, k, "the intersection of two %ss has more than %d branches", k, maxBranches)
+				return false, fail(path, k, "the intersection of two %ss has more than %d branches", k, maxBranches)
 			}
 			var alts []*node
 			for _, x := range va.arr {
@@ -331,19 +389,11 @@ func (c *converter) merge(a, b *node, path string) (*node, error) {
 					alts = append(alts, conj(x, y))
 				}
 			}
-			set(k, arrNode(alts))
+			m.set(k, arrNode(alts))
 		}
-		done[k] = true
+		m.done[k] = true
 	}
-	for _, s := range []*node{a, b} {
-		for _, k := range s.keys {
-			if !done[k] && !isAnnotationIn(s, k) {
-				return nil, fail(path, k, "keyword %s cannot be intersected with the schemas beside it", quote.String(k))
-			}
-		}
-	}
-	out.raw = out.encode()
-	return out, nil
+	return false, nil
 }
 
 // JSON types as a bit set; tNumber includes the integers, so tInteger is set with it.

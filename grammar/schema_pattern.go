@@ -19,10 +19,6 @@ const ecmaSpace = `\t\n\x0B\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\
 func ecmaToGo(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
-	hex := func(s string) (int, bool) {
-		v, err := strconv.ParseUint(s, 16, 32)
-		return int(v), err == nil
-	}
 	for i := 0; i < len(p); {
 		ch := p[i]
 		switch {
@@ -33,41 +29,9 @@ func ecmaToGo(p string) (string, error) {
 			e := p[i+1]
 			switch {
 			case e == 'u':
-				var cp int
-				n := 0
-				if i+2 < len(p) && p[i+2] == '{' {
-					end := strings.IndexByte(p[i:], '}')
-					v, ok := 0, false
-					if end > 3 {
-						v, ok = hex(p[i+3 : i+end])
-					}
-					if !ok || v > 0x10FFFF {
-						return "", fmt.Errorf("bad escape %q", p[i:min(len(p), i+8)])
-					}
-					cp, n = v, end+1
-				} else {
-					v, ok := 0, false
-					if i+6 <= len(p) {
-						v, ok = hex(p[i+2 : i+6])
-					}
-					if !ok {
-						return "", fmt.Errorf("bad escape %q", p[i:min(len(p), i+6)])
-					}
-					cp, n = v, 6
-					if utf16.IsSurrogate(rune(v)) {
-						lo := 0
-						if i+12 <= len(p) && p[i+6] == '\\' && p[i+7] == 'u' {
-							lo, ok = hex(p[i+8 : i+12])
-						}
-						r := utf16.DecodeRune(rune(v), rune(lo))
-						if !ok || r == 0xFFFD {
-							return "", fmt.Errorf("a lone surrogate escape %q", p[i:i+6])
-						}
-						cp, n = int(r), 12
-					}
-				}
-				if utf16.IsSurrogate(rune(cp)) {
-					return "", fmt.Errorf("a lone surrogate escape %q", p[i:i+n])
+				cp, n, err := ecmaUnicode(p, i)
+				if err != nil {
+					return "", err
 				}
 				fmt.Fprintf(&b, `\x{%x}`, cp)
 				i += n
@@ -76,7 +40,7 @@ func ecmaToGo(p string) (string, error) {
 				if i+4 > len(p) {
 					return "", errors.New(`\x needs two hex digits`)
 				}
-				if _, ok := hex(p[i+2 : i+4]); !ok || p[i+2] == '+' || p[i+2] == '-' {
+				if _, ok := hexValue(p[i+2 : i+4]); !ok || p[i+2] == '+' || p[i+2] == '-' {
 					return "", errors.New(`\x needs two hex digits`)
 				}
 				b.WriteString(p[i : i+4])
@@ -142,6 +106,52 @@ func ecmaToGo(p string) (string, error) {
 		i++
 	}
 	return b.String(), nil
+}
+
+// hexValue is the value of the hexadecimal digits s.
+func hexValue(s string) (int, bool) {
+	v, err := strconv.ParseUint(s, 16, 32)
+	return int(v), err == nil
+}
+
+// ecmaUnicode decodes the \u escape at p[i:] (\uXXXX, a surrogate pair of two, or \u{X...}):
+// its code point and its length in p.
+func ecmaUnicode(p string, i int) (cp, n int, err error) {
+	if i+2 < len(p) && p[i+2] == '{' {
+		end := strings.IndexByte(p[i:], '}')
+		v, ok := 0, false
+		if end > 3 {
+			v, ok = hexValue(p[i+3 : i+end])
+		}
+		if !ok || v > 0x10FFFF {
+			return 0, 0, fmt.Errorf("bad escape %q", p[i:min(len(p), i+8)])
+		}
+		cp, n = v, end+1
+	} else {
+		v, ok := 0, false
+		if i+6 <= len(p) {
+			v, ok = hexValue(p[i+2 : i+6])
+		}
+		if !ok {
+			return 0, 0, fmt.Errorf("bad escape %q", p[i:min(len(p), i+6)])
+		}
+		cp, n = v, 6
+		if utf16.IsSurrogate(rune(v)) {
+			lo := 0
+			if i+12 <= len(p) && p[i+6] == '\\' && p[i+7] == 'u' {
+				lo, ok = hexValue(p[i+8 : i+12])
+			}
+			r := utf16.DecodeRune(rune(v), rune(lo))
+			if !ok || r == 0xFFFD {
+				return 0, 0, fmt.Errorf("a lone surrogate escape %q", p[i:i+6])
+			}
+			cp, n = int(r), 12
+		}
+	}
+	if utf16.IsSurrogate(rune(cp)) {
+		return 0, 0, fmt.Errorf("a lone surrogate escape %q", p[i:i+n])
+	}
+	return cp, n, nil
 }
 
 // pattern returns a GBNF expression for the contents of the JSON strings that match the
@@ -509,119 +519,113 @@ func (c *converter) countedPattern(re *syntax.Regexp, lo, hi int) (string, error
 	if err != nil {
 		return "", err
 	}
-	limit := hi
+	a := &countedAutomaton{prog: prog, lo: lo, hi: hi, limit: hi, index: map[countedKey]int{}}
 	if hi < 0 {
-		limit = lo // past lo, every count is the same
+		a.limit = lo // past lo, every count is the same
 	}
-	type key struct{ pc, n int }
-	type step struct {
-		class string // "" for the end of the string
-		next  key
+	if _, err := a.build(countedKey{prog.Start, 0}); err != nil {
+		return "", err
 	}
-	index := map[key]int{}
-	var keys []key
-	var steps [][]step
-	// closure lists the instructions that consume a character or match, reached from pc
-	// without consuming.
-	closure := func(pc int) ([]int, error) {
-		var out []int
-		seen := map[int]bool{}
-		var walk func(pc int) error
-		walk = func(pc int) error {
-			if seen[pc] {
-				return nil
+	live := a.live()
+	if !live[0] {
+		return "", nil
+	}
+	name := func(i int) string { return fmt.Sprintf("counted-%d-%d", c.n, i) }
+	c.n++
+	for i := range a.keys {
+		if !live[i] {
+			continue
+		}
+		var alts []string
+		for _, s := range a.steps[i] {
+			switch {
+			case s.class == "":
+				alts = append(alts, `""`)
+			case live[a.index[s.next]]:
+				alts = append(alts, s.class+" "+name(a.index[s.next]))
 			}
-			seen[pc] = true
-			in := prog.Inst[pc]
-			switch in.Op {
-			case syntax.InstAlt, syntax.InstAltMatch:
-				if err := walk(int(in.Out)); err != nil {
-					return err
-				}
-				return walk(int(in.Arg))
-			case syntax.InstNop, syntax.InstCapture:
-				return walk(int(in.Out))
-			case syntax.InstEmptyWidth:
-				return errors.New("^ and $ are supported at the ends of the pattern only")
-			case syntax.InstFail:
-				return nil
-			}
-			out = append(out, pc)
-			return nil
 		}
-		return out, walk(pc)
+		c.rules[name(i)] = strings.Join(alts, " | ")
+		c.order = append(c.order, name(i))
 	}
-	var build func(k key) (int, error)
-	build = func(k key) (int, error) {
-		if i, ok := index[k]; ok {
-			return i, nil
+	return name(0), nil
+}
+
+// countedKey is a state of the counted automaton: an instruction and a count of code points.
+type countedKey struct{ pc, n int }
+
+// countedStep is a transition: a character class to the next state, or the end of the string
+// (class "").
+type countedStep struct {
+	class string
+	next  countedKey
+}
+
+// countedAutomaton is the product of a compiled pattern with a count of code points, built
+// from its start state; its states are numbered in the order they are reached.
+type countedAutomaton struct {
+	prog          *syntax.Prog
+	lo, hi, limit int
+	index         map[countedKey]int
+	keys          []countedKey
+	steps         [][]countedStep
+}
+
+// build adds the state k and every state reachable from it, and returns k's number.
+func (a *countedAutomaton) build(k countedKey) (int, error) {
+	if i, ok := a.index[k]; ok {
+		return i, nil
+	}
+	if len(a.keys) >= maxCountedStates {
+		return 0, fmt.Errorf("more than %d states", maxCountedStates)
+	}
+	i := len(a.keys)
+	a.index[k] = i
+	a.keys = append(a.keys, k)
+	a.steps = append(a.steps, nil)
+	insts, err := closure(a.prog, k.pc)
+	if err != nil {
+		return 0, err
+	}
+	for _, pc := range insts {
+		in := a.prog.Inst[pc]
+		if in.Op == syntax.InstMatch {
+			if k.n >= a.lo {
+				a.steps[i] = append(a.steps[i], countedStep{})
+			}
+			continue
 		}
-		if len(keys) >= maxCountedStates {
-			return 0, fmt.Errorf("more than %d states", maxCountedStates)
+		if a.hi >= 0 && k.n >= a.hi {
+			continue
 		}
-		i := len(keys)
-		index[k] = i
-		keys = append(keys, k)
-		steps = append(steps, nil)
-		insts, err := closure(k.pc)
+		class, err := instClass(in)
 		if err != nil {
 			return 0, err
 		}
-		for _, pc := range insts {
-			in := prog.Inst[pc]
-			if in.Op == syntax.InstMatch {
-				if k.n >= lo {
-					steps[i] = append(steps[i], step{})
-				}
-				continue
-			}
-			if hi >= 0 && k.n >= hi {
-				continue
-			}
-			var class string
-			switch in.Op {
-			case syntax.InstRune:
-				if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
-					return 0, errors.New("case-insensitive patterns are not supported")
-				}
-				class, err = classExpr(in.Rune)
-			case syntax.InstRune1:
-				class, err = classExpr([]rune{in.Rune[0], in.Rune[0]})
-			case syntax.InstRuneAnyNotNL:
-				class = anyNotNL
-			case syntax.InstRuneAny:
-				class = "(" + lenChar + ")"
-			default:
-				err = fmt.Errorf("instruction %v is not supported", in.Op)
-			}
-			if err != nil {
-				return 0, err
-			}
-			next := key{int(in.Out), min(k.n+1, limit)}
-			if _, err := build(next); err != nil {
-				return 0, err
-			}
-			steps[i] = append(steps[i], step{class, next})
+		next := countedKey{int(in.Out), min(k.n+1, a.limit)}
+		if _, err := a.build(next); err != nil {
+			return 0, err
 		}
-		return i, nil
+		a.steps[i] = append(a.steps[i], countedStep{class, next})
 	}
-	if _, err := build(key{prog.Start, 0}); err != nil {
-		return "", err
-	}
-	// A state is live when it can end the string, now or after some steps: a walk back from the
-	// states that can end it.
-	live := make([]bool, len(keys))
-	preds := make([][]int, len(keys))
+	return i, nil
+}
+
+// live marks the states that can end the string, now or after some steps: a walk back from
+// the states that can end it.
+func (a *countedAutomaton) live() []bool {
+	live := make([]bool, len(a.keys))
+	preds := make([][]int, len(a.keys))
 	var queue []int
-	for i := range keys {
-		for _, s := range steps[i] {
+	for i := range a.keys {
+		for _, s := range a.steps[i] {
 			if s.class == "" {
 				if !live[i] {
 					live[i] = true
 					queue = append(queue, i)
 				}
 			} else {
-				preds[index[s.next]] = append(preds[index[s.next]], i)
+				preds[a.index[s.next]] = append(preds[a.index[s.next]], i)
 			}
 		}
 	}
@@ -635,26 +639,54 @@ func (c *converter) countedPattern(re *syntax.Regexp, lo, hi int) (string, error
 			}
 		}
 	}
-	if !live[0] {
-		return "", nil
-	}
-	name := func(i int) string { return fmt.Sprintf("counted-%d-%d", c.n, i) }
-	c.n++
-	for i := range keys {
-		if !live[i] {
-			continue
+	return live
+}
+
+// closure lists the instructions of prog that consume a character or match, reached from pc
+// without consuming.
+func closure(prog *syntax.Prog, pc int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	var walk func(pc int) error
+	walk = func(pc int) error {
+		if seen[pc] {
+			return nil
 		}
-		var alts []string
-		for _, s := range steps[i] {
-			switch {
-			case s.class == "":
-				alts = append(alts, `""`)
-			case live[index[s.next]]:
-				alts = append(alts, s.class+" "+name(index[s.next]))
+		seen[pc] = true
+		in := prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			if err := walk(int(in.Out)); err != nil {
+				return err
 			}
+			return walk(int(in.Arg))
+		case syntax.InstNop, syntax.InstCapture:
+			return walk(int(in.Out))
+		case syntax.InstEmptyWidth:
+			return errors.New("^ and $ are supported at the ends of the pattern only")
+		case syntax.InstFail:
+			return nil
 		}
-		c.rules[name(i)] = strings.Join(alts, " | ")
-		c.order = append(c.order, name(i))
+		out = append(out, pc)
+		return nil
 	}
-	return name(0), nil
+	return out, walk(pc)
+}
+
+// instClass is the character class that the consuming instruction in takes.
+func instClass(in syntax.Inst) (string, error) {
+	switch in.Op {
+	case syntax.InstRune:
+		if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+			return "", errors.New("case-insensitive patterns are not supported")
+		}
+		return classExpr(in.Rune)
+	case syntax.InstRune1:
+		return classExpr([]rune{in.Rune[0], in.Rune[0]})
+	case syntax.InstRuneAnyNotNL:
+		return anyNotNL, nil
+	case syntax.InstRuneAny:
+		return "(" + lenChar + ")", nil
+	}
+	return "", fmt.Errorf("instruction %v is not supported", in.Op)
 }

@@ -287,17 +287,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if err := set(&cp.NSeqMax, p.Sequences, "Sequences", 1, MaxSequences()); err != nil {
 		return nil, err
 	}
-	threads := p.Threads
-	if threads < 0 || p.BatchThreads < 0 || threads > MaxThreads || p.BatchThreads > MaxThreads {
-		return nil, invalid("thread counts %d, %d outside [0, %d]", threads, p.BatchThreads, MaxThreads)
-	}
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	cp.NThreads = int32(threads)
-	cp.NThreadsBatch = int32(threads)
-	if p.BatchThreads > 0 {
-		cp.NThreadsBatch = int32(p.BatchThreads)
+	if err := threadParams(p, &cp); err != nil {
+		return nil, err
 	}
 	if p.BatchInvariant && p.UnifiedKV {
 		return nil, invalid("BatchInvariant needs a KV stream per sequence (UnifiedKV false): in a unified cache a sequence's cells lie among the others' and its attention rounds by where")
@@ -377,6 +368,24 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		r.model.detach()
 	}, ctxResources{c: c, pools: pools, abort: ctx.abort, model: m, native: native})
 	return ctx, nil
+}
+
+// threadParams sets the thread counts of cp from p: Threads (0: every CPU) for single tokens,
+// BatchThreads (0: as Threads) for batches.
+func threadParams(p ContextParams, cp *cgo.ContextParams) error {
+	threads := p.Threads
+	if threads < 0 || p.BatchThreads < 0 || threads > MaxThreads || p.BatchThreads > MaxThreads {
+		return invalid("thread counts %d, %d outside [0, %d]", threads, p.BatchThreads, MaxThreads)
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	cp.NThreads = int32(threads)
+	cp.NThreadsBatch = int32(threads)
+	if p.BatchThreads > 0 {
+		cp.NThreadsBatch = int32(p.BatchThreads)
+	}
+	return nil
 }
 
 // Close frees the context; it is idempotent.

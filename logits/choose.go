@@ -89,6 +89,22 @@ func (Greedy) Choose(_ *History, scores []float32, _ *Source) (int, error) {
 	return i, nil
 }
 
+// SampleReader is an optional interface of a [Chooser] that reads a processed row only through
+// [Pipeline.Sample] ([Multinomial]): a loop whose chooser implements it, and which reads the row in
+// no other way (no log-probabilities, no observer), may process the row with
+// [Pipeline.ProcessForSample], whose top-k stage leaves the removed entries as they were. The
+// candidate list that Sample then trusts is kept on the History for the row the pipeline last
+// processed, which Sample recognises by its address and length: the row must not be copied or
+// modified in between.
+type SampleReader interface {
+	Chooser
+	// ReadsOnlySample marks the capability; it does nothing.
+	ReadsOnlySample()
+}
+
+// ReadsOnlySample implements SampleReader.
+func (Multinomial) ReadsOnlySample() {}
+
 // Multinomial is multinomial sampling (do_sample true with one beam): one uniform u from the
 // Source, then the index [SampleIndex] returns for u, the inverse CDF of softmax(scores) in index
 // order. When the pipeline of the history bounded the candidates (top-k), it visits only those

@@ -115,7 +115,7 @@ func TestDrawMatchesRanking(t *testing.T) {
 		if n <= 5000 && shape != 4 { // the brute force loses underflowing tokens
 			ref := reference(row, v, mu, cfg.M, u)
 			if ref.ok {
-				require.Equal(t, ref.token, got.Token, "iter %d", iter)
+				require.Equal(t, int32(ref.token), got.Token, "iter %d", iter)
 				require.Equal(t, ref.kept, got.Kept, "iter %d", iter)
 			}
 		}

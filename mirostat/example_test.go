@@ -26,13 +26,13 @@ func ExampleSampler_Generate() {
 	s, _ := mirostat.New(mirostat.Config{Version: mirostat.V1, Tau: 2, Eta: 0.1})
 	rng, _ := mirostat.NewParkMiller(7)
 	// A toy model: after token t, token t+1 (mod 4) is likely.
-	model := func(tokens []int) ([]float32, error) {
+	model := func(tokens []int32) ([]float32, error) {
 		row := make([]float32, 4)
 		row[(tokens[len(tokens)-1]+1)%4] = 5
 		return row, nil
 	}
 	g, err := s.Generate(context.Background(), model, rng, mirostat.GenerateOptions{
-		Prompt: []int{0}, MaxTokens: 10, EndTokens: []int{3},
+		Prompt: []int32{0}, MaxTokens: 10, EndTokens: []int32{3},
 	})
 	if err != nil {
 		panic(err)

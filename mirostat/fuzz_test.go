@@ -30,8 +30,8 @@ func checkStepInvariants(t *testing.T, s *Sampler, before State, st Step, n int,
 	t.Helper()
 	cfg := s.Config()
 	switch {
-	case st.Token < 0 || st.Token >= n || masked(st.Token):
-		t.Fatalf("token %d of %d, masked %v", st.Token, n, st.Token >= 0 && st.Token < n && masked(st.Token))
+	case st.Token < 0 || int(st.Token) >= n || masked(int(st.Token)):
+		t.Fatalf("token %d of %d, masked %v", st.Token, n, st.Token >= 0 && int(st.Token) < n && masked(int(st.Token)))
 	case st.Kept < 1 || st.Kept > n:
 		t.Fatalf("kept %d of %d", st.Kept, n)
 	case cfg.Version == V1 && (st.K < 1 || st.K > n || st.Kept > st.K):

@@ -11,7 +11,7 @@ import (
 // followed by the tokens generated so far. tokens is valid only during the
 // call and must not be modified. The row is read before Model is called
 // again, so Model may reuse its buffer.
-type Model func(tokens []int) ([]float32, error)
+type Model func(tokens []int32) ([]float32, error)
 
 // UniformSource supplies uniform draws in [0, 1). *ParkMiller and
 // *math/rand/v2.Rand implement it.
@@ -48,12 +48,12 @@ func (r StopReason) String() string {
 type GenerateOptions struct {
 	// Prompt is what the model sees before the first generated token; it is
 	// not part of the result.
-	Prompt []int
+	Prompt []int32
 	// MaxTokens bounds the number of generated tokens; it must be > 0.
 	MaxTokens int
 	// EndTokens end the generation after one of them is generated (and
 	// included). None by default.
-	EndTokens []int
+	EndTokens []int32
 	// Observer, when set, sees every step of Generate and stops it, after
 	// that token, by returning false. An end token takes precedence as the
 	// reason. Stream ignores it: breaking the loop is the same.
@@ -62,8 +62,8 @@ type GenerateOptions struct {
 
 // Generation is the result of Generate.
 type Generation struct {
-	Tokens []int  // generated tokens, prompt excluded
-	Steps  []Step // one per token
+	Tokens []int32 // generated tokens, prompt excluded
+	Steps  []Step  // one per token
 	Reason StopReason
 }
 
@@ -110,7 +110,7 @@ func (s *Sampler) Stream(ctx context.Context, model Model, src UniformSource, op
 			yield(Step{}, paramError("max tokens must be > 0, got %d", opts.MaxTokens))
 			return
 		}
-		tokens := make([]int, len(opts.Prompt), len(opts.Prompt)+opts.MaxTokens)
+		tokens := make([]int32, len(opts.Prompt), len(opts.Prompt)+opts.MaxTokens)
 		copy(tokens, opts.Prompt)
 		for i := range opts.MaxTokens {
 			if err := ctx.Err(); err != nil {

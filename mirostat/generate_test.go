@@ -14,21 +14,21 @@ import (
 // output depends on the context; it records every context it is shown.
 type countingModel struct {
 	n      int
-	seen   [][]int
+	seen   [][]int32
 	failAt int // call index that fails; -1 never
 }
 
-func (m *countingModel) next(tokens []int) ([]float32, error) {
-	m.seen = append(m.seen, append([]int(nil), tokens...))
+func (m *countingModel) next(tokens []int32) ([]float32, error) {
+	m.seen = append(m.seen, append([]int32(nil), tokens...))
 	if len(m.seen)-1 == m.failAt {
 		return nil, errors.New("backend down")
 	}
 	row := make([]float32, m.n)
-	last := 0
+	last := int32(0)
 	if len(tokens) > 0 {
 		last = tokens[len(tokens)-1]
 	}
-	row[(last+1)%m.n] = 6 // surprise ≈ 0.05 bits: V2 at tau 1 keeps it alone
+	row[(int(last)+1)%m.n] = 6 // surprise ≈ 0.05 bits: V2 at tau 1 keeps it alone
 	return row, nil
 }
 
@@ -43,30 +43,30 @@ func TestGenerate(t *testing.T) {
 	ctx := context.Background()
 	m := &countingModel{n: 8, failAt: -1}
 	s := mustNew(t, Config{Version: V2, Tau: 1, Eta: 0})
-	g, err := s.Generate(ctx, m.next, &fixedDraws{u: []float64{0.5}}, GenerateOptions{Prompt: []int{3}, MaxTokens: 4})
+	g, err := s.Generate(ctx, m.next, &fixedDraws{u: []float64{0.5}}, GenerateOptions{Prompt: []int32{3}, MaxTokens: 4})
 	require.NoError(t, err)
-	assert.Equal(t, []int{4, 5, 6, 7}, g.Tokens)
+	assert.Equal(t, []int32{4, 5, 6, 7}, g.Tokens)
 	assert.Equal(t, StopLimit, g.Reason)
 	assert.Len(t, g.Steps, 4)
-	assert.Equal(t, [][]int{{3}, {3, 4}, {3, 4, 5}, {3, 4, 5, 6}}, m.seen, "the model sees prompt then output")
+	assert.Equal(t, [][]int32{{3}, {3, 4}, {3, 4, 5}, {3, 4, 5, 6}}, m.seen, "the model sees prompt then output")
 
 	// End token: included, and it stops the generation.
 	m = &countingModel{n: 8, failAt: -1}
-	g, err = s.Generate(ctx, m.next, &fixedDraws{u: []float64{0.5}}, GenerateOptions{MaxTokens: 10, EndTokens: []int{3}})
+	g, err = s.Generate(ctx, m.next, &fixedDraws{u: []float64{0.5}}, GenerateOptions{MaxTokens: 10, EndTokens: []int32{3}})
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 3}, g.Tokens)
+	assert.Equal(t, []int32{1, 2, 3}, g.Tokens)
 	assert.Equal(t, StopEndToken, g.Reason)
 
 	// Observer stops after the token it refuses; an end token wins the reason.
 	g, err = s.Generate(ctx, (&countingModel{n: 8, failAt: -1}).next, &fixedDraws{u: []float64{0.5}},
 		GenerateOptions{MaxTokens: 10, Observer: func(st Step) bool { return st.Token != 2 }})
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2}, g.Tokens)
+	assert.Equal(t, []int32{1, 2}, g.Tokens)
 	assert.Equal(t, StopObserver, g.Reason)
 	g, err = s.Generate(ctx, (&countingModel{n: 8, failAt: -1}).next, &fixedDraws{u: []float64{0.5}},
-		GenerateOptions{MaxTokens: 10, EndTokens: []int{2}, Observer: func(Step) bool { return false }})
+		GenerateOptions{MaxTokens: 10, EndTokens: []int32{2}, Observer: func(Step) bool { return false }})
 	require.NoError(t, err)
-	assert.Equal(t, []int{1}, g.Tokens)
+	assert.Equal(t, []int32{1}, g.Tokens)
 	assert.Equal(t, StopObserver, g.Reason)
 	assert.Equal(t, StopEndToken.String(), "end token")
 }
@@ -84,7 +84,7 @@ func TestGenerateErrorsKeepPriorSteps(t *testing.T) {
 
 	// An invalid row becomes a *RowError for its step.
 	calls := 0
-	bad := func([]int) ([]float32, error) {
+	bad := func([]int32) ([]float32, error) {
 		calls++
 		if calls == 3 {
 			return []float32{float32(math.Inf(1))}, nil
@@ -112,12 +112,12 @@ func TestGenerateErrorsKeepPriorSteps(t *testing.T) {
 func TestStream(t *testing.T) {
 	ctx := context.Background()
 	s := mustNew(t, Config{Version: V2, Tau: 1, Eta: 0})
-	var got []int
-	for st, err := range s.Stream(ctx, (&countingModel{n: 5, failAt: -1}).next, &ParkMiller{}, GenerateOptions{MaxTokens: 100, EndTokens: []int{0}}) {
+	var got []int32
+	for st, err := range s.Stream(ctx, (&countingModel{n: 5, failAt: -1}).next, &ParkMiller{}, GenerateOptions{MaxTokens: 100, EndTokens: []int32{0}}) {
 		require.NoError(t, err)
 		got = append(got, st.Token)
 	}
-	assert.Equal(t, []int{1, 2, 3, 4, 0}, got)
+	assert.Equal(t, []int32{1, 2, 3, 4, 0}, got)
 
 	got = got[:0]
 	for st, err := range s.Stream(ctx, (&countingModel{n: 5, failAt: -1}).next, &ParkMiller{}, GenerateOptions{MaxTokens: 100}) {
@@ -127,5 +127,5 @@ func TestStream(t *testing.T) {
 			break
 		}
 	}
-	assert.Equal(t, []int{1, 2, 3}, got)
+	assert.Equal(t, []int32{1, 2, 3}, got)
 }

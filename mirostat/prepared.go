@@ -77,8 +77,8 @@ func prepare(st rowStats, c []cand) *PreparedRow {
 func (r *PreparedRow) Len() int { return r.st.n }
 
 // Probability returns token's probability, 0 for a masked token.
-func (r *PreparedRow) Probability(token int) (float64, error) {
-	if token < 0 || token >= r.st.n {
+func (r *PreparedRow) Probability(token int32) (float64, error) {
+	if token < 0 || int(token) >= r.st.n {
 		return 0, paramError("token %d outside vocabulary of %d", token, r.st.n)
 	}
 	if k := r.rank[token]; k >= 0 {
@@ -88,10 +88,10 @@ func (r *PreparedRow) Probability(token int) (float64, error) {
 }
 
 // Ranked yields the unmasked tokens and their probabilities in rank order.
-func (r *PreparedRow) Ranked() iter.Seq2[int, float64] {
-	return func(yield func(int, float64) bool) {
+func (r *PreparedRow) Ranked() iter.Seq2[int32, float64] {
+	return func(yield func(int32, float64) bool) {
 		for i, c := range r.ranked {
-			if !yield(int(c.id), r.probs[i]) {
+			if !yield(c.id, r.probs[i]) {
 				return
 			}
 		}

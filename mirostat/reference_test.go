@@ -151,7 +151,7 @@ func TestMatchesBruteForce(t *testing.T) {
 		checked++
 		require.Equal(t, want.kept, got.Kept, "iter %d %v n=%d", iter, v, n)
 		require.Equal(t, want.k, got.K, "iter %d", iter)
-		require.Equal(t, want.token, got.Token, "iter %d", iter)
+		require.Equal(t, int32(want.token), got.Token, "iter %d", iter)
 		assert.InEpsilon(t, want.prob, got.Prob, 1e-12)
 		assert.InDelta(t, want.surprise, got.Surprise, 1e-9)
 		assert.InDelta(t, mu-cfg.Eta*(want.surprise-cfg.Tau), got.Mu, 1e-9)

@@ -10,7 +10,7 @@ import (
 // Step is what one draw produced.
 type Step struct {
 	// Token is the chosen token id, an index into the row.
-	Token int
+	Token int32
 	// Prob is the token's probability under the original distribution,
 	// before truncation and renormalization.
 	Prob float64
@@ -197,8 +197,8 @@ func (s *Sampler) Sample(row Row, u float64) (Step, error) {
 // Observe updates mu for a token the caller drew itself from the candidates
 // that Candidates(row) returns. A token outside that set is an error wrapping
 // ErrNotCandidate, and mu stays unchanged.
-func (s *Sampler) Observe(row Row, token int) (Step, error) {
-	if token < 0 || token >= row.Len() {
+func (s *Sampler) Observe(row Row, token int32) (Step, error) {
+	if token < 0 || int(token) >= row.Len() {
 		return Step{}, paramError("token %d outside vocabulary of %d", token, row.Len())
 	}
 	sel, err := row.selectFor(s)
@@ -216,7 +216,7 @@ func (s *Sampler) Observe(row Row, token int) (Step, error) {
 // host that makes the categorical draw itself and reports it with Observe.
 // The slices align by index and are in rank order.
 type Candidates struct {
-	Tokens       []int
+	Tokens       []int32
 	Original     []float64 // probability under the original distribution
 	Renormalized []float64 // probability within the candidate set; sums to 1
 	K            int       // V1's k, or 0
@@ -224,7 +224,7 @@ type Candidates struct {
 }
 
 // Index returns the position of token in c.Tokens, or -1.
-func (c *Candidates) Index(token int) int { return slices.Index(c.Tokens, token) }
+func (c *Candidates) Index(token int32) int { return slices.Index(c.Tokens, token) }
 
 // Candidates returns the candidate set of row under the current mu without
 // drawing or changing state. The slices are newly allocated.
@@ -234,7 +234,7 @@ func (s *Sampler) Candidates(row Row) (Candidates, error) {
 		return Candidates{}, err
 	}
 	c := Candidates{
-		Tokens:       make([]int, len(sel.kept)),
+		Tokens:       make([]int32, len(sel.kept)),
 		Original:     slices.Clone(sel.probs),
 		Renormalized: make([]float64, len(sel.kept)),
 		K:            sel.k,
@@ -242,7 +242,7 @@ func (s *Sampler) Candidates(row Row) (Candidates, error) {
 	}
 	mass := sel.mass()
 	for i, k := range sel.kept {
-		c.Tokens[i] = int(k.id)
+		c.Tokens[i] = k.id
 		c.Renormalized[i] = sel.probs[i] / mass
 	}
 	return c, nil
@@ -330,9 +330,9 @@ func (sel *selection) mass() float64 {
 	return m
 }
 
-func (sel *selection) index(token int) int {
+func (sel *selection) index(token int32) int {
 	for i, c := range sel.kept {
-		if int(c.id) == token {
+		if c.id == token {
 			return i
 		}
 	}
@@ -353,7 +353,7 @@ func (s *Sampler) commit(rs rowStats, c cand, p float64, kept, k int, exponent f
 		return Step{}, ErrNumerical
 	}
 	st := Step{
-		Token:    int(c.id),
+		Token:    c.id,
 		Prob:     p,
 		Surprise: surprise,
 		Kept:     kept,

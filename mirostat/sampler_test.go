@@ -38,7 +38,7 @@ func TestV2ThreeTokensByHand(t *testing.T) {
 	require.Equal(t, 2.0, s.Mu())
 	st, err := s.SampleLogits(logitsOf(0.5, 0.3, 0.2), 0.7)
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.Token)
+	assert.Equal(t, int32(1), st.Token)
 	assert.Equal(t, 2, st.Kept)
 	assert.Equal(t, 0, st.K)
 	assert.InDelta(t, 0.3, st.Prob, 1e-7)
@@ -51,7 +51,7 @@ func TestV2ThreeTokensByHand(t *testing.T) {
 	// u = 0.6 < 0.625 picks token 0, surprise 1: mu rises by 0.1*(1-1) = 0.
 	st, err = s.SampleLogits(logitsOf(0.5, 0.3, 0.2), 0.6)
 	require.NoError(t, err)
-	assert.Equal(t, 0, st.Token)
+	assert.Equal(t, int32(0), st.Token)
 	assert.InDelta(t, 1.926303, st.Mu, 1e-6)
 }
 
@@ -64,7 +64,7 @@ func TestV1ThreeTokensByHand(t *testing.T) {
 	s := mustNew(t, Config{Version: V1, Tau: 0.5, Eta: 0.1})
 	st, err := s.SampleLogits(logitsOf(0.5, 0.3, 0.2), 0.7)
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.Token)
+	assert.Equal(t, int32(1), st.Token)
 	assert.Equal(t, 2, st.K)
 	assert.Equal(t, 2, st.Kept)
 	assert.InDelta(t, 0.804025, st.S, 1e-6)
@@ -77,7 +77,7 @@ func TestV1ThreeTokensByHand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, st.K)
 	assert.Equal(t, 3, st.Kept)
-	assert.Equal(t, 2, st.Token)
+	assert.Equal(t, int32(2), st.Token)
 	assert.InDelta(t, 2.321928, st.Surprise, 1e-6)
 }
 
@@ -150,7 +150,7 @@ func TestTiesRankBySmallerID(t *testing.T) {
 			st, err := s.SampleLogits([]float32{2, 2, 2, 2}, u)
 			require.NoError(t, err)
 			assert.Equal(t, 4, st.Kept)
-			assert.Equal(t, i, st.Token, "%v u=%v", v, u)
+			assert.Equal(t, int32(i), st.Token, "%v u=%v", v, u)
 			assert.InDelta(t, 2.0, st.Surprise, 1e-12)
 		}
 	}
@@ -159,7 +159,7 @@ func TestTiesRankBySmallerID(t *testing.T) {
 	s := mustNew(t, Config{Version: V2, Tau: 10, Eta: 0.1})
 	st, err := s.SampleWeights([]float64{1, 1, 1, 2}, 0.45)
 	require.NoError(t, err)
-	assert.Equal(t, 0, st.Token)
+	assert.Equal(t, int32(0), st.Token)
 }
 
 func TestMaskedTokensAreNeverKept(t *testing.T) {
@@ -170,14 +170,14 @@ func TestMaskedTokensAreNeverKept(t *testing.T) {
 			st, err := s.SampleLogits([]float32{ninf, 1, ninf, 1, ninf}, u)
 			require.NoError(t, err)
 			assert.Equal(t, 2, st.Kept)
-			assert.Contains(t, []int{1, 3}, st.Token)
+			assert.Contains(t, []int32{1, 3}, st.Token)
 			if v == V1 {
 				assert.Equal(t, 5, st.K, "k is clamped to the vocabulary, kept to the unmasked")
 			}
 			st, err = s.SampleWeights([]float64{0, 3, 0, 1, 0}, u)
 			require.NoError(t, err)
 			assert.Equal(t, 2, st.Kept)
-			assert.Contains(t, []int{1, 3}, st.Token)
+			assert.Contains(t, []int32{1, 3}, st.Token)
 		}
 	}
 }
@@ -205,7 +205,7 @@ func TestWeightsMatchLogits(t *testing.T) {
 		}
 		// float32 logs perturb probabilities by ~1e-7; decisions agree
 		// unless that crosses a boundary, which this seed avoids.
-		assert.Equal(t, ref.token, sw.Token, "iter %d", iter)
+		assert.Equal(t, int32(ref.token), sw.Token, "iter %d", iter)
 		assert.Equal(t, ref.kept, sw.Kept, "iter %d", iter)
 		assert.InDelta(t, -math.Log2(w[sw.Token]/sum(w)), sw.Surprise, 1e-12)
 		assert.InDelta(t, w[sw.Token]/sum(w), sw.Prob, 1e-15)
@@ -252,7 +252,7 @@ func TestPreparedMatchesDirect(t *testing.T) {
 			if !math.IsInf(float64(row[tok]), -1) {
 				want = st.prob(float64(row[tok]))
 			}
-			got, err := p.Probability(tok)
+			got, err := p.Probability(int32(tok))
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		}
@@ -260,13 +260,13 @@ func TestPreparedMatchesDirect(t *testing.T) {
 	w := []float64{0, 2, 1, 1}
 	p, err := PrepareWeights(w)
 	require.NoError(t, err)
-	var toks []int
+	var toks []int32
 	var probs []float64
 	for tok, q := range p.Ranked() {
 		toks = append(toks, tok)
 		probs = append(probs, q)
 	}
-	assert.Equal(t, []int{1, 2, 3}, toks)
+	assert.Equal(t, []int32{1, 2, 3}, toks)
 	assert.InDeltaSlice(t, []float64{0.5, 0.25, 0.25}, probs, 1e-15)
 	_, err = p.Probability(4)
 	assert.ErrorIs(t, err, ErrInvalidParameter)
@@ -277,7 +277,7 @@ func TestCandidatesObservePreview(t *testing.T) {
 	s := mustNew(t, Config{Version: V2, Tau: 1, Eta: 0.1}) // mu 2: tokens 0, 1
 	c, err := s.Candidates(Logits(row))
 	require.NoError(t, err)
-	assert.Equal(t, []int{0, 1}, c.Tokens)
+	assert.Equal(t, []int32{0, 1}, c.Tokens)
 	assert.InDeltaSlice(t, []float64{0.5, 0.3}, c.Original, 1e-7)
 	assert.InDeltaSlice(t, []float64{0.625, 0.375}, c.Renormalized, 1e-7)
 	assert.Equal(t, 2.0, c.Mu)

@@ -113,7 +113,7 @@ func TestTargetBelowMinimumSurprise(t *testing.T) {
 		}
 		assert.Less(t, last.Mu, 0.0)
 		assert.Equal(t, 1, last.Kept, "%v", v)
-		assert.Equal(t, 0, last.Token)
+		assert.Equal(t, int32(0), last.Token)
 		assert.InDelta(t, minSurprise, last.Surprise, 1e-12)
 	}
 }

@@ -129,6 +129,7 @@ type Cache struct {
 	clock   uint64
 
 	feeds []backend.Feed // the rewritten feeds of an Eval
+	cut   []int          // tokens of each feed that a reused prefix covered
 
 	lookups, hits, promptTokens, saved, kept, evictions, nEntries, nCells atomic.Int64
 }
@@ -199,7 +200,33 @@ func (c *Cache) Room(slot int) int {
 // its last token at most), then the rest is evaluated with the other feeds
 // in one underlying Eval.
 func (c *Cache) Eval(ctx context.Context, feeds []backend.Feed) error {
-	c.feeds = c.feeds[:0]
+	return c.eval(ctx, feeds, nil)
+}
+
+// EvalAll implements backend.AllLogits over an underlying backend that
+// implements it (and fails over one that does not): the positions of a
+// feed that a reused prefix covered have no logits (LogitsAt returns nil
+// for them), since they were not evaluated.
+func (c *Cache) EvalAll(ctx context.Context, feeds []backend.Feed) error {
+	all, ok := c.b.(backend.AllLogits)
+	if !ok {
+		return errors.New("prefixcache: the underlying backend does not keep every position's logits (backend.AllLogits)")
+	}
+	return c.eval(ctx, feeds, all)
+}
+
+// LogitsAt implements backend.AllLogits.
+func (c *Cache) LogitsAt(i, j int) []float32 {
+	all, ok := c.b.(backend.AllLogits)
+	if !ok || i < 0 || i >= len(c.cut) || j < c.cut[i] {
+		return nil
+	}
+	return all.LogitsAt(i, j-c.cut[i])
+}
+
+// eval is Eval, and EvalAll through all when it is not nil.
+func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllLogits) error {
+	c.feeds, c.cut = c.feeds[:0], c.cut[:0]
 	for i, f := range feeds {
 		if err := c.checkSlot(f.Slot); err != nil {
 			return fmt.Errorf("prefixcache: feed %d: %w", i, err)
@@ -228,9 +255,15 @@ func (c *Cache) Eval(ctx context.Context, feeds []backend.Feed) error {
 			}
 			toks = toks[n:]
 		}
+		c.cut = append(c.cut, len(f.Tokens)-len(toks))
 		c.feeds = append(c.feeds, backend.Feed{Slot: c.phys[f.Slot], Tokens: toks})
 	}
-	err := c.b.Eval(ctx, c.feeds)
+	var err error
+	if all != nil {
+		err = all.EvalAll(ctx, c.feeds)
+	} else {
+		err = c.b.Eval(ctx, c.feeds)
+	}
 	if err == nil {
 		for i, f := range feeds {
 			c.hist[f.Slot] = append(c.hist[f.Slot], c.feeds[i].Tokens...)
@@ -514,6 +547,11 @@ func (c *Cache) Lookup(tokens []int32) (slot, shared, held int) {
 	}
 	return slot, shared, held
 }
+
+var (
+	_ backend.PrefixLookup = (*Cache)(nil)
+	_ backend.AllLogits    = (*Cache)(nil)
+)
 
 // Adopt makes a cache entry of tokens whose state fill writes into the
 // empty underlying slot it is given (for example a sequence state read from

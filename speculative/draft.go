@@ -10,110 +10,153 @@ import (
 	"github.com/llamaloop/llamaloop/logits"
 )
 
-// draftStream separates a request's draft draws from its target draws.
+// draftStream separates a sequence's draft draws from its target draws.
 const draftStream = 0x6472616674
 
-// DraftModel is transformers' AssistedCandidateGenerator: a smaller model
-// over the same vocabulary drafts the candidates one token at a time, with
-// the request's processors and its choice (argmax, or a draw when the
-// config samples), all rows of a step in one Eval per drafted token. A row
-// drafts num_assistant_tokens candidates (adapted by the heuristic
-// schedules) and stops after an EOS token or a token whose draft probability
-// is below assistant_confidence_threshold. The draft's slot keeps the
-// sequence's evaluated prefix between steps; Settle truncates it to what the
-// sequence kept.
-type DraftModel struct {
+// Draft is transformers' AssistedCandidateGenerator: a smaller model over
+// the same vocabulary drafts the candidates one token at a time, with the
+// sequence's processors and its choice (argmax, or a draw when the config
+// samples), every sequence of a step in one Eval per drafted token. A
+// sequence drafts num_assistant_tokens candidates (adapted by the heuristic
+// schedules) and stops after an EOS token or a token whose draft
+// probability is below assistant_confidence_threshold. Its slot i drafts
+// for the target's slot i and keeps the sequence's evaluated prefix between
+// steps. A Draft is not safe for concurrent use, and neither is its backend.
+type Draft struct {
 	b         backend.Backend
 	feeds     []backend.Feed
-	rows      []*Sequence
-	next      []*Sequence
-	one       []int32 // the last drafted token of each row, fed next
-	heuristic int     // draft length carried between calls by "heuristic"
+	rows      []*Proposal
+	next      []*Proposal
+	one       []int32 // the last drafted token of each sequence, fed next
+	heuristic int     // draft length carried between sequences by "heuristic"
 }
 
-// length returns the draft length of s for this step.
-func (g *DraftModel) length(s *Sequence) int {
-	if s.numAssist == 0 {
-		s.numAssist = s.cfg.NumAssistantTokens
-		if s.cfg.NumAssistantTokensSchedule == genconfig.ScheduleHeuristic && g.heuristic > 0 {
-			s.numAssist = g.heuristic
-		}
+// NewDraft returns the draft model b for a target of vocab tokens.
+func NewDraft(b backend.Backend, vocab int) (*Draft, error) {
+	if b.VocabSize() != vocab {
+		return nil, fmt.Errorf("speculative: the draft model's vocabulary has %d tokens, the target's %d", b.VocabSize(), vocab)
 	}
-	return s.numAssist
+	return &Draft{b: b}, nil
 }
 
-// Propose implements CandidateGenerator.
-func (g *DraftModel) Propose(ctx context.Context, seqs []*Sequence) error {
-	g.feeds, g.rows = g.feeds[:0], g.rows[:0]
-	for _, s := range seqs {
-		s.SetCandidates(nil, nil)
-		s.q = s.q[:0]
-		toks := s.Tokens()
-		k := min(g.length(s), s.maxCand)
+// Slots is the number of the draft model's slots: a target slot beyond
+// them cannot be drafted for.
+func (d *Draft) Slots() int { return d.b.Slots() }
+
+// Proposal is one sequence's candidates for a step, and what the draft
+// model keeps of it between steps. Its zero value is a sequence that has
+// not started; Start readies it.
+type Proposal struct {
+	// Tokens are the step's candidates.
+	Tokens []int32
+	// Probs holds, when the config samples, the draft distribution each
+	// candidate was drawn from: one vocabulary row per candidate (for
+	// Accept).
+	Probs []float32
+
+	cfg       *genconfig.Config
+	pipe      *logits.Pipeline
+	eos       []int32
+	slot      int
+	dlen      int // tokens in the draft's slot, a prefix of the sequence
+	hist      *logits.History
+	src       logits.Source
+	numAssist int // the draft length of the heuristic schedules
+	limit     int // most candidates of the step
+	base      int // length of the sequence when the candidates were drafted
+}
+
+// Start readies p for a sequence in slot whose target runs pipe for cfg,
+// stops at eos and draws with seed.
+func (p *Proposal) Start(slot int, cfg *genconfig.Config, pipe *logits.Pipeline, eos []int32, seed uint64) {
+	p.cfg, p.pipe, p.eos, p.slot, p.dlen, p.numAssist = cfg, pipe, eos, slot, 0, 0
+	p.src.Seed(seed ^ draftStream)
+	p.Tokens, p.Probs = p.Tokens[:0], p.Probs[:0]
+}
+
+// Propose drafts the candidates of every proposal of ps, at most limits[i]
+// for ps[i], after hists[i], the target's history of its sequence (its
+// tokens and the states of its processors, which the draft copies).
+func (d *Draft) Propose(ctx context.Context, ps []*Proposal, hists []*logits.History, limits []int) error {
+	d.feeds, d.rows = d.feeds[:0], d.rows[:0]
+	for i, p := range ps {
+		p.Tokens, p.Probs = p.Tokens[:0], p.Probs[:0]
+		toks := hists[i].Tokens()
+		p.base = len(toks)
 		// The draft's slot needs the unevaluated rest of the sequence and
 		// every candidate but the last.
-		feed := toks[s.dlen:]
-		k = min(k, g.b.Room(s.slot)-len(feed)+1)
-		if k < 1 || len(feed) == 0 {
+		feed := toks[p.dlen:]
+		p.limit = min(d.length(p), limits[i], d.b.Room(p.slot)-len(feed)+1)
+		if p.limit < 1 || len(feed) == 0 {
 			continue
 		}
-		if s.dhist == nil {
-			s.dhist = s.hist.Clone()
+		if p.hist == nil {
+			p.hist = hists[i].Clone()
 		} else {
-			s.dhist.CopyFrom(s.hist)
+			p.hist.CopyFrom(hists[i])
 		}
-		s.maxCand = k
-		g.feeds = append(g.feeds, backend.Feed{Slot: s.slot, Tokens: feed})
-		g.rows = append(g.rows, s)
+		d.feeds = append(d.feeds, backend.Feed{Slot: p.slot, Tokens: feed})
+		d.rows = append(d.rows, p)
 	}
-	if cap(g.one) < len(g.rows) {
-		g.one = make([]int32, len(g.rows))
+	if cap(d.one) < len(d.rows) {
+		d.one = make([]int32, len(d.rows))
 	}
-	for len(g.feeds) > 0 {
-		if err := g.b.Eval(ctx, g.feeds); err != nil {
-			for _, s := range g.rows {
-				s.dlen = 0 // undefined after a failed Eval: cleared by Release
+	for len(d.feeds) > 0 {
+		if err := d.b.Eval(ctx, d.feeds); err != nil {
+			for _, p := range d.rows {
+				p.dlen = 0 // undefined after a failed Eval: cleared by Release
 			}
 			return fmt.Errorf("draft model: %w", err)
 		}
-		g.next = g.next[:0]
-		nf := 0
-		for i, s := range g.rows {
-			s.dlen += len(g.feeds[i].Tokens)
-			scores := g.b.Logits(i)
-			s.pipe.Process(s.dhist, scores)
-			t, err := s.choose.Choose(s.dhist, scores, &s.dsrc)
-			if err != nil {
-				continue // no candidate from this row: the target decides
+		d.next = d.next[:0]
+		for i, p := range d.rows {
+			p.dlen += len(d.feeds[i].Tokens)
+			if tok, more := p.draft(d.b.Logits(i)); more {
+				d.one[len(d.next)] = tok
+				d.feeds[len(d.next)] = backend.Feed{Slot: p.slot, Tokens: d.one[len(d.next) : len(d.next)+1]}
+				d.next = append(d.next, p)
 			}
-			tok := int32(t)
-			var p float32
-			if s.sampling {
-				n := len(s.q)
-				s.q = append(s.q, scores...)
-				logits.Softmax(s.q[n:], s.q[n:])
-				p = s.q[n+t]
-			} else if s.cfg.AssistantConfidenceThreshold > 0 {
-				p = probOf(scores, t)
-			}
-			s.cand = append(s.cand, tok)
-			s.dhist.Accept(tok)
-			if len(s.cand) >= s.maxCand || s.isEOS(tok) ||
-				(s.cfg.AssistantConfidenceThreshold > 0 && float64(p) < s.cfg.AssistantConfidenceThreshold) {
-				continue
-			}
-			g.one[nf] = tok
-			g.feeds[nf] = backend.Feed{Slot: s.slot, Tokens: g.one[nf : nf+1]}
-			g.next = append(g.next, s)
-			nf++
 		}
-		g.feeds = g.feeds[:nf]
-		g.rows, g.next = g.next, g.rows
-	}
-	for _, s := range seqs {
-		s.hasQ = s.sampling && len(s.cand) > 0
+		d.feeds = d.feeds[:len(d.next)]
+		d.rows, d.next = d.next, d.rows
 	}
 	return nil
+}
+
+// draft chooses p's next candidate from the draft's scores; more reports
+// whether p drafts another.
+func (p *Proposal) draft(scores []float32) (tok int32, more bool) {
+	p.pipe.Process(p.hist, scores)
+	t, err := p.pipe.Chooser().Choose(p.hist, scores, &p.src)
+	if err != nil {
+		return 0, false // no candidate from this row: the target decides
+	}
+	tok = int32(t)
+	var prob float32
+	if p.cfg.DoSample {
+		n := len(p.Probs)
+		p.Probs = append(p.Probs, scores...)
+		logits.Softmax(p.Probs[n:], p.Probs[n:])
+		prob = p.Probs[n+t]
+	} else if p.cfg.AssistantConfidenceThreshold > 0 {
+		prob = probOf(scores, t)
+	}
+	p.Tokens = append(p.Tokens, tok)
+	p.hist.Accept(tok)
+	stop := len(p.Tokens) >= p.limit || contains(p.eos, tok) ||
+		(p.cfg.AssistantConfidenceThreshold > 0 && float64(prob) < p.cfg.AssistantConfidenceThreshold)
+	return tok, !stop
+}
+
+// length returns the draft length of p for this step.
+func (d *Draft) length(p *Proposal) int {
+	if p.numAssist == 0 {
+		p.numAssist = p.cfg.NumAssistantTokens
+		if p.cfg.NumAssistantTokensSchedule == genconfig.ScheduleHeuristic && d.heuristic > 0 {
+			p.numAssist = d.heuristic
+		}
+	}
+	return p.numAssist
 }
 
 // probOf is softmax(scores)[t], accumulated in float64.
@@ -129,36 +172,43 @@ func probOf(scores []float32, t int) float32 {
 	return float32(math.Exp(float64(scores[t]-m)) / sum)
 }
 
-// Settle implements CandidateGenerator: the draft's slot keeps the prefix it
-// shares with the sequence, which holds every candidate fed to the draft
-// up to the first rejected one.
-func (g *DraftModel) Settle(seqs []*Sequence) error {
-	for _, s := range seqs {
-		keep := min(s.dlen, s.base+s.accepted)
-		if keep < s.dlen {
-			if err := g.b.Truncate(s.slot, keep); err != nil {
-				return fmt.Errorf("draft model: %w", err)
-			}
-			s.dlen = keep
+// Settle follows the verification of p's candidates, of which the target
+// kept the first accepted: the draft's slot keeps the prefix it shares with
+// the sequence, which holds every candidate fed to the draft up to the
+// first rejected one.
+func (d *Draft) Settle(p *Proposal, accepted int) error {
+	if keep := min(p.dlen, p.base+accepted); keep < p.dlen {
+		if err := d.b.Truncate(p.slot, keep); err != nil {
+			return fmt.Errorf("draft model: %w", err)
 		}
-		if s.cfg.NumAssistantTokensSchedule != genconfig.ScheduleConstant {
-			// AssistedCandidateGenerator.update_candidate_strategy: a step
-			// without candidates counts as all accepted, as there.
-			if s.accepted == len(s.cand) {
-				s.numAssist += 2
-			} else {
-				s.numAssist = max(1, s.numAssist-1)
-			}
+		p.dlen = keep
+	}
+	if p.cfg.NumAssistantTokensSchedule != genconfig.ScheduleConstant {
+		// AssistedCandidateGenerator.update_candidate_strategy: a step
+		// without candidates counts as all accepted, as there.
+		if accepted == len(p.Tokens) {
+			p.numAssist += 2
+		} else {
+			p.numAssist = max(1, p.numAssist-1)
 		}
 	}
 	return nil
 }
 
-// Release implements CandidateGenerator: the draft's slot is emptied.
-func (g *DraftModel) Release(s *Sequence) error {
-	if s.cfg.NumAssistantTokensSchedule == genconfig.ScheduleHeuristic && s.numAssist > 0 {
-		g.heuristic = s.numAssist
+// Release empties the draft's slot of p, once its sequence has ended.
+func (d *Draft) Release(p *Proposal) error {
+	if p.cfg != nil && p.cfg.NumAssistantTokensSchedule == genconfig.ScheduleHeuristic && p.numAssist > 0 {
+		d.heuristic = p.numAssist
 	}
-	s.dlen = 0
-	return g.b.Clear(s.slot)
+	p.dlen, p.cfg, p.pipe, p.hist = 0, nil, nil, nil
+	return d.b.Clear(p.slot)
+}
+
+func contains(s []int32, t int32) bool {
+	for _, x := range s {
+		if x == t {
+			return true
+		}
+	}
+	return false
 }

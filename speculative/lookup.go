@@ -1,36 +1,29 @@
 package speculative
 
 import (
-	"context"
 	"slices"
+
+	"github.com/llamaloop/llamaloop/genconfig"
 )
 
-// PromptLookup is transformers' PromptLookupCandidateGenerator: the
-// candidates continue the earliest earlier occurrence of the sequence's last
-// n tokens, for n from max_matching_ngram_size (2 when unset) down to 1, at
-// most prompt_lookup_num_tokens of them, cut before the first EOS token.
-// It keeps no state.
-type PromptLookup struct{}
-
-// Propose implements CandidateGenerator.
-func (*PromptLookup) Propose(_ context.Context, seqs []*Sequence) error {
-	for _, s := range seqs {
-		n := 2
-		if m := s.cfg.MaxMatchingNGramSize; m != nil && *m > 0 {
-			n = *m
-		}
-		k := min(*s.cfg.PromptLookupNumTokens, s.maxCand)
-		s.SetCandidates(lookup(s.Tokens(), n, k, s.eos), nil)
+// Lookup is transformers' PromptLookupCandidateGenerator: the candidates
+// continue the earliest earlier occurrence of the last n tokens of toks, for
+// n from max_matching_ngram_size (2 when unset) down to 1, at most
+// prompt_lookup_num_tokens and limit of them, cut before the first token of
+// eos. It appends them to dst. Like transformers it scans the whole
+// sequence: a step costs time proportional to its length.
+func Lookup(dst, toks []int32, cfg *genconfig.Config, limit int, eos []int32) []int32 {
+	maxN := 2
+	if m := cfg.MaxMatchingNGramSize; m != nil && *m > 0 {
+		maxN = *m
 	}
-	return nil
-}
-
-// lookup returns the continuation of the earliest match of toks' last
-// n-gram, the longest n-gram first.
-func lookup(toks []int32, maxN, k int, eos []int32) []int32 {
+	k := limit
+	if cfg.PromptLookupNumTokens != nil {
+		k = min(k, *cfg.PromptLookupNumTokens)
+	}
 	L := len(toks)
 	if k <= 0 {
-		return nil
+		return dst
 	}
 	for n := min(maxN, L-1); n > 0; n-- {
 		tail := toks[L-n:]
@@ -38,22 +31,14 @@ func lookup(toks []int32, maxN, k int, eos []int32) []int32 {
 			if !slices.Equal(toks[i:i+n], tail) {
 				continue
 			}
-			start := i + n
-			end := min(start+k, L)
-			c := toks[start:end]
+			c := toks[i+n : min(i+n+k, L)]
 			for j, t := range c {
 				if slices.Contains(eos, t) {
-					return c[:j]
+					return append(dst, c[:j]...)
 				}
 			}
-			return c
+			return append(dst, c...)
 		}
 	}
-	return nil
+	return dst
 }
-
-// Settle implements CandidateGenerator.
-func (*PromptLookup) Settle([]*Sequence) error { return nil }
-
-// Release implements CandidateGenerator.
-func (*PromptLookup) Release(*Sequence) error { return nil }

@@ -3,11 +3,12 @@ package speculative_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/speculative"
+	"github.com/llamaloop/llamaloop/generation"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,25 +154,26 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 				// The lookup proposes the continuation of the earlier 0: 1, 2.
 				prompt = []int32{0, 1, 2, 3, 0}
 			}
-			reqs := make([]speculative.Request, n)
+			reqs := make([]generation.Request, n)
 			for i := range reqs {
-				reqs[i] = speculative.Request{Prompt: prompt, Config: cfg, Seed: uint64(i)}
+				reqs[i] = generation.Request{Prompt: prompt, Config: cfg, Seed: uint64(i)}
 			}
 			target := backend.NewMemoryBackend(4, 8, markovFunc(targetT))
-			opts := speculative.Options{}
+			var draft backend.Backend
 			if !tc.lookup {
-				opts.Draft = backend.NewMemoryBackend(4, 8, markovFunc(draftT))
+				draft = backend.NewMemoryBackend(4, 8, markovFunc(draftT))
 			}
-			d, err := speculative.New(target, opts)
-			require.NoError(t, err)
-			res, err := d.Generate(context.Background(), reqs)
+			res, err := newGen(t, target, draft).Generate(context.Background(), reqs)
 			require.NoError(t, err)
 			counts := make([]int, 64)
-			var st speculative.Stats
 			for _, r := range res {
 				require.Len(t, r.Tokens, 3)
 				counts[(r.Tokens[0]*4+r.Tokens[1])*4+r.Tokens[2]]++
-				st = st.Add(r.Stats)
+			}
+			st := stats(res)
+			if tc.lookup {
+				// The target's own draws decide: the plain loop's tokens, seed for seed.
+				assert.Equal(t, tokens(plainMarkov(t, reqs)), tokens(res))
 			}
 			x2, df := chiSquare(t, counts, exact(targetT, 0, tc.temp, tc.topK))
 			limit := chiSquareQuantile(df, z)
@@ -189,6 +191,20 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 			assert.Greater(t, x2o, 10*limit, "the test cannot tell another distribution apart")
 		})
 	}
+}
+
+// plainMarkov decodes reqs on the target chain without speculation.
+func plainMarkov(t *testing.T, reqs []generation.Request) []generation.Result {
+	t.Helper()
+	cfg := reqs[0].Config.Clone()
+	cfg.PromptLookupNumTokens = nil
+	plain := slices.Clone(reqs)
+	for i := range plain {
+		plain[i].Config = cfg
+	}
+	res, err := generation.NewGenerator(backend.NewMemoryBackend(4, 8, markovFunc(targetT)), nil).Generate(context.Background(), plain)
+	require.NoError(t, err)
+	return res
 }
 
 // positive replaces zeros by a tiny probability, so that the power check

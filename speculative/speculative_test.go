@@ -10,7 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/speculative"
+	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,16 +72,24 @@ func prompts(n int, seed uint64) [][]int32 {
 	return out
 }
 
-// plain decodes reqs with generation.Generator, the reference.
-func plain(t *testing.T, model backend.ModelFunc, reqs []speculative.Request) [][]int32 {
+// plain decodes reqs with a generator without speculation, the reference:
+// prompt lookup is taken out of their configs.
+func plain(t *testing.T, model backend.ModelFunc, reqs []generation.Request) []generation.Result {
 	t.Helper()
 	g := generation.NewGenerator(backend.NewMemoryBackend(vocab, 4, model), nil)
-	greqs := make([]generation.Request, len(reqs))
-	for i, r := range reqs {
-		greqs[i] = generation.Request{Prompt: r.Prompt, Config: r.Config, Seed: r.Seed}
+	greqs := slices.Clone(reqs)
+	for i := range greqs {
+		if c := greqs[i].Config; c != nil && c.PromptLookup() {
+			greqs[i].Config = c.Clone()
+			greqs[i].Config.PromptLookupNumTokens = nil
+		}
 	}
 	res, err := g.Generate(context.Background(), greqs)
 	require.NoError(t, err)
+	return res
+}
+
+func tokens(res []generation.Result) [][]int32 {
 	out := make([][]int32, len(res))
 	for i, r := range res {
 		out[i] = r.Tokens
@@ -89,31 +97,40 @@ func plain(t *testing.T, model backend.ModelFunc, reqs []speculative.Request) []
 	return out
 }
 
-// checked runs the decoder's stream and checks the KV bookkeeping after
-// every step, at each request's event: the target's slot holds exactly the
-// sequence S so far but its last token, the draft's slot a prefix of S
-// shorter than it (rejected candidates left no cells), and a finished
-// request's slots are empty, as is every slot at the end.
-func checked(t *testing.T, d *speculative.Decoder, target, draft *backend.MemoryBackend, reqs []speculative.Request) []speculative.Result {
+// newGen returns a generator over target with draft (nil: none).
+func newGen(t *testing.T, target backend.Backend, draft backend.Backend) *generation.Generator {
 	t.Helper()
-	res := make([]speculative.Result, len(reqs))
-	for ev, err := range d.Stream(context.Background(), reqs) {
+	g, err := generation.New(target, nil, generation.Options{Draft: draft})
+	require.NoError(t, err)
+	return g
+}
+
+// checked runs the generator's stream and checks the KV bookkeeping at the
+// first event of every step: the target's slot holds exactly the sequence
+// S after the previous step and the step's candidates (rejected candidates
+// left no cells), the draft's slot a prefix of S, and every slot is empty
+// at the end.
+func checked(t *testing.T, g *generation.Generator, target, draft *backend.MemoryBackend, reqs []generation.Request) []generation.Result {
+	t.Helper()
+	res := make([]generation.Result, len(reqs))
+	stepEnded := make([]bool, len(reqs))
+	for ev, err := range g.Stream(context.Background(), reqs) {
 		require.NoError(t, err)
 		r := &res[ev.Request]
-		r.Add(ev)
-		s := append(slices.Clone(reqs[ev.Request].Prompt), r.Tokens...)
-		if ev.Finish != generation.NotFinished {
-			require.Empty(t, target.History(ev.Slot), "request %d finished", ev.Request)
+		if ev.Token >= 0 && stepEnded[ev.Request] {
+			s := append(slices.Clone(reqs[ev.Request].Prompt), r.Tokens...)
+			require.True(t, holds(target, s, len(s)+ev.Drafted), "request %d: no target slot holds its sequence and its %d candidates", ev.Request, ev.Drafted)
 			if draft != nil {
-				require.Empty(t, draft.History(ev.Slot), "request %d finished", ev.Request)
+				require.True(t, holdsPrefix(draft, s, len(s)+ev.Drafted), "request %d: no draft slot holds a prefix of its sequence", ev.Request)
 			}
-			continue
 		}
-		require.Equal(t, s[:len(s)-1], target.History(ev.Slot), "request %d", ev.Request)
-		if draft != nil {
-			h := draft.History(ev.Slot)
-			require.Less(t, len(h), len(s), "request %d", ev.Request)
-			require.Equal(t, s[:len(h)], h, "request %d", ev.Request)
+		stepEnded[ev.Request] = !ev.Accepted
+		if ev.Token >= 0 {
+			r.Tokens = append(r.Tokens, ev.Token)
+		}
+		r.Speculation.Add(ev)
+		if ev.Finish != generation.NotFinished {
+			r.Finish, r.Err = ev.Finish, ev.Err
 		}
 	}
 	for slot := range target.Slots() {
@@ -125,6 +142,37 @@ func checked(t *testing.T, d *speculative.Decoder, target, draft *backend.Memory
 		}
 	}
 	return res
+}
+
+// holds reports whether a slot of b holds n tokens that start with s.
+func holds(b *backend.MemoryBackend, s []int32, n int) bool {
+	for slot := range b.Slots() {
+		if h := b.History(slot); len(h) == n && slices.Equal(h[:len(s)-1], s[:len(s)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsPrefix reports whether a slot of b holds a history that starts as s
+// does and is shorter than n: s and the step's candidates but the last.
+func holdsPrefix(b *backend.MemoryBackend, s []int32, n int) bool {
+	for slot := range b.Slots() {
+		if h := b.History(slot); len(h) > 0 && len(h) < n && slices.Equal(h[:min(len(h), len(s))], s[:min(len(h), len(s))]) {
+			return true
+		}
+	}
+	return false
+}
+
+func stats(res []generation.Result) generation.SpeculationStats {
+	var st generation.SpeculationStats
+	for _, r := range res {
+		st.Steps += r.Speculation.Steps
+		st.Drafted += r.Speculation.Drafted
+		st.Accepted += r.Speculation.Accepted
+	}
+	return st
 }
 
 // Greedy speculative decoding with a draft model gives the tokens of plain
@@ -152,21 +200,16 @@ func TestDraftGreedyEqualsPlain(t *testing.T) {
 					if k == 5 {
 						cfg.AssistantConfidenceThreshold = 0.4
 					}
-					var reqs []speculative.Request
+					var reqs []generation.Request
 					for _, p := range prompts(12, uint64(k)) {
-						reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+						reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
 					}
-					want := plain(t, bigram(0), reqs)
+					want := tokens(plain(t, bigram(0), reqs))
 					target := backend.NewMemoryBackend(vocab, 3, bigram(0))
 					draft := backend.NewMemoryBackend(vocab, 4, bigram(0.3))
-					d, err := speculative.New(target, speculative.Options{Draft: draft})
-					require.NoError(t, err)
-					got := checked(t, d, target, draft, reqs)
-					var st speculative.Stats
-					for i := range reqs {
-						require.Equal(t, want[i], got[i].Tokens, "request %d", i)
-						st = st.Add(got[i].Stats)
-					}
+					got := checked(t, newGen(t, target, draft), target, draft, reqs)
+					assert.Equal(t, want, tokens(got))
+					st := stats(got)
 					assert.Positive(t, st.Accepted, "the draft agrees sometimes")
 					assert.Less(t, st.Accepted, st.Drafted, "and not always")
 				})
@@ -184,66 +227,48 @@ func TestPromptLookupGreedyEqualsPlain(t *testing.T) {
 					c.PromptLookupNumTokens = &n
 					c.MaxMatchingNGramSize = &ngram
 				})
-				var reqs []speculative.Request
+				var reqs []generation.Request
 				for _, p := range prompts(10, uint64(n*7+ngram)) {
-					reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+					reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
 				}
-				want := plain(t, bigram(0), reqs)
+				want := tokens(plain(t, bigram(0), reqs))
 				target := backend.NewMemoryBackend(vocab, 4, bigram(0))
-				d, err := speculative.New(target, speculative.Options{})
-				require.NoError(t, err)
-				got := checked(t, d, target, nil, reqs)
-				var st speculative.Stats
-				for i := range reqs {
-					require.Equal(t, want[i], got[i].Tokens, "request %d", i)
-					st = st.Add(got[i].Stats)
-				}
+				got := checked(t, newGen(t, target, nil), target, nil, reqs)
+				assert.Equal(t, want, tokens(got))
+				st := stats(got)
 				assert.Positive(t, st.Accepted, "greedy cycles are found in the text so far")
 			})
 		}
 	}
 }
 
-// A target without backend.AllLogits is verified position by position,
-// with the same tokens.
-func TestWithoutAllLogits(t *testing.T) {
+// Speculation is refused, with its reason, where it cannot run: on a
+// backend without backend.AllLogits, with a draft model of another
+// vocabulary or fewer slots, with prompt embeddings; a request without
+// speculation runs beside it.
+func TestRefusals(t *testing.T) {
 	n := 3
 	cfg := config(25, func(c *genconfig.Config) { c.PromptLookupNumTokens = &n })
-	var reqs []speculative.Request
-	for _, p := range prompts(5, 9) {
-		reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
-	}
-	want := plain(t, bigram(0), reqs)
-	d, err := speculative.New(onlyBackend{backend.NewMemoryBackend(vocab, 2, bigram(0))}, speculative.Options{})
+	g := generation.NewGenerator(onlyBackend{backend.NewMemoryBackend(vocab, 2, bigram(0))}, nil)
+	_, err := g.Generate(context.Background(), []generation.Request{{Prompt: []int32{3}, Config: cfg}})
+	assert.ErrorContains(t, err, "backend.AllLogits")
+	res, err := g.Generate(context.Background(), []generation.Request{{Prompt: []int32{3}, Config: config(5, nil)}})
 	require.NoError(t, err)
-	got, err := d.Generate(context.Background(), reqs)
-	require.NoError(t, err)
-	for i := range reqs {
-		assert.Equal(t, want[i], got[i].Tokens)
-	}
+	assert.Len(t, res[0].Tokens, 5)
+
+	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
+	_, err = generation.New(target, nil, generation.Options{Draft: backend.NewMemoryBackend(vocab+1, 2, bigram(0))})
+	assert.ErrorContains(t, err, "vocabulary")
+	_, err = generation.New(target, nil, generation.Options{Draft: backend.NewMemoryBackend(vocab, 1, bigram(0))})
+	assert.ErrorContains(t, err, "slots")
+	zero := 0
+	_, err = newGen(t, target, nil).Generate(context.Background(), []generation.Request{{Prompt: []int32{3},
+		Config: config(5, func(c *genconfig.Config) { c.PromptLookupNumTokens = &zero })}})
+	assert.ErrorContains(t, err, "prompt_lookup_num_tokens")
 }
 
 // onlyBackend hides every method beyond backend.Backend.
 type onlyBackend struct{ backend.Backend }
-
-func TestBadInput(t *testing.T) {
-	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
-	_, err := speculative.New(target, speculative.Options{Draft: backend.NewMemoryBackend(vocab+1, 2, bigram(0))})
-	assert.ErrorContains(t, err, "vocabulary")
-
-	d, err := speculative.New(target, speculative.Options{})
-	require.NoError(t, err)
-	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{3}, Config: config(5, nil)}})
-	assert.ErrorContains(t, err, "prompt_lookup_num_tokens")
-	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: nil}})
-	assert.ErrorIs(t, err, generation.ErrEmptyPrompt)
-	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{vocab}}})
-	assert.ErrorIs(t, err, backend.ErrTokenOutOfRange)
-	zero := 0
-	_, err = d.Generate(context.Background(), []speculative.Request{{Prompt: []int32{3},
-		Config: config(5, func(c *genconfig.Config) { c.PromptLookupNumTokens = &zero })}})
-	assert.ErrorContains(t, err, "prompt_lookup_num_tokens")
-}
 
 // A slot that fills up ends its request with FinishContextFull, without
 // losing the tokens it made, and the speculation never overfills it.
@@ -252,29 +277,26 @@ func TestContextFull(t *testing.T) {
 	cfg := config(100, func(c *genconfig.Config) { c.PromptLookupNumTokens = &n })
 	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
 	target.SetCapacity(12)
-	d, err := speculative.New(target, speculative.Options{})
+	reqs := []generation.Request{{Prompt: []int32{3, 4, 5}, Config: cfg}}
+	got, err := newGen(t, target, nil).Generate(context.Background(), reqs)
 	require.NoError(t, err)
-	reqs := []speculative.Request{{Prompt: []int32{3, 4, 5}, Config: cfg}}
-	got, err := d.Generate(context.Background(), reqs)
-	require.NoError(t, err)
-	want := plain(t, bigram(0), reqs)
+	want := tokens(plain(t, bigram(0), reqs))
 	if got[0].Finish == generation.FinishEOS {
 		t.Skip("the model stopped first")
 	}
 	assert.Equal(t, generation.FinishContextFull, got[0].Finish)
 	assert.Equal(t, want[0][:len(got[0].Tokens)], got[0].Tokens)
 	assert.Len(t, got[0].Tokens, 12-3+1, "the slot holds all but the last token")
+	t.Logf("%+v %v", got[0].Speculation, got[0].Tokens)
 }
 
 // A step allocates nothing in steady state: a long generation allocates
 // only what the amortised growth of its sequences' buffers takes (a few
 // allocations per doubling), far below one allocation per step.
 func TestNoAllocationPerStep(t *testing.T) {
-	allocs := func(opts speculative.Options, cfg *genconfig.Config) float64 {
-		target := backend.NewMemoryBackend(vocab, 2, hashModel(0))
-		d, err := speculative.New(target, opts)
-		require.NoError(t, err)
-		reqs := []speculative.Request{{Prompt: []int32{3, 4}, Config: cfg, Seed: 1}, {Prompt: []int32{5}, Config: cfg, Seed: 2}}
+	allocs := func(draft backend.Backend, cfg *genconfig.Config) float64 {
+		d := newGen(t, backend.NewMemoryBackend(vocab, 2, hashModel(0)), draft)
+		reqs := []generation.Request{{Prompt: []int32{3, 4}, Config: cfg, Seed: 1}, {Prompt: []int32{5}, Config: cfg, Seed: 2}}
 		drain := func() {
 			for _, err := range d.Stream(context.Background(), reqs) {
 				require.NoError(t, err)
@@ -292,7 +314,7 @@ func TestNoAllocationPerStep(t *testing.T) {
 				c.NumAssistantTokens = 3
 			})
 		}
-		draft := speculative.Options{Draft: backend.NewMemoryBackend(vocab, 2, hashModel(1))}
+		draft := backend.NewMemoryBackend(vocab, 2, hashModel(1))
 		a, b := allocs(draft, short(20)), allocs(draft, short(1000))
 		t.Logf("draft model, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
 		assert.Less(t, b-a, 60.0, "draft model, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
@@ -301,7 +323,7 @@ func TestNoAllocationPerStep(t *testing.T) {
 			c.PromptLookupNumTokens = &n
 			return c
 		}
-		a, b = allocs(speculative.Options{}, lookup(20)), allocs(speculative.Options{}, lookup(1000))
+		a, b = allocs(nil, lookup(20)), allocs(nil, lookup(1000))
 		t.Logf("prompt lookup, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
 		assert.Less(t, b-a, 60.0, "prompt lookup, sampling %v: %v allocations for 20 tokens, %v for 1000", sample, a, b)
 	}
@@ -336,10 +358,12 @@ func hashModel(salt uint64) backend.ModelFunc {
 // call, "heuristic_transient" starts again from num_assistant_tokens,
 // "constant" never changes it.
 func TestSchedules(t *testing.T) {
-	first := func(d *speculative.Decoder, cfg *genconfig.Config) (drafted []int) {
-		for ev, err := range d.Stream(context.Background(), []speculative.Request{{Prompt: []int32{3, 4}, Config: cfg}}) {
+	first := func(d *generation.Generator, cfg *genconfig.Config) (drafted []int) {
+		for ev, err := range d.Stream(context.Background(), []generation.Request{{Prompt: []int32{3, 4}, Config: cfg}}) {
 			require.NoError(t, err)
-			drafted = append(drafted, ev.Drafted)
+			if !ev.Accepted && ev.Drafted > 0 {
+				drafted = append(drafted, ev.Drafted) // a verification's last token
+			}
 		}
 		return drafted
 	}
@@ -358,9 +382,7 @@ func TestSchedules(t *testing.T) {
 			c.AssistantConfidenceThreshold = 0
 		})
 		// The draft is the target itself: every candidate is accepted.
-		d, err := speculative.New(backend.NewMemoryBackend(vocab, 1, bigram(0)),
-			speculative.Options{Draft: backend.NewMemoryBackend(vocab, 1, bigram(0))})
-		require.NoError(t, err)
+		d := newGen(t, backend.NewMemoryBackend(vocab, 1, bigram(0)), backend.NewMemoryBackend(vocab, 1, bigram(0)))
 		one := first(d, cfg)
 		two := first(d, cfg)
 		assert.Equal(t, 2, one[0], tc.schedule)
@@ -385,10 +407,9 @@ func TestCancellation(t *testing.T) {
 	cfg := config(50, func(c *genconfig.Config) { c.EOSTokenID = nil; c.PromptLookupNumTokens = &n })
 	target := backend.NewMemoryBackend(vocab, 2, bigram(0))
 	draft := backend.NewMemoryBackend(vocab, 2, bigram(0.3))
-	d, err := speculative.New(target, speculative.Options{Draft: draft})
-	require.NoError(t, err)
+	d := newGen(t, target, draft)
 	plainCfg := config(50, func(c *genconfig.Config) { c.EOSTokenID = nil })
-	reqs := []speculative.Request{{Prompt: []int32{3}, Config: cfg}, {Prompt: []int32{4, 5}, Config: plainCfg}, {Prompt: []int32{6}, Config: cfg}}
+	reqs := []generation.Request{{Prompt: []int32{3}, Config: cfg}, {Prompt: []int32{4, 5}, Config: plainCfg}, {Prompt: []int32{6}, Config: cfg}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	finished := map[int]generation.FinishReason{}
@@ -408,5 +429,43 @@ func TestCancellation(t *testing.T) {
 	for s := range 2 {
 		assert.Empty(t, target.History(s))
 		assert.Empty(t, draft.History(s))
+	}
+}
+
+// Over a prefix cache (prefixcache implements backend.AllLogits), requests
+// that speculate and share prompts, one-token prompts among them, reuse
+// the cached prefixes and give the plain loop's tokens, with a draft model
+// and with prompt lookup.
+func TestOverPrefixCache(t *testing.T) {
+	n := 3
+	for _, lookup := range []bool{false, true} {
+		cfg := config(30, func(c *genconfig.Config) {
+			c.NumAssistantTokens = 4
+			if lookup {
+				c.PromptLookupNumTokens = &n
+			}
+		})
+		var reqs []generation.Request
+		for _, p := range [][]int32{{3, 4, 5, 6}, {3, 4, 5, 6}, {7}, {7}, {3, 4, 5, 6, 8}} {
+			reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
+		}
+		want := tokens(plain(t, bigram(0), reqs))
+		mem := backend.NewMemoryBackend(vocab, 3, bigram(0))
+		pc, err := prefixcache.New(mem, prefixcache.Options{CacheSlots: 2})
+		require.NoError(t, err)
+		var draft backend.Backend
+		if !lookup {
+			draft = backend.NewMemoryBackend(vocab, 1, bigram(0.3))
+		}
+		gen := newGen(t, pc, draft)
+		var got [][]int32
+		for _, r := range reqs { // one at a time: each finds the one before in the cache
+			res, err := gen.Generate(context.Background(), []generation.Request{r})
+			require.NoError(t, err)
+			got = append(got, res[0].Tokens)
+			assert.Positive(t, res[0].Speculation.Drafted, "lookup %v", lookup)
+		}
+		assert.Equal(t, want, got, "lookup %v", lookup)
+		assert.Positive(t, pc.Stats().Hits, "lookup %v", lookup)
 	}
 }

@@ -149,7 +149,7 @@ the same size) and sets its generation speed beside them. Build both from the
 llama.cpp commit that llamabench --version names for a fair ratio.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
-(package speculative): --tg tokens from a --prompt token prompt, greedy and with
+(a generator with the draft model, or prompt lookup): --tg tokens from a --prompt token prompt, greedy and with
 the sampling chain, plainly and speculatively, interleaved on the same prompts,
 with the speed-up, the acceptance rate (accepted / drafted candidates) and the
 mean number of accepted candidates per evaluation of the model.

@@ -10,7 +10,6 @@ import (
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/speculative"
 )
 
 const groupSpeculative = "speculative"
@@ -37,7 +36,7 @@ func (o *options) speculativeOnly() bool { return o.draft != "" || o.promptLooku
 
 // speculative measures one-row generation of --tg tokens from a --prompt
 // token prompt, greedy and with the sampling chain, plainly (package
-// generation) and speculatively (package speculative) with the --draft
+// generation) and speculatively (a generator with a draft model, or prompt lookup) with the --draft
 // model or prompt lookup, interleaved repetition by repetition on the same
 // prompts. Times run from the request to its last token, prompt included,
 // on both sides.
@@ -53,7 +52,7 @@ func (b *bench) speculative(ctx context.Context) error {
 		return err
 	}
 	defer target.Close()
-	opts := speculative.Options{}
+	opts := generation.Options{}
 	if b.o.draft != "" {
 		dm, err := cli.LoadModel(ctx, b.o.draft, b.o.gpuLayers, nil)
 		if err != nil {
@@ -72,7 +71,7 @@ func (b *bench) speculative(ctx context.Context) error {
 		defer draft.Close()
 		opts.Draft = draft
 	}
-	dec, err := speculative.New(target, opts)
+	dec, err := generation.New(target, nil, opts)
 	if err != nil {
 		return fmt.Errorf("--draft: %w", err)
 	}
@@ -93,7 +92,7 @@ func (b *bench) speculative(ctx context.Context) error {
 			scfg.PromptLookupNumTokens = &b.o.promptLookup
 		}
 		var plain, spec []float64
-		var st speculative.Stats
+		var st generation.SpeculationStats
 		b.status(fmt.Sprintf("tg%d %s, plain and speculative", g, method.name))
 		for rep := range b.o.reps {
 			prompt := b.randomPrompt(p)
@@ -105,12 +104,14 @@ func (b *bench) speculative(ctx context.Context) error {
 			}
 			plain = append(plain, float64(len(res[0].Tokens))/time.Since(start).Seconds())
 			start = time.Now()
-			sres, err := dec.Generate(ctx, []speculative.Request{{Prompt: prompt, Config: scfg, Seed: seed}})
+			sres, err := dec.Generate(ctx, []generation.Request{{Prompt: prompt, Config: scfg, Seed: seed}})
 			if err != nil {
 				return err
 			}
 			spec = append(spec, float64(len(sres[0].Tokens))/time.Since(start).Seconds())
-			st = st.Add(sres[0].Stats)
+			st.Steps += sres[0].Speculation.Steps
+			st.Drafted += sres[0].Speculation.Drafted
+			st.Accepted += sres[0].Speculation.Accepted
 		}
 		pr := result{Name: fmt.Sprintf("tg%d %s", g, method.name), Group: groupSpeculative, Method: "plain",
 			PromptTokens: p, NewTokens: g, Rows: 1, TokensPerS: newStat(plain)}

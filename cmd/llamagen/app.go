@@ -163,10 +163,10 @@ func (a *app) run(o *options) error {
 	}
 	ctx, stopWatching := a.untilInterrupt()
 	defer stopWatching()
-	if o.assistantModel != "" || cfg.PromptLookup() {
-		return s.speculative(ctx, prompts)
-	}
 	if cfg.NumBeams > 1 {
+		if o.assistantModel != "" {
+			return cli.Usagef("--assistant-model: beam search (--num-beams %d) does not speculate", cfg.NumBeams)
+		}
 		return s.beamSearch(ctx, prompts)
 	}
 	return s.generate(ctx, prompts)

@@ -10,6 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/prefixcache"
 )
 
@@ -35,7 +36,13 @@ func (s *session) chat() error {
 		return err
 	}
 	defer closeBackend(lb)
-	gen := generation.NewGenerator(pc, s.tok)
+	// A draft model (--assistant-model) or prompt lookup speculates in
+	// every turn as in a one-shot run.
+	gen, closeDraft, err := s.generator(context.Background(), pc, pc.Slots(), cells)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 	cs, saved, err := s.openChatSession(pc, lb)
 	if err != nil {
 		return err
@@ -88,8 +95,8 @@ func (s *session) chat() error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if len(msgs)+2 > cli.MaxChatMessages {
-			return fmt.Errorf("the conversation holds %d messages: at most %d (start another)", len(msgs), cli.MaxChatMessages)
+		if len(msgs)+2 > clicommon.MaxChatMessages {
+			return fmt.Errorf("the conversation holds %d messages: at most %d (start another)", len(msgs), clicommon.MaxChatMessages)
 		}
 		msgs = append(msgs, backend.Message{Role: "user", Content: line})
 		reply, seq, err := s.chatTurn(gen, pc, msgs, turn)
@@ -131,6 +138,9 @@ func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msg
 	interrupted := ctx.Err() != nil
 	p.close()
 	note := ""
+	if s.speculating() {
+		note = speculationNote(st.spec)
+	}
 	if interrupted {
 		note = "interrupted"
 	}

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/llamaloop/llamaloop/statefile"
@@ -69,8 +69,8 @@ func (s *session) openChatSession(pc *prefixcache.Cache, lb *llamabackend.Backen
 	if err := json.Unmarshal(f.App, &saved); err != nil {
 		return nil, nil, fmt.Errorf("--session %s: conversation: %w", cs.path, err)
 	}
-	if len(saved.Messages) > cli.MaxChatMessages {
-		return nil, nil, fmt.Errorf("--session %s: %d messages, more than the %d a conversation may hold", cs.path, len(saved.Messages), cli.MaxChatMessages)
+	if len(saved.Messages) > clicommon.MaxChatMessages {
+		return nil, nil, fmt.Errorf("--session %s: %d messages, more than the %d a conversation may hold", cs.path, len(saved.Messages), clicommon.MaxChatMessages)
 	}
 	if len(f.Tokens) > lb.Room(0) {
 		return nil, nil, fmt.Errorf("--session %s: %d tokens do not fit in a cache of %d cells (raise --ctx)", cs.path, len(f.Tokens), lb.Room(0))

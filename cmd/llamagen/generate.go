@@ -35,6 +35,7 @@ type stats struct {
 	firstTokens       int // tokens produced by that evaluation
 	generated         int
 	rows              int
+	spec              generation.SpeculationStats
 }
 
 // generate streams the continuations of prompts (greedy, sampling or
@@ -59,11 +60,20 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 	}
 	defer closeBackend(lb)
 
+	gen, closeDraft, err := s.generator(ctx, contract(lb), slots, maxCells)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 	p := s.newPrinter(len(rows) > 1)
-	st, err := s.stream(ctx, generation.NewGenerator(contract(lb), s.tok), reqs, rows, slots, p)
+	st, err := s.stream(ctx, gen, reqs, rows, slots, p)
 	p.close()
 	if err == nil || ctx.Err() != nil {
-		s.summary(st, "")
+		note := ""
+		if s.speculating() {
+			note = speculationNote(st.spec)
+		}
+		s.summary(st, note)
 	}
 	return err
 }
@@ -131,6 +141,7 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 			st.first = now
 		}
 		r := rows[ev.Request]
+		st.spec.Add(ev)
 		if ev.Token >= 0 {
 			st.generated++
 			r.tokens = append(r.tokens, ev.Token)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 )
 
 // prompt is one prompt as the user gave it: text, or chat messages.
@@ -100,8 +100,8 @@ func parsePromptLine(line string) (prompt, error) {
 			return prompt{}, errors.New(`give "prompt" or "messages", not both`)
 		case obj.Prompt != nil:
 			return prompt{Text: *obj.Prompt}, nil
-		case len(obj.Messages) > cli.MaxChatMessages:
-			return prompt{}, fmt.Errorf("%d messages: at most %d", len(obj.Messages), cli.MaxChatMessages)
+		case len(obj.Messages) > clicommon.MaxChatMessages:
+			return prompt{}, fmt.Errorf("%d messages: at most %d", len(obj.Messages), clicommon.MaxChatMessages)
 		case len(obj.Messages) > 0:
 			for i, m := range obj.Messages {
 				if m.Role == "" {

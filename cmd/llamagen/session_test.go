@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/testmodel"
 	"github.com/llamaloop/llamaloop/statefile"
 
@@ -102,7 +102,7 @@ func TestChatSessionMessageCap(t *testing.T) {
 	f, err := statefile.Read(file, fp)
 	require.NoError(t, err)
 	saved := savedChat{Turns: 1}
-	for i := range cli.MaxChatMessages + 1 {
+	for i := range clicommon.MaxChatMessages + 1 {
 		saved.Messages = append(saved.Messages, backend.Message{Role: []string{"user", "assistant"}[i%2], Content: "x"})
 	}
 	f.App, err = json.Marshal(saved)

@@ -5,73 +5,39 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
-
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/speculative"
 )
 
-// speculative generates with package speculative: the draft model of
-// --assistant-model, or prompt lookup (--prompt-lookup). Greedy output is
-// the plain greedy output; sampled output follows the same distribution
-// (with other draws). The summary adds the acceptance rate.
-func (s *session) speculative(ctx context.Context, prompts []prompt) error {
-	switch {
-	case s.cfg.NumBeams > 1:
-		return cli.Usagef("--assistant-model and --prompt-lookup run greedy search and sampling, not --num-beams %d", s.cfg.NumBeams)
-	case s.o.mirostat != 0:
-		return cli.Usagef("--assistant-model and --prompt-lookup do not run --mirostat")
-	case len(s.procs) > 0:
-		return cli.Usagef("--assistant-model and --prompt-lookup take no --grammar, --json-schema or --any-json")
-	case s.o.logprobs > 0 || s.o.json:
-		return cli.Usagef("--assistant-model and --prompt-lookup print text only: no --logprobs or --json")
-	case len(s.cfg.StopStrings) > 0:
-		return cli.Usagef("--assistant-model and --prompt-lookup take no --stop-strings")
-	}
-	rows, greqs, err := s.requests(prompts)
-	if err != nil {
-		return err
-	}
-	reqs := make([]speculative.Request, len(greqs))
-	maxCells := 0
-	for i, g := range greqs {
-		reqs[i] = speculative.Request{Prompt: g.Prompt, Config: g.Config, Seed: g.Seed}
-		maxCells = max(maxCells, s.cfg.Resolve(rows[i].promptTokens).MaxLength)
-	}
-	if s.o.ctx > 0 {
-		maxCells = s.o.ctx
-	}
-	slots := min(len(reqs), s.o.parallel)
-	target, err := s.newBackend(slots, maxCells, false)
-	if err != nil {
-		return err
-	}
-	defer closeBackend(target)
-	opts := speculative.Options{Tokenizer: s.tok}
-	if s.o.assistantModel != "" {
-		draft, closeDraft, err := s.draftBackend(ctx, slots, maxCells)
-		if err != nil {
-			return err
-		}
-		defer closeDraft()
-		opts.Draft = draft
-	}
-	dec, err := speculative.New(target, opts)
-	if err != nil {
-		return fmt.Errorf("--assistant-model: %w", err)
-	}
+// speculating reports whether the run decodes speculatively: with the
+// draft model of --assistant-model, or prompt lookup (--prompt-lookup).
+func (s *session) speculating() bool { return s.o.assistantModel != "" || s.cfg.PromptLookup() }
 
-	p := s.newPrinter(len(rows) > 1)
-	st, spec, err := s.streamSpeculative(ctx, dec, reqs, rows, slots, p)
-	p.close()
-	if err == nil || ctx.Err() != nil {
-		s.summary(st, fmt.Sprintf("speculative: %d of %d candidates accepted (%.0f%%), %.2f per step",
-			spec.Accepted, spec.Drafted, 100*spec.AcceptanceRate(), spec.MeanAccepted()))
+// generator returns the generator over b: with --assistant-model, its draft
+// model of slots sequences of cells cells, which closeDraft frees.
+func (s *session) generator(ctx context.Context, b backend.Backend, slots, cells int) (gen *generation.Generator, closeDraft func(), err error) {
+	if s.o.assistantModel == "" {
+		return generation.NewGenerator(b, s.tok), func() {}, nil
 	}
-	return err
+	draft, closeDraft, err := s.draftBackend(ctx, slots, cells)
+	if err != nil {
+		return nil, nil, err
+	}
+	if gen, err = generation.New(b, s.tok, generation.Options{Draft: draft}); err != nil {
+		closeDraft()
+		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+	}
+	return gen, closeDraft, nil
+}
+
+// speculationNote is the summary's note on the speculation of a run.
+func speculationNote(st generation.SpeculationStats) string {
+	return fmt.Sprintf("speculative: %d of %d candidates accepted (%.0f%%), %.2f per step",
+		st.Accepted, st.Drafted, 100*st.AcceptanceRate(), st.MeanAccepted())
 }
 
 // draftBackend loads --assistant-model and makes a backend of slots
@@ -96,73 +62,6 @@ func (s *session) draftBackend(ctx context.Context, slots, cells int) (draft *ll
 	return draft, func() { closeBackend(draft); dm.Close() }, nil
 }
 
-// streamSpeculative runs the decoder and feeds the printer, as stream does
-// for the plain loop.
-func (s *session) streamSpeculative(ctx context.Context, dec *speculative.Decoder, reqs []speculative.Request, rows []*row, slots int, p printer) (stats, speculative.Stats, error) {
-	genCtx := ctx
-	if t := s.cfg.MaxTime; t != nil && *t > 0 {
-		var cancel context.CancelFunc
-		genCtx, cancel = context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
-		defer cancel()
-	}
-	st := stats{rows: len(rows)}
-	var spec speculative.Stats
-	for i := range min(slots, len(rows)) {
-		st.promptTokens += rows[i].promptTokens
-	}
-	st.start = time.Now()
-	vocab := s.model.Vocab()
-	firstRows := 0
-	for ev, err := range dec.Stream(genCtx, reqs) {
-		if err != nil {
-			st.end = time.Now()
-			return st, spec, err
-		}
-		if st.first.IsZero() && len(ev.Tokens) > 0 {
-			st.first = time.Now()
-		}
-		// The first step's tokens (the prompts' evaluation gave them) do
-		// not count for the generation speed, as in the plain loop.
-		if r := rows[ev.Request]; len(r.tokens) == 0 && firstRows < slots {
-			firstRows++
-			st.firstTokens += len(ev.Tokens)
-		}
-		spec.Drafted += ev.Drafted
-		spec.Accepted += ev.Accepted
-		if len(ev.Tokens) > 0 {
-			spec.Steps++
-		}
-		r := rows[ev.Request]
-		for _, t := range ev.Tokens {
-			st.generated++
-			r.tokens = append(r.tokens, t)
-			n := len(r.text)
-			r.text, _ = vocab.AppendPiece(r.text, t, false)
-			p.token(r, &generation.Event{Request: ev.Request, Token: t, Text: r.text[n:]})
-		}
-		if ev.Finish != generation.NotFinished {
-			r.finish, r.err = ev.Finish.String(), ev.Err
-			if ev.Finish == generation.FinishCancelled {
-				r.err = nil
-				if ctx.Err() == nil {
-					r.finish = "max_time"
-				}
-			}
-			p.finish(r)
-		}
-	}
-	st.end = time.Now()
-	if ctx.Err() != nil {
-		return st, spec, ctx.Err()
-	}
-	for _, r := range rows {
-		if r.finish == generation.FinishError.String() || r.finish == generation.FinishContextFull.String() && r.err != nil {
-			return st, spec, fmt.Errorf("row %d: %w", r.index+1, r.err)
-		}
-	}
-	return st, spec, nil
-}
-
 // demoPromptLookup is the demo's prompt lookup length when neither
 // --prompt-lookup nor --assistant-model is given.
 const demoPromptLookup = 10
@@ -177,34 +76,27 @@ func (s *session) demoSpeculative(ctx context.Context, greedy *genconfig.Config,
 	}
 	m := &demoMethod{name: "speculative greedy"}
 	m.row = &row{index: 4, sequences: 1, prompt: p, promptTokens: len(toks), method: m.name}
-	lb, err := s.newBackend(1, cfg.Resolve(len(toks)).MaxLength, false)
+	cells := cfg.Resolve(len(toks)).MaxLength
+	lb, err := s.newBackend(1, cells, false)
 	if err != nil {
 		return nil, err
 	}
 	defer closeBackend(lb)
-	opts := speculative.Options{Tokenizer: s.tok}
-	var what string
+	what := fmt.Sprintf("draft %s, %d tokens", shortName(s.o.assistantModel), cfg.NumAssistantTokens)
 	if cfg.PromptLookup() {
 		what = fmt.Sprintf("prompt lookup %d", *cfg.PromptLookupNumTokens)
-	} else {
-		draft, closeDraft, err := s.draftBackend(ctx, 1, cfg.Resolve(len(toks)).MaxLength)
-		if err != nil {
-			return nil, err
-		}
-		defer closeDraft()
-		opts.Draft = draft
-		what = fmt.Sprintf("draft %s, %d tokens", shortName(s.o.assistantModel), cfg.NumAssistantTokens)
 	}
-	dec, err := speculative.New(lb, opts)
+	gen, closeDraft, err := s.generator(ctx, lb, 1, cells)
 	if err != nil {
-		return nil, fmt.Errorf("--assistant-model: %w", err)
+		return nil, err
 	}
+	defer closeDraft()
 	start := time.Now()
-	_, st, err := s.streamSpeculative(ctx, dec, []speculative.Request{{Prompt: toks, Config: cfg}}, []*row{m.row}, 1, nopPrinter{})
+	st, err := s.stream(ctx, gen, []generation.Request{{Prompt: toks, Config: cfg}}, []*row{m.row}, 1, nopPrinter{})
 	m.elapsed = time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	m.settings = fmt.Sprintf("%s; %d of %d accepted, %d steps", what, st.Accepted, st.Drafted, st.Steps)
+	m.settings = fmt.Sprintf("%s; %d of %d accepted, %d steps", what, st.spec.Accepted, st.spec.Drafted, st.spec.Steps)
 	return m, nil
 }

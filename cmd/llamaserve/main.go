@@ -46,6 +46,8 @@ type options struct {
 	ctx           int
 	batch         int
 	promptChunk   int
+	draft         string // --assistant-model
+	promptLookup  int
 	threads       int
 	gpuLayers     int
 	cacheType     string
@@ -125,6 +127,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
 	fs.IntVar(&o.promptChunk, "prompt-chunk", generation.DefaultPromptChunk, "the most prompt tokens evaluated per step (`N`), so that long prompts do not stall the replies being generated (-1: no limit)")
+	fs.StringVar(&o.draft, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies, for every request")
+	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
@@ -164,6 +168,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
 	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
 		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
+	case o.promptLookup < 0:
+		return nil, cli.Usagef("--prompt-lookup %d: must be 0 (none) or more", o.promptLookup)
 	case o.promptChunk == 0 || o.promptChunk < -1:
 		return nil, cli.Usagef("--prompt-chunk %d: must be positive, or -1 for no limit", o.promptChunk)
 	case o.shutdownWait <= 0:
@@ -224,55 +230,24 @@ func serveModel(o *options, stderr io.Writer) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stop)
-	loadCtx, cancelLoad := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-stop:
-			cancelLoad()
-		case <-loadCtx.Done():
-		}
-	}()
-	var bar *cli.ProgressBar
-	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f.Fd()) {
-		bar = cli.NewProgressBar(stderr, "loading "+filepath.Base(o.model))
-	}
-	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
-	interrupted := loadCtx.Err() != nil
-	cancelLoad()
-	if err != nil {
+	m, err := loadModel(o, stderr, stop)
+	if m == nil || err != nil {
 		return err
 	}
 	defer m.Close()
-	if interrupted {
-		return nil
-	}
 
-	var base *genconfig.Config
-	if o.genConfig != "" {
-		if base, err = genconfig.Load(o.genConfig); err != nil {
-			return fmt.Errorf("--generation-config: %w", err)
-		}
-		if _, err := base.Validate(m.Vocab().Size()); err != nil {
-			return fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
-		}
+	base, err := baseConfig(o, m)
+	if err != nil {
+		return err
 	}
 	chat, builtin, chatNote := chatTemplate(m, o.template)
 	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
-	sequences := o.parallel + o.cacheSlots
-	if o.invariant && m.HasEncoder() && sequences > 1 {
+	if o.invariant && m.HasEncoder() && o.parallel+o.cacheSlots > 1 {
 		return cli.Usagef("--batch-invariant does not combine with an encoder-decoder model of several sequences: llama.cpp's t5 decoder has one KV stream for all of them")
 	}
-	p := llamacpp.ContextParams{
-		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
-		BatchInvariant: o.invariant,
-		// llama.cpp's t5 decoder has one KV stream.
-		UnifiedKV: m.HasEncoder() && sequences > 1,
-	}
-	if o.cacheType == "f32" {
-		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
-	}
+	p := contextParams(o, m, seqSize)
 	lctx, err := cli.NewContext(m, fmt.Sprintf("--parallel %d --cache-slots %d --ctx %d", o.parallel, o.cacheSlots, o.ctx), p)
 	if err != nil {
 		return err
@@ -294,7 +269,16 @@ func serveModel(o *options, stderr io.Writer) error {
 		}
 		b, cache = pc, pc
 	}
-	engine, err := generation.NewEngine(b, tok, generation.EngineOptions{PromptChunk: o.promptChunk})
+	eopts := generation.EngineOptions{PromptChunk: o.promptChunk}
+	if o.draft != "" {
+		draft, closeDraft, err := draftBackend(context.Background(), o, seqSize)
+		if err != nil {
+			return err
+		}
+		defer closeDraft()
+		eopts.Draft = draft
+	}
+	engine, err := generation.NewEngine(b, tok, eopts)
 	if err != nil {
 		return err
 	}
@@ -398,4 +382,95 @@ func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builti
 		tools = ", which does not render tools: they are described in the system message"
 	}
 	return t, flag, fmt.Sprintf("%s, rendered as Jinja (tool calls read as %s%s)", from, t.Family(), tools)
+}
+
+// draftBackend loads --assistant-model with a context of --parallel
+// sequences of seqSize cells: the draft model of the engine's slots.
+func draftBackend(ctx context.Context, o *options, seqSize int) (*llamabackend.Backend, func(), error) {
+	dm, err := cli.LoadModel(ctx, o.draft, o.gpuLayers, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+	}
+	dctx, err := cli.NewContext(dm, fmt.Sprintf("--assistant-model, --parallel %d --ctx %d", o.parallel, o.ctx),
+		llamacpp.ContextParams{ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads})
+	if err != nil {
+		dm.Close()
+		return nil, nil, err
+	}
+	draft, err := llamabackend.New(dctx)
+	if err != nil {
+		dctx.Close()
+		dm.Close()
+		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
+	}
+	return draft, func() { draft.Close(); dctx.Close(); dm.Close() }, nil
+}
+
+// loadModel loads -m, drawing a progress bar on a terminal; a signal on stop during the load
+// ends it, and loadModel then returns a nil model and no error.
+func loadModel(o *options, stderr io.Writer, stop <-chan os.Signal) (*llamacpp.Model, error) {
+	loadCtx, cancelLoad := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancelLoad()
+		case <-loadCtx.Done():
+		}
+	}()
+	var bar *cli.ProgressBar
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f.Fd()) {
+		bar = cli.NewProgressBar(stderr, "loading "+filepath.Base(o.model))
+	}
+	m, err := cli.LoadModel(loadCtx, o.model, o.gpuLayers, bar)
+	interrupted := loadCtx.Err() != nil
+	cancelLoad()
+	if err != nil {
+		return nil, err
+	}
+	if interrupted {
+		m.Close()
+		return nil, nil
+	}
+	return m, nil
+}
+
+// baseConfig is the generation config every request starts from: --generation-config, with
+// --prompt-lookup's prompt_lookup_num_tokens; nil for the server's defaults.
+func baseConfig(o *options, m *llamacpp.Model) (*genconfig.Config, error) {
+	var base *genconfig.Config
+	if o.genConfig != "" {
+		var err error
+		if base, err = genconfig.Load(o.genConfig); err != nil {
+			return nil, fmt.Errorf("--generation-config: %w", err)
+		}
+		if _, err := base.Validate(m.Vocab().Size()); err != nil {
+			return nil, fmt.Errorf("--generation-config %s: %w", o.genConfig, err)
+		}
+	}
+	if o.promptLookup > 0 {
+		if base == nil {
+			base = serve.OpenAIBase()
+		}
+		base.PromptLookupNumTokens = &o.promptLookup
+	}
+	if (o.draft != "" || o.promptLookup > 0) && m.HasEncoder() {
+		return nil, cli.Usagef("--assistant-model and --prompt-lookup need a decoder-only model; %s is an encoder-decoder", filepath.Base(o.model))
+	}
+	return base, nil
+}
+
+// contextParams are the parameters of the engine's llama.cpp context: --parallel plus
+// --cache-slots sequences of seqSize cells.
+func contextParams(o *options, m *llamacpp.Model, seqSize int) llamacpp.ContextParams {
+	sequences := o.parallel + o.cacheSlots
+	p := llamacpp.ContextParams{
+		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
+		BatchInvariant: o.invariant,
+		// llama.cpp's t5 decoder has one KV stream.
+		UnifiedKV: m.HasEncoder() && sequences > 1,
+	}
+	if o.cacheType == "f32" {
+		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
+	}
+	return p
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
@@ -132,14 +133,8 @@ func ExitCode(err error) int {
 }
 
 // Message turns an error into the single line a command prints after its
-// name: llamacpp's package prefix is dropped, and line breaks are joined.
-func Message(err error) string {
-	msg := err.Error()
-	for _, pkg := range []string{"llamacpp: ", "logits: ", "generation: ", "beam: "} {
-		msg = strings.ReplaceAll(msg, pkg, "")
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
-}
+// name (clicommon.Line).
+func Message(err error) string { return clicommon.Line(err) }
 
 // LoadModel loads a GGUF model, drawing a progress bar on progress when it
 // is not nil (the caller passes its stderr only when that is a terminal).

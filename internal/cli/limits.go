@@ -11,14 +11,6 @@ import (
 // the commands check their sizes against it before they ask for a context.
 const MaxCells = 1 << 24
 
-// MaxChatMessages bounds the messages of one chat: a llamaserve request, a
-// llamagen --chat conversation or --session file, a --prompts line. A
-// message takes a few tokens of template at least, so that no context
-// worth having holds many more; the bound keeps a hostile chat's rendering
-// (twice, see llamacpp.Vocab.TokenizeChat) from running long before its
-// length is refused.
-const MaxChatMessages = 8192
-
 // CheckThreads checks the value of a --threads option: at least 1 and at
 // most llamacpp.MaxThreads (ggml's limit). More threads than CPUs is
 // allowed: llamacpp logs a warning, which the commands print (see

@@ -61,19 +61,58 @@ func Load(path string) (*Model, error) {
 	}
 	defer r.Close()
 
-	arch, err := gguf.Get[string](r.File, "general.architecture")
+	h, err := llamaHparams(r)
 	if err != nil {
 		return nil, err
 	}
+	m := &Model{Hparams: h}
+	reqs := []tensorReq{
+		{&m.tokEmbd, "token_embd.weight", false, []int{h.NEmbd, h.NVocab}},
+		{&m.outputNorm, "output_norm.weight", false, []int{h.NEmbd}},
+		{&m.output, "output.weight", true, []int{h.NEmbd, h.NVocab}},
+	}
+	m.layers = make([]layer, h.NLayer)
+	kv := h.HeadDim * h.NHeadKV
+	for i := range m.layers {
+		l, p := &m.layers[i], fmt.Sprintf("blk.%d.", i)
+		reqs = append(reqs,
+			tensorReq{&l.attnNorm, p + "attn_norm.weight", false, []int{h.NEmbd}},
+			tensorReq{&l.wq, p + "attn_q.weight", false, []int{h.NEmbd, h.NEmbd}},
+			tensorReq{&l.wk, p + "attn_k.weight", false, []int{h.NEmbd, kv}},
+			tensorReq{&l.wv, p + "attn_v.weight", false, []int{h.NEmbd, kv}},
+			tensorReq{&l.wo, p + "attn_output.weight", false, []int{h.NEmbd, h.NEmbd}},
+			tensorReq{&l.ffnNorm, p + "ffn_norm.weight", false, []int{h.NEmbd}},
+			tensorReq{&l.gate, p + "ffn_gate.weight", false, []int{h.NEmbd, h.NFF}},
+			tensorReq{&l.up, p + "ffn_up.weight", false, []int{h.NEmbd, h.NFF}},
+			tensorReq{&l.down, p + "ffn_down.weight", false, []int{h.NFF, h.NEmbd}})
+	}
+	if err := loadTensors(r, reqs, "biases or extra tensors"); err != nil {
+		return nil, err
+	}
+	if m.output == nil {
+		m.output = m.tokEmbd
+	}
+	m.invFreq = make([]float64, h.HeadDim/2)
+	for i := range m.invFreq {
+		m.invFreq[i] = math.Pow(h.RopeFreqBase, -2*float64(i)/float64(h.HeadDim))
+	}
+	return m, nil
+}
+
+// llamaHparams reads and checks the hyperparameters of a llama GGUF file.
+func llamaHparams(r *gguf.Reader) (h Hparams, err error) {
+	arch, err := gguf.Get[string](r.File, "general.architecture")
+	if err != nil {
+		return Hparams{}, err
+	}
 	if arch != "llama" {
-		return nil, fmt.Errorf("reference: architecture %q is not llama", arch)
+		return Hparams{}, fmt.Errorf("reference: architecture %q is not llama", arch)
 	}
 	u32 := func(key string, dst *int) error {
 		v, err := gguf.Get[uint32](r.File, key)
 		*dst = int(v)
 		return err
 	}
-	var h Hparams
 	for _, kv := range []struct {
 		key string
 		dst *int
@@ -84,123 +123,54 @@ func Load(path string) (*Model, error) {
 		{"llama.feed_forward_length", &h.NFF},
 	} {
 		if err := u32(kv.key, kv.dst); err != nil {
-			return nil, err
+			return Hparams{}, err
 		}
 	}
 	h.NHeadKV = h.NHead
 	if _, ok := r.Lookup("llama.attention.head_count_kv"); ok {
 		if err := u32("llama.attention.head_count_kv", &h.NHeadKV); err != nil {
-			return nil, err
+			return Hparams{}, err
 		}
 	}
 	eps, err := gguf.Get[float32](r.File, "llama.attention.layer_norm_rms_epsilon")
 	if err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	h.RMSEps = float64(eps)
 	h.RopeFreqBase = 10000
 	if _, ok := r.Lookup("llama.rope.freq_base"); ok {
 		base, err := gguf.Get[float32](r.File, "llama.rope.freq_base")
 		if err != nil {
-			return nil, err
+			return Hparams{}, err
 		}
 		h.RopeFreqBase = float64(base)
 	}
 	for _, key := range []string{"llama.rope.scaling.type", "llama.rope.scaling.factor", "llama.attention.key_length", "llama.attention.value_length"} {
 		if _, ok := r.Lookup(key); ok {
-			return nil, fmt.Errorf("reference: %s is not supported", key)
+			return Hparams{}, fmt.Errorf("reference: %s is not supported", key)
 		}
 	}
 	tokens, err := gguf.Get[[]string](r.File, "tokenizer.ggml.tokens")
 	if err != nil {
-		return nil, err
+		return Hparams{}, err
 	}
 	h.NVocab = len(tokens)
 	if h.NEmbd <= 0 || h.NLayer <= 0 || h.NHead <= 0 || h.NHeadKV <= 0 || h.NFF <= 0 || h.NVocab == 0 ||
 		h.NEmbd%h.NHead != 0 || h.NHead%h.NHeadKV != 0 || (h.NEmbd/h.NHead)%2 != 0 {
-		return nil, fmt.Errorf("reference: inconsistent hyperparameters %+v", h)
+		return Hparams{}, fmt.Errorf("reference: inconsistent hyperparameters %+v", h)
 	}
 	h.HeadDim = h.NEmbd / h.NHead
 	if _, ok := r.Lookup("llama.rope.dimension_count"); ok {
 		var nRot int
 		if err := u32("llama.rope.dimension_count", &nRot); err != nil {
-			return nil, err
+			return Hparams{}, err
 		}
 		if nRot != h.HeadDim {
-			return nil, fmt.Errorf("reference: rope dimension %d differs from the head width %d", nRot, h.HeadDim)
+			return Hparams{}, fmt.Errorf("reference: rope dimension %d differs from the head width %d", nRot, h.HeadDim)
 		}
 	}
 
-	m := &Model{Hparams: h}
-	load := func(name string, shape ...int) ([]float64, error) {
-		t, ok := r.Tensor(name)
-		if !ok {
-			return nil, fmt.Errorf("reference: missing tensor %s", name)
-		}
-		if len(t.Shape) != len(shape) {
-			return nil, fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
-		}
-		for i, d := range shape {
-			if t.Shape[i] != uint64(d) {
-				return nil, fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
-			}
-		}
-		return r.Float64s(name)
-	}
-	used := 0
-	loadAll := []struct {
-		dst   *[]float64
-		name  string
-		shape []int
-	}{
-		{&m.tokEmbd, "token_embd.weight", []int{h.NEmbd, h.NVocab}},
-		{&m.outputNorm, "output_norm.weight", []int{h.NEmbd}},
-	}
-	m.layers = make([]layer, h.NLayer)
-	kv := h.HeadDim * h.NHeadKV
-	for i := range m.layers {
-		l := &m.layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		loadAll = append(loadAll, []struct {
-			dst   *[]float64
-			name  string
-			shape []int
-		}{
-			{&l.attnNorm, p + "attn_norm.weight", []int{h.NEmbd}},
-			{&l.wq, p + "attn_q.weight", []int{h.NEmbd, h.NEmbd}},
-			{&l.wk, p + "attn_k.weight", []int{h.NEmbd, kv}},
-			{&l.wv, p + "attn_v.weight", []int{h.NEmbd, kv}},
-			{&l.wo, p + "attn_output.weight", []int{h.NEmbd, h.NEmbd}},
-			{&l.ffnNorm, p + "ffn_norm.weight", []int{h.NEmbd}},
-			{&l.gate, p + "ffn_gate.weight", []int{h.NEmbd, h.NFF}},
-			{&l.up, p + "ffn_up.weight", []int{h.NEmbd, h.NFF}},
-			{&l.down, p + "ffn_down.weight", []int{h.NFF, h.NEmbd}},
-		}...)
-	}
-	if _, ok := r.Tensor("output.weight"); ok {
-		loadAll = append(loadAll, struct {
-			dst   *[]float64
-			name  string
-			shape []int
-		}{&m.output, "output.weight", []int{h.NEmbd, h.NVocab}})
-	}
-	for _, t := range loadAll {
-		if *t.dst, err = load(t.name, t.shape...); err != nil {
-			return nil, err
-		}
-		used++
-	}
-	if m.output == nil {
-		m.output = m.tokEmbd
-	}
-	if used != len(r.Tensors) {
-		return nil, fmt.Errorf("reference: the file has %d tensors, the model uses %d (biases or extra tensors are not supported)", len(r.Tensors), used)
-	}
-	m.invFreq = make([]float64, h.HeadDim/2)
-	for i := range m.invFreq {
-		m.invFreq[i] = math.Pow(h.RopeFreqBase, -2*float64(i)/float64(h.HeadDim))
-	}
-	return m, nil
+	return h, nil
 }
 
 // Logits evaluates tokens as one sequence from position 0 and returns the

@@ -120,34 +120,8 @@ func LoadT5(path string) (*T5, error) {
 	}
 	m.NVocab = len(tokens)
 
-	used := 0
-	load := func(dst *[]float64, name string, optional bool, shape ...int) error {
-		t, ok := r.Tensor(name)
-		if !ok {
-			if optional {
-				return nil
-			}
-			return fmt.Errorf("reference: missing tensor %s", name)
-		}
-		if len(t.Shape) != len(shape) {
-			return fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
-		}
-		for i, d := range shape {
-			if t.Shape[i] != uint64(d) {
-				return fmt.Errorf("reference: tensor %s has shape %v, want %v", name, t.Shape, shape)
-			}
-		}
-		used++
-		*dst, err = r.Float64s(name)
-		return err
-	}
 	d, f := m.NEmbd, m.NFF
-	type req struct {
-		dst      *[]float64
-		name     string
-		optional bool
-		shape    []int
-	}
+	type req = tensorReq
 	list := []req{
 		{&m.tokEmbd, "token_embd.weight", false, []int{d, m.NVocab}},
 		{&m.encNorm, "enc.output_norm.weight", false, []int{d}},
@@ -176,16 +150,11 @@ func LoadT5(path string) (*T5, error) {
 			req{&b.ffnNorm, p + "ffn_norm.weight", false, []int{d}},
 			req{&b.up, p + "ffn_up.weight", false, []int{d, f}}, req{&b.down, p + "ffn_down.weight", false, []int{f, d}})
 	}
-	for _, q := range list {
-		if err := load(q.dst, q.name, q.optional, q.shape...); err != nil {
-			return nil, err
-		}
+	if err := loadTensors(r, list, "per-block relative biases, gated feed-forward or biases"); err != nil {
+		return nil, err
 	}
 	if m.output == nil {
 		m.output = m.tokEmbd
-	}
-	if used != len(r.Tensors) {
-		return nil, fmt.Errorf("reference: the file has %d tensors, the t5 model uses %d (per-block relative biases, gated feed-forward or biases are not supported)", len(r.Tensors), used)
 	}
 	return m, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/internal/spectok"
 )
@@ -23,8 +23,8 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 	if len(msgs) == 0 {
 		return nil, badRequest("messages", "messages is required")
 	}
-	if len(msgs) > cli.MaxChatMessages {
-		return nil, badRequest("messages", "%d messages: at most %d", len(msgs), cli.MaxChatMessages)
+	if len(msgs) > clicommon.MaxChatMessages {
+		return nil, badRequest("messages", "%d messages: at most %d", len(msgs), clicommon.MaxChatMessages)
 	}
 	out := make([]chatMessage, len(msgs))
 	for i, m := range msgs {

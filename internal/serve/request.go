@@ -177,6 +177,9 @@ var configFields = []string{
 	"begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
 	"exponential_decay_length_penalty", "min_new_tokens", "min_length",
 	"remove_invalid_values", "renormalize_logits", "eos_token_id",
+	// speculative decoding: prompt lookup, and the draft model's settings
+	"prompt_lookup_num_tokens", "max_matching_ngram_size", "num_assistant_tokens",
+	"num_assistant_tokens_schedule", "assistant_confidence_threshold",
 }
 
 // requestError is an error of the client's request: status 400 unless set,
@@ -346,18 +349,9 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var miro *mirostat.Config
-	if req.Mirostat != nil && *req.Mirostat != 0 {
-		miro = &mirostat.Config{Version: mirostat.Version(*req.Mirostat), Tau: 5, Eta: 0.1}
-		if req.MirostatTau != nil {
-			miro.Tau = *req.MirostatTau
-		}
-		if req.MirostatEta != nil {
-			miro.Eta = *req.MirostatEta
-		}
-		if err := miro.Validate(); err != nil {
-			return nil, badRequest("mirostat", "mirostat: %v", err)
-		}
+	miro, err := mirostatConfig(req)
+	if err != nil {
+		return nil, err
 	}
 	procs, err := p.processors(req)
 	if err != nil {
@@ -380,8 +374,60 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 	} else if prompts, err = parsePrompt(req.Prompt); err != nil {
 		return nil, err
 	}
+	if procs, err = p.constraints(req, out.tools, procs); err != nil {
+		return nil, err
+	}
+	var seed uint64
+	if req.Seed != nil {
+		seed = uint64(*req.Seed)
+	} else {
+		seed = rand.Uint64()
+	}
+
+	for _, pr := range prompts {
+		for j := range n {
+			r := pr
+			r.Config = cfg
+			r.Seed = seed + uint64(j)
+			r.Mirostat = miro
+			r.StopStrings = stops
+			r.Logprobs = out.logprobs
+			r.TopLogprobs = out.topLogprobs
+			r.Processors = procs
+			// The families' call markers may be special tokens
+			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
+			// their text (the end token's is dropped).
+			r.RenderSpecial = out.tools != nil
+			out.reqs = append(out.reqs, r)
+		}
+	}
+	return out, nil
+}
+
+// mirostatConfig is the request's Mirostat sampler (mirostat, mirostat_tau, mirostat_eta), or
+// nil.
+func mirostatConfig(req *apiRequest) (*mirostat.Config, error) {
+	var miro *mirostat.Config
+	if req.Mirostat != nil && *req.Mirostat != 0 {
+		miro = &mirostat.Config{Version: mirostat.Version(*req.Mirostat), Tau: 5, Eta: 0.1}
+		if req.MirostatTau != nil {
+			miro.Tau = *req.MirostatTau
+		}
+		if req.MirostatEta != nil {
+			miro.Eta = *req.MirostatEta
+		}
+		if err := miro.Validate(); err != nil {
+			return nil, badRequest("mirostat", "mirostat: %v", err)
+		}
+	}
+	return miro, nil
+}
+
+// constraints appends to procs the processor that constrains the reply: the grammar of a tool
+// call that tool_choice forces (tools), or else the response_format's.
+func (p *params) constraints(req *apiRequest, tools *toolPlan, procs []logits.Processor) ([]logits.Processor, error) {
 	forced := false // a tool call's grammar constrains the output
-	if tp := out.tools; tp != nil {
+	if tp := tools; tp != nil {
 		src, err := tp.callGBNF(grammar.SchemaToGBNF)
 		if err != nil {
 			return nil, err
@@ -413,31 +459,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 	} else if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {
 		return nil, badRequest("response_format", "response_format is not available on this server")
 	}
-	var seed uint64
-	if req.Seed != nil {
-		seed = uint64(*req.Seed)
-	} else {
-		seed = rand.Uint64()
-	}
-
-	for _, pr := range prompts {
-		for j := range n {
-			r := pr
-			r.Config = cfg
-			r.Seed = seed + uint64(j)
-			r.Mirostat = miro
-			r.StopStrings = stops
-			r.Logprobs = out.logprobs
-			r.TopLogprobs = out.topLogprobs
-			r.Processors = procs
-			// The families' call markers may be special tokens
-			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
-			// their text (the end token's is dropped).
-			r.RenderSpecial = out.tools != nil
-			out.reqs = append(out.reqs, r)
-		}
-	}
-	return out, nil
+	return procs, nil
 }
 
 // logprobs reads logprobs (and top_logprobs for chat).

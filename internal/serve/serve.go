@@ -70,7 +70,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/grammar"
-	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/prefixcache"
@@ -177,9 +177,7 @@ func New(cfg Config) *Server {
 	}
 	base := cfg.Base
 	if base == nil {
-		base = genconfig.Default()
-		base.DoSample = true
-		base.TopK = 0
+		base = OpenAIBase()
 	}
 	s := &Server{
 		cfg: cfg,
@@ -541,7 +539,7 @@ func (s *Server) choiceError(where string, err error) *requestError {
 
 // submitError maps an error of Engine.Submit to its response.
 func (s *Server) submitError(err error, chat bool) *requestError {
-	msg := cli.Message(err)
+	msg := clicommon.Line(err)
 	param := "prompt"
 	if chat {
 		param = "messages"
@@ -789,3 +787,12 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// OpenAIBase is the generation config of Config.Base nil: OpenAI's
+// defaults, sampling at temperature 1 without top-k.
+func OpenAIBase() *genconfig.Config {
+	base := genconfig.Default()
+	base.DoSample = true
+	base.TopK = 0
+	return base
+}

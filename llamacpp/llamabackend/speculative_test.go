@@ -13,7 +13,6 @@ import (
 	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
-	"github.com/llamaloop/llamaloop/speculative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,44 +47,71 @@ func specPrompts(t *testing.T, m *llamacpp.Model) [][]int32 {
 	return out
 }
 
-// checkLlamaCells runs the decoder's stream and checks llama.cpp's cells
-// after every step, at each request's event: the target's sequence ends at
-// position len(S)-2 (it holds S but its last token, no rejected candidate),
-// the draft's below it, and a finished request's sequences are empty.
-func checkLlamaCells(t *testing.T, d *speculative.Decoder, target, draft *llamabackend.Backend, reqs []speculative.Request) []speculative.Result {
+// checkLlamaCells runs the generator's stream and checks llama.cpp's cells
+// at the first event of every verification step: the target's sequence
+// holds the sequence S after the previous step and the step's candidates
+// (no rejected candidate of an earlier step), the draft's less than that,
+// and every sequence is empty at the end.
+func checkLlamaCells(t *testing.T, g *generation.Generator, target, draft *llamabackend.Backend, reqs []generation.Request) []generation.Result {
 	t.Helper()
-	res := make([]speculative.Result, len(reqs))
-	for ev, err := range d.Stream(context.Background(), reqs) {
+	res := make([]generation.Result, len(reqs))
+	stepEnded := make([]bool, len(reqs))
+	for ev, err := range g.Stream(context.Background(), reqs) {
 		require.NoError(t, err)
 		r := &res[ev.Request]
-		r.Add(ev)
-		n := int32(len(reqs[ev.Request].Prompt) + len(r.Tokens))
-		pos, err := target.Context().SeqPosMax(int32(ev.Slot))
-		require.NoError(t, err)
-		want := n - 2
-		if ev.Finish != generation.NotFinished {
-			want = -1
+		if ev.Token >= 0 && stepEnded[ev.Request] && ev.Drafted > 0 {
+			n := len(reqs[ev.Request].Prompt) + len(r.Tokens) + ev.Drafted
+			found := false
+			for slot := range target.Slots() {
+				if target.Len(slot) == n {
+					pos, err := target.Context().SeqPosMax(int32(slot))
+					require.NoError(t, err)
+					require.EqualValues(t, n-1, pos)
+					if draft != nil {
+						assert.Less(t, draft.Len(slot), n, "request %d, draft sequence %d", ev.Request, slot)
+					}
+					found = true
+				}
+			}
+			require.True(t, found, "request %d: no sequence of %d cells", ev.Request, n)
 		}
-		require.Equal(t, want, pos, "request %d, target sequence %d", ev.Request, ev.Slot)
-		require.EqualValues(t, want+1, target.Len(ev.Slot))
-		if draft != nil {
-			dpos, err := draft.Context().SeqPosMax(int32(ev.Slot))
-			require.NoError(t, err)
-			require.LessOrEqual(t, dpos, want, "request %d, draft sequence %d", ev.Request, ev.Slot)
-			require.EqualValues(t, dpos+1, draft.Len(ev.Slot))
+		stepEnded[ev.Request] = !ev.Accepted
+		if ev.Token >= 0 {
+			r.Tokens = append(r.Tokens, ev.Token)
+		}
+		r.Speculation.Add(ev)
+		if ev.Finish != generation.NotFinished {
+			r.Finish, r.Err = ev.Finish, ev.Err
 		}
 	}
 	for _, b := range []*llamabackend.Backend{target, draft} {
 		if b == nil {
 			continue
 		}
-		for s := range b.Slots() {
-			pos, err := b.Context().SeqPosMax(int32(s))
+		for slot := range b.Slots() {
+			pos, err := b.Context().SeqPosMax(int32(slot))
 			require.NoError(t, err)
-			require.EqualValues(t, -1, pos, "sequence %d left cells behind", s)
+			require.EqualValues(t, -1, pos, "slot %d", slot)
 		}
 	}
 	return res
+}
+
+// specGen is a generator over target with draft (nil: none).
+func specGen(t *testing.T, target, draft backend.Backend, tok backend.Tokenizer) *generation.Generator {
+	t.Helper()
+	g, err := generation.New(target, tok, generation.Options{Draft: draft})
+	require.NoError(t, err)
+	return g
+}
+
+func sumStats(res []generation.Result) (st generation.SpeculationStats) {
+	for _, r := range res {
+		st.Steps += r.Speculation.Steps
+		st.Drafted += r.Speculation.Drafted
+		st.Accepted += r.Speculation.Accepted
+	}
+	return st
 }
 
 // Greedy speculative decoding on llama.cpp gives the tokens of plain greedy
@@ -122,10 +148,10 @@ func TestLlamaSpeculativeGreedyMatchesPlain(t *testing.T) {
 					cfg.PromptLookupNumTokens = &k
 				}
 				prompts := specPrompts(t, tc.target)
-				var reqs []speculative.Request
+				var reqs []generation.Request
 				var greqs []generation.Request
 				for _, p := range prompts {
-					reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+					reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
 					greqs = append(greqs, generation.Request{Prompt: p, Config: greedyConfig(40)})
 				}
 				gen, _ := llamaGenerator(t, tc.target, llamacpp.ContextParams{ContextSize: 512, Sequences: 2})
@@ -133,20 +159,19 @@ func TestLlamaSpeculativeGreedyMatchesPlain(t *testing.T) {
 				require.NoError(t, err)
 
 				target := specBackend(t, tc.target, 3)
-				opts := speculative.Options{Tokenizer: llamabackend.Tokenizer{Vocab: tc.target.Vocab()}}
 				var draft *llamabackend.Backend
+				var gen2 *generation.Generator
 				if tc.draft != nil {
 					draft = specBackend(t, tc.draft, 3)
-					opts.Draft = draft
+					gen2 = specGen(t, target, draft, llamabackend.Tokenizer{Vocab: tc.target.Vocab()})
+				} else {
+					gen2 = specGen(t, target, nil, llamabackend.Tokenizer{Vocab: tc.target.Vocab()})
 				}
-				d, err := speculative.New(target, opts)
-				require.NoError(t, err)
-				got := checkLlamaCells(t, d, target, draft, reqs)
-				var st speculative.Stats
+				got := checkLlamaCells(t, gen2, target, draft, reqs)
 				for i := range reqs {
 					require.Equal(t, want[i].Tokens, got[i].Tokens, "prompt %d", i)
-					st = st.Add(got[i].Stats)
 				}
+				st := sumStats(got)
 				t.Logf("acceptance %.2f, %.2f accepted per step, %d steps for %d tokens",
 					st.AcceptanceRate(), st.MeanAccepted(), st.Steps, st.Steps+st.Accepted)
 				if tc.name == "tiny/self-draft" {
@@ -167,26 +192,24 @@ func TestRefSpeculativeGreedyMatchesPlain(t *testing.T) {
 			k := 4
 			cfg := greedyConfig(24)
 			cfg.NumAssistantTokens = k
-			opts := speculative.Options{}
+			var draft backend.Backend
 			if lookup {
 				cfg.PromptLookupNumTokens = &k
 			} else {
-				opts.Draft = ref2
+				draft = ref2
 			}
 			prompts := specPrompts(t, m)[:3]
-			var reqs []speculative.Request
+			var reqs []generation.Request
 			var greqs []generation.Request
 			for _, p := range prompts {
-				reqs = append(reqs, speculative.Request{Prompt: p, Config: cfg})
+				reqs = append(reqs, generation.Request{Prompt: p, Config: cfg})
 				greqs = append(greqs, generation.Request{Prompt: p, Config: greedyConfig(24)})
 			}
 			want, err := generation.NewGenerator(ref, nil).Generate(context.Background(), greqs)
 			require.NoError(t, err)
 			onLlama, err := generation.NewGenerator(lb, nil).Generate(context.Background(), greqs)
 			require.NoError(t, err)
-			d, err := speculative.New(ref, opts)
-			require.NoError(t, err)
-			got, err := d.Generate(context.Background(), reqs)
+			got, err := specGen(t, ref, draft, nil).Generate(context.Background(), reqs)
 			require.NoError(t, err)
 			for i := range reqs {
 				require.Equal(t, want[i].Tokens, got[i].Tokens, "prompt %d", i)
@@ -229,8 +252,7 @@ func TestLlamaSpeculativeSamplingFrequencies(t *testing.T) {
 	m := llamaModel(t, "markov")
 	oracle := markovOracle(t)
 	target, draft := specBackend(t, m, 16), specBackend(t, noisyMarkov(t), 16)
-	d, err := speculative.New(target, speculative.Options{Draft: draft})
-	require.NoError(t, err)
+	d := specGen(t, target, draft, nil)
 	// A prompt token after which the draft's first candidate is accepted
 	// with a probability (the overlap sum min(p, q)) between 0.3 and 0.8,
 	// so that both the acceptance and the residual draw are exercised.
@@ -252,19 +274,18 @@ func TestLlamaSpeculativeSamplingFrequencies(t *testing.T) {
 	cfg.NumAssistantTokens = 1
 	cfg.AssistantConfidenceThreshold = 0
 	const n = 4000
-	reqs := make([]speculative.Request, n)
+	reqs := make([]generation.Request, n)
 	for i := range reqs {
-		reqs[i] = speculative.Request{Prompt: []int32{prev}, Config: cfg, Seed: uint64(i)}
+		reqs[i] = generation.Request{Prompt: []int32{prev, prev}, Config: cfg, Seed: uint64(i)} // a Markov chain: the last token decides
 	}
 	res, err := d.Generate(context.Background(), reqs)
 	require.NoError(t, err)
 	counts := map[[2]int32]int{}
-	var st speculative.Stats
 	for _, r := range res {
 		require.Len(t, r.Tokens, 2)
 		counts[[2]int32{r.Tokens[0], r.Tokens[1]}]++
-		st = st.Add(r.Stats)
 	}
+	st := sumStats(res)
 	first := softmax64(oracle.Logits(prev))
 	var cs chiSquare
 	for a, pa := range first {

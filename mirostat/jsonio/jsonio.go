@@ -36,7 +36,7 @@ type State struct {
 
 // Step is mirostat.Step on the wire.
 type Step struct {
-	Token    int     `json:"token"`
+	Token    int32   `json:"token"`
 	Prob     float64 `json:"prob"`
 	Surprise float64 `json:"surprise"`
 	Kept     int     `json:"kept"`
@@ -188,7 +188,7 @@ type Preview struct {
 
 // Candidates is mirostat.Candidates on the wire.
 type Candidates struct {
-	Tokens       []int     `json:"tokens"`
+	Tokens       []int32   `json:"tokens"`
 	Original     []float64 `json:"original"`
 	Renormalized []float64 `json:"renormalized"`
 }

@@ -49,7 +49,7 @@ func TestStepRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	var resp StepResponse
 	require.NoError(t, json.Unmarshal(b, &resp))
-	assert.Equal(t, 1, resp.Step.Token)
+	assert.Equal(t, int32(1), resp.Step.Token)
 	assert.Equal(t, 2, resp.Step.Kept)
 	assert.InDelta(t, 1.926303, resp.Step.Mu, 1e-6)
 	assert.Equal(t, State{Mu: resp.Step.Mu, Steps: 1}, resp.State)
@@ -75,7 +75,7 @@ func TestLogitsNullMasks(t *testing.T) {
 	out := Handle([]byte(`{"op":"step","config":{"version":1,"tau":50,"eta":0},"logits":[null,3,null],"uniform":0.9}`))
 	var resp StepResponse
 	require.NoError(t, json.Unmarshal(out, &resp))
-	assert.Equal(t, 1, resp.Step.Token)
+	assert.Equal(t, int32(1), resp.Step.Token)
 	assert.Equal(t, 1, resp.Step.Kept)
 }
 
@@ -115,7 +115,7 @@ func TestPreviewAndWeights(t *testing.T) {
 	assert.Equal(t, 2, resp.Preview.Kept)
 	assert.InDelta(t, 0.8, resp.Preview.RetainedMass, 1e-15)
 	require.NotNil(t, resp.Candidates)
-	assert.Equal(t, []int{0, 1}, resp.Candidates.Tokens)
+	assert.Equal(t, []int32{0, 1}, resp.Candidates.Tokens)
 	assert.InDeltaSlice(t, []float64{0.625, 0.375}, resp.Candidates.Renormalized, 1e-15)
 
 	out = Handle([]byte(`{"op":"preview","config":{"version":2,"tau":1,"eta":0.1},"logits":[1],"weights":[1]}`))
@@ -124,7 +124,7 @@ func TestPreviewAndWeights(t *testing.T) {
 	out = Handle([]byte(`{"op":"weights","config":{"version":2,"tau":1,"eta":0.1},"weights":[5,3,2],"uniform":0.7}`))
 	var st StepResponse
 	require.NoError(t, json.Unmarshal(out, &st))
-	assert.Equal(t, 1, st.Step.Token)
+	assert.Equal(t, int32(1), st.Step.Token)
 	assert.InDelta(t, 0.3, st.Step.Prob, 1e-15)
 
 	out = Handle([]byte(`{"op":"weights","config":{"version":2,"tau":1,"eta":0.1},"weights":[5,-3,2],"uniform":0.7}`))

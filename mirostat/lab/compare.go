@@ -104,7 +104,7 @@ func draw(row []float32, u float64) (int, error) {
 	var tokens []int
 	var probs []float64
 	for tok, q := range p.Ranked() {
-		tokens = append(tokens, tok)
+		tokens = append(tokens, int(tok))
 		probs = append(probs, q)
 	}
 	return tokens[numeric.InverseCDF(probs, u)], nil

@@ -83,9 +83,9 @@ func TestComparisonSharesTheDraw(t *testing.T) {
 		require.Equal(t, 500, st.Kept)
 		tok, err := SampleTemperature(row, 1, u)
 		require.NoError(t, err)
-		require.Equal(t, st.Token, tok)
+		require.EqualValues(t, st.Token, tok)
 		tok, err = SampleTopK(row, 500, u)
 		require.NoError(t, err)
-		require.Equal(t, st.Token, tok)
+		require.EqualValues(t, st.Token, tok)
 	}
 }
