@@ -284,6 +284,13 @@ func (v *validator) vocab(allowUnknownPre, withTensors bool) {
 			return
 		}
 	}
+	v.tokenStrings(name, tokens, types)
+}
+
+// tokenStrings checks what llama.cpp asserts of the token strings of a
+// vocabulary of tokenizer name: distinct strings, byte tokens it can parse,
+// and the byte fallback a SentencePiece vocabulary needs.
+func (v *validator) tokenStrings(name string, tokens []string, types []int32) {
 	// llama.cpp asserts that every token string is distinct (it names empty
 	// tokens "[EMPTY_<id>]").
 	seen := make(map[string]int, len(tokens))
