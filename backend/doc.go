@@ -22,7 +22,7 @@
 //     encoder-decoder (T5): it runs a request's encoder input once and
 //     attaches the output to the request's slots; [EncoderFeed] is one such
 //     input. generation and beam use it when the backend has it.
-//     llamabackend.EncoderDecoder and internal/refbackend's T5 implement it.
+//     llamabackend.EncoderDecoder and internal/testkit/refbackend's T5 implement it.
 //   - [EmbeddingInput] is an optional interface of a Backend that evaluates
 //     input embeddings in place of tokens ([Feed].Embd, checked by
 //     [CheckEmbd]): llamabackend and the float64 reference backend

@@ -3,7 +3,7 @@ package beam_test
 import (
 	"context"
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 	"runtime"
 	"testing"
 

@@ -3,7 +3,7 @@ package beam
 import (
 	"fmt"
 
-	"github.com/llamaloop/llamaloop/internal/parallel"
+	"github.com/llamaloop/llamaloop/internal/numeric/parallel"
 	"github.com/llamaloop/llamaloop/logits"
 )
 
@@ -20,7 +20,7 @@ type rowJob struct {
 }
 
 // rowWork processes the rows of a step, on the machine's cores once a step
-// is large enough (internal/parallel).
+// is large enough (internal/numeric/parallel).
 type rowWork struct {
 	s    *search
 	jobs []rowJob

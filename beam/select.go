@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/llamaloop/llamaloop/internal/numeric"
-	"github.com/llamaloop/llamaloop/internal/parallel"
+	"github.com/llamaloop/llamaloop/internal/numeric/parallel"
 )
 
 // cand is one extension of a beam: a token appended to the beam's path.

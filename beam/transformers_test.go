@@ -10,8 +10,8 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/beamreplay"
 	"github.com/llamaloop/llamaloop/internal/parity"
+	"github.com/llamaloop/llamaloop/internal/parity/beamcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +27,7 @@ func TestParityVectors(t *testing.T) {
 	require.Equal(t, "beam", file.Kind)
 	require.Len(t, file.Cases, 60)
 	for _, raw := range file.Cases {
-		assert.NoError(t, beamreplay.Run(raw), parity.CaseID(raw))
+		assert.NoError(t, beamcheck.Run(raw), parity.CaseID(raw))
 	}
 }
 

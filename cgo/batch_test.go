@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/cgo"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/stretchr/testify/require"
 )
 

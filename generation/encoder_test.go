@@ -8,9 +8,9 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/refbackend"
-	"github.com/llamaloop/llamaloop/internal/reference"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/refbackend"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/require"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/asan"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/prefixcache"
 	"github.com/stretchr/testify/require"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/parity"
-	"github.com/llamaloop/llamaloop/internal/paritygen"
+	"github.com/llamaloop/llamaloop/internal/parity/greedycheck"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +19,7 @@ func TestGreedyLogprobsParity(t *testing.T) {
 		c, err := parity.DecodeCase[parity.GreedyCase](raw)
 		require.NoError(t, err)
 		t.Run(c.ID, func(t *testing.T) {
-			require.NoError(t, paritygen.ReplayGreedy(c))
+			require.NoError(t, greedycheck.ReplayGreedy(c))
 		})
 	}
 }

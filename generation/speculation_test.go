@@ -11,7 +11,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/grammar"
-	"github.com/llamaloop/llamaloop/internal/refbackend"
+	"github.com/llamaloop/llamaloop/internal/testkit/refbackend"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// benchSchemaDoc is internal/nativesampler's benchmark schema (an object with a nested object,
+// benchSchemaDoc is internal/testkit/nativesampler's benchmark schema (an object with a nested object,
 // an array and a pattern) and a document of it.
 const (
 	benchSchemaText = `{"type": "object", "properties": {

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

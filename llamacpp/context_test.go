@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/cgo"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

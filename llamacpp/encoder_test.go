@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/llamatest"
-	"github.com/llamaloop/llamaloop/internal/reference"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/require"
 )

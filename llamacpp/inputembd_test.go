@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/llamatest"
-	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/require"
 )

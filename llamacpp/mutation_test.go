@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/asan"
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/asan"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

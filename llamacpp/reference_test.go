@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/require"
 )

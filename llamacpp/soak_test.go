@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

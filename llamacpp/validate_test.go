@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 	"math"
 	"os"
 	"os/exec"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

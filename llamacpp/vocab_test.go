@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/spectok"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

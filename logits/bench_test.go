@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
 )
 
 // benchHistory returns a prompt of n tokens drawn from the vocabulary.

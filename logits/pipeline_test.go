@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

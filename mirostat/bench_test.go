@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
 )
 
 // benchRow is a Zipf-shaped row (p ∝ rank^-1.1, as the paper finds for

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

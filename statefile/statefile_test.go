@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/statefile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

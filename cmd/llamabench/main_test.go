@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llamaloop/llamaloop/internal/nativesampler"
+	"github.com/llamaloop/llamaloop/internal/testkit/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/internal/cli/clitest"
+	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

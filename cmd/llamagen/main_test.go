@@ -21,9 +21,9 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/internal/cli"
-	"github.com/llamaloop/llamaloop/internal/cli/clitest"
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/clicommon"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/statefile"
 
 	"github.com/stretchr/testify/assert"

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/embedding"
-	ref64 "github.com/llamaloop/llamaloop/internal/reference"
+	ref64 "github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/require"

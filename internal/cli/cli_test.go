@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/cli/clitest"
+	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -3,7 +3,7 @@ package numeric
 import (
 	"sync"
 
-	"github.com/llamaloop/llamaloop/internal/parallel"
+	"github.com/llamaloop/llamaloop/internal/numeric/parallel"
 )
 
 // expChunkLen is the fewest entries ExpSumParallel splits, and expPartLen

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamaloop/llamaloop/internal/llamatest"
 	"github.com/llamaloop/llamaloop/internal/spectok"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/assert"

@@ -9,7 +9,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/benchmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"

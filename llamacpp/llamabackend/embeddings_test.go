@@ -8,9 +8,9 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
-	"github.com/llamaloop/llamaloop/internal/refbackend"
-	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/refbackend"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/prefixcache"

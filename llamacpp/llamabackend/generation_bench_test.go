@@ -8,7 +8,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/benchmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/logits"

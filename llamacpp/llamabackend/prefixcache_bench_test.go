@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/benchmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/llamaloop/llamaloop/prefixcache"

@@ -10,7 +10,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/assert"

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 
 	"github.com/llamaloop/llamaloop/internal/parity"
-	"github.com/llamaloop/llamaloop/internal/paritygen"
+	"github.com/llamaloop/llamaloop/internal/parity/greedycheck"
 )
 
 // The greedy_logprobs kind replays each case through the decoding loop of
-// package generation (see paritygen.ReplayGreedy).
+// package generation (see greedycheck.ReplayGreedy).
 func init() { runners["greedy_logprobs"] = runGreedy }
 
 func runGreedy(cases []json.RawMessage) []result {
@@ -16,7 +16,7 @@ func runGreedy(cases []json.RawMessage) []result {
 	for i, raw := range cases {
 		c, err := parity.DecodeCase[parity.GreedyCase](raw)
 		if err == nil {
-			err = paritygen.ReplayGreedy(c)
+			err = greedycheck.ReplayGreedy(c)
 		}
 		out = append(out, result{ID: caseID(raw, i), Err: err})
 	}

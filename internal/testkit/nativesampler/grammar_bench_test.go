@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/grammar"
-	"github.com/llamaloop/llamaloop/internal/benchrows"
 	"github.com/llamaloop/llamaloop/internal/gguf"
-	"github.com/llamaloop/llamaloop/internal/nativesampler"
-	"github.com/llamaloop/llamaloop/internal/testmodel"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/nativesampler"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 

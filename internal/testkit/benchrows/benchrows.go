@@ -1,5 +1,5 @@
 // Package benchrows makes the logits rows that the benchmarks of token choice share, so that
-// the figures of packages logits, mirostat and internal/nativesampler are taken on the same rows.
+// the figures of packages logits, mirostat and internal/testkit/nativesampler are taken on the same rows.
 package benchrows
 
 import "math/rand/v2"

@@ -1,8 +1,8 @@
-// Package beamreplay replays transformers' beam-search parity vectors
+// Package beamcheck replays transformers' beam-search parity vectors
 // (internal/parity/testdata/beam.json) through package beam over the in-memory backend.
 // It is the one implementation of the replay, used by beam's tests and by
 // internal/cmd/parity; it is internal because only those two need it.
-package beamreplay
+package beamcheck
 
 import (
 	"context"

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 )
 
 // T5 implements backend.Backend and backend.Encoder over decoder sequences

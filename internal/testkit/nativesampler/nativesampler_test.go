@@ -3,7 +3,7 @@ package nativesampler_test
 import (
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/nativesampler"
+	"github.com/llamaloop/llamaloop/internal/testkit/nativesampler"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/asan"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 )
 
 // limitEnv marks the child process of UnderAddressLimit.

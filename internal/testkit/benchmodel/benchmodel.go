@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/llamaloop/llamaloop/internal/llamatest"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
 )
 

@@ -1,8 +1,8 @@
-// Package paritygen replays the greedy_logprobs parity vectors of
+// Package greedycheck replays the greedy_logprobs parity vectors of
 // transformers (see internal/parity/testdata/README.md) through the
 // decoding loop of package generation. The test of package generation and
 // internal/cmd/parity both call it, so the replay is written once.
-package paritygen
+package greedycheck
 
 import (
 	"context"

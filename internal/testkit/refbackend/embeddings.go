@@ -2,7 +2,7 @@ package refbackend
 
 import (
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 )
 
 // InputEmbeddingSize implements backend.EmbeddingInput: the reference

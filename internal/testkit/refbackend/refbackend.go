@@ -8,7 +8,7 @@ import (
 	"math"
 
 	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/reference"
+	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 )
 
 // Backend implements backend.Backend over reference sequences. Logits are

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/genconfig"
-	"github.com/llamaloop/llamaloop/internal/benchrows"
-	"github.com/llamaloop/llamaloop/internal/nativesampler"
+	"github.com/llamaloop/llamaloop/internal/testkit/benchrows"
+	"github.com/llamaloop/llamaloop/internal/testkit/nativesampler"
 	"github.com/llamaloop/llamaloop/logits"
 	"github.com/llamaloop/llamaloop/mirostat"
 )
