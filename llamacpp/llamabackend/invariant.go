@@ -112,18 +112,15 @@ func (b *Backend) evalInvariant(ctx context.Context, feeds []backend.Feed, all b
 	return b.decodeSteps(ctx, feeds, first, len(feeds), false, all)
 }
 
-// decodeSteps decodes a batch of steps and their twins, collects the steps'
-// rows of feeds[from:to] and removes the twins' cells, also when the decode
-// fails (resync then reads lengths without them).
+// decodeSteps decodes a batch of steps and their twins, removes the twins'
+// cells (also when the decode fails, before resync reads the lengths) and
+// collects the steps' rows of feeds[from:to]: views, or EvalAll's rows in
+// b.all.
 func (b *Backend) decodeSteps(ctx context.Context, feeds []backend.Feed, from, to int, more, all bool) error {
-	var err error
-	if all {
-		err = b.decodeStepsAll(ctx, feeds, from, to)
-	} else {
-		err = b.decode(ctx, feeds[:to], from, to, more)
-	}
+	err := b.ctx.Decode(ctx, b.batch)
 	for _, f := range feeds[from:to] {
 		if len(f.Tokens) == 1 {
+			// the twin sits at the position after the step's, lens[slot]
 			if rmErr := b.ctx.SeqRemove(int32(f.Slot), int32(b.lens[f.Slot]), -1); rmErr != nil && err == nil {
 				err = rmErr
 			}
@@ -131,15 +128,11 @@ func (b *Backend) decodeSteps(ctx context.Context, feeds []backend.Feed, from, t
 	}
 	if err != nil {
 		b.resync(feeds)
-	}
-	return err
-}
-
-// decodeStepsAll is decodeSteps' decode for EvalAll: each step's row goes
-// to its feed's offset in b.all.
-func (b *Backend) decodeStepsAll(ctx context.Context, feeds []backend.Feed, from, to int) error {
-	if err := b.ctx.Decode(ctx, b.batch); err != nil {
 		return b.decodeError(err)
+	}
+	if !all {
+		b.collect(feeds[:to], from, to, more)
+		return nil
 	}
 	nv := b.VocabSize()
 	for i := from; i < to; i++ {

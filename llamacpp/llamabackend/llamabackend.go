@@ -194,6 +194,13 @@ func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int
 		b.resync(feeds)
 		return b.decodeError(err)
 	}
+	b.collect(feeds, from, to, more)
+	return nil
+}
+
+// collect takes, after a decode, the rows of feeds[from:to] whose last
+// token it held (copies when more decodes follow), and clears the batch.
+func (b *Backend) collect(feeds []backend.Feed, from, to int, more bool) {
 	inBatch := b.batch.Len()
 	for i := from; i < to && i < len(feeds); i++ {
 		if b.last[i] < 0 || b.last[i] >= inBatch {
@@ -211,7 +218,6 @@ func (b *Backend) decode(ctx context.Context, feeds []backend.Feed, from, to int
 		b.last[i] = -1
 	}
 	b.batch.Clear()
-	return nil
 }
 
 // decodeError is a failed decode's error as the backend contract words it.
