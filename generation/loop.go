@@ -115,7 +115,7 @@ func (g *Generator) run(ctx context.Context, q queue, emit func(*seq, Event) boo
 		}
 		for i, r := range g.fedSeqs {
 			r.nfed += len(g.feeds[i].Tokens)
-			if r.nfed < r.promptEnd() || r.nfed < len(r.prompt) {
+			if r.nfed < len(r.prompt) {
 				continue // a chunk of the prompt: its logits are not wanted
 			}
 			if !g.steps(r, i, emit) {
@@ -373,17 +373,11 @@ func (g *Generator) logprobAt(withLogprobs bool, tok int) float32 {
 	return g.logprobs[tok]
 }
 
-// failer is a processor that can say why it left a row without a choice: grammar.Processor,
-// whose grammar needed more than its budget.
-type failer interface {
-	Err(hist *logits.History) error
-}
-
 // failure returns the error of the first of r's processors that failed r's row, or err (the
 // chooser's) when none did.
 func (r *seq) failure(err error) error {
 	for _, p := range r.req.Processors {
-		if f, ok := p.(failer); ok {
+		if f, ok := p.(logits.Failer); ok {
 			if perr := f.Err(r.hist); perr != nil {
 				return perr
 			}

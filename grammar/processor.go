@@ -50,7 +50,7 @@ func (p *Processor) Process(hist *logits.History, scores []float32) {
 	}
 }
 
-// Err returns the error, wrapping [ErrBudget], of the history whose row the processor left
+// Err implements [logits.Failer]: it returns the error, wrapping [ErrBudget], of the history whose row the processor left
 // without a choice because its grammar needed more than the budget; nil for any other history.
 func (p *Processor) Err(hist *logits.History) error {
 	if err, ok := p.failed.Load(hist); ok {
@@ -83,3 +83,9 @@ func (r *RowState) Clone() logits.State { c := *r; return &c }
 
 // CopyFrom makes r equal to src, a state of the same processor.
 func (r *RowState) CopyFrom(src logits.State) { *r = *src.(*RowState) }
+
+// The processor declares the optional contracts of package logits it meets.
+var (
+	_ logits.StatefulProcessor = (*Processor)(nil)
+	_ logits.Failer            = (*Processor)(nil)
+)

@@ -47,6 +47,14 @@ type State interface {
 	Clone() State
 }
 
+// Failer is an optional interface of a [Processor] that can leave a row without a choice for a
+// reason of its own (grammar.Processor, whose grammar needed more than its budget): Err returns
+// that reason for the sequence of hist, or nil. The decoding loop reports it in place of the
+// chooser's [ErrNoChoice].
+type Failer interface {
+	Err(hist *History) error
+}
+
 // stateCopier is implemented by states that can become a copy of another state of the same
 // processor while reusing their storage; History.CopyFrom prefers it to Clone.
 type stateCopier interface {
