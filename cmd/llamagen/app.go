@@ -227,6 +227,7 @@ func (s *session) newBackend(slots, cells int, unified bool) (*llamabackend.Back
 	}
 	ctx, err := cli.NewContext(s.model, s.sizeOptions(slots), llamacpp.ContextParams{
 		ContextSize: size, Sequences: slots, UnifiedKV: unified, Threads: s.o.threads,
+		BatchSize: s.o.batch, MicroBatchSize: s.o.ubatch,
 	})
 	if err != nil {
 		return nil, err

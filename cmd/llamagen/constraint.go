@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/logits"
 )
@@ -14,20 +16,20 @@ func (o *options) constraint(v *llamacpp.Vocab) ([]logits.Processor, error) {
 	var g *grammar.Grammar
 	switch {
 	case o.grammarFile != "":
-		src, err := o.read(o.grammarFile)
+		src, err := o.fileOrText(o.grammarFile, strings.Contains(o.grammarFile, "::="))
 		if err != nil {
 			return nil, fmt.Errorf("--grammar: %w", err)
 		}
 		if g, err = grammar.Parse(string(src)); err != nil {
-			return nil, fmt.Errorf("--grammar %s: %w", o.grammarFile, err)
+			return nil, fmt.Errorf("--grammar %s: %w", quote.Value(o.grammarFile), err)
 		}
 	case o.schemaFile != "":
-		src, err := o.read(o.schemaFile)
+		src, err := o.fileOrText(o.schemaFile, strings.HasPrefix(strings.TrimSpace(o.schemaFile), "{"))
 		if err != nil {
 			return nil, fmt.Errorf("--json-schema: %w", err)
 		}
 		if g, err = grammar.FromJSONSchema(src); err != nil {
-			return nil, fmt.Errorf("--json-schema %s: %w", o.schemaFile, err)
+			return nil, fmt.Errorf("--json-schema %s: %w", quote.Value(o.schemaFile), err)
 		}
 	case o.anyJSON:
 		g = grammar.JSON()
@@ -39,4 +41,13 @@ func (o *options) constraint(v *llamacpp.Vocab) ([]logits.Processor, error) {
 		return nil, err
 	}
 	return []logits.Processor{grammar.NewProcessor(grammar.NewMatcher(g, voc))}, nil
+}
+
+// fileOrText is the text an option gives: itself when it is text (as
+// llama.cpp's --grammar and --json-schema take it), else its file's.
+func (o *options) fileOrText(arg string, text bool) ([]byte, error) {
+	if text {
+		return []byte(arg), nil
+	}
+	return o.read(arg)
 }

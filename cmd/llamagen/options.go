@@ -54,6 +54,8 @@ type options struct {
 	gpuLayers int
 	ctx       int
 	parallel  int
+	batch     int
+	ubatch    int
 
 	grammarFile string
 	schemaFile  string
@@ -312,7 +314,7 @@ var usageGroups = func() []cli.Group {
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
 		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
 		{Title: "Speculative decoding (with --prompt-lookup, --num-assistant-tokens and the other fields above)", Flags: []string{"assistant-model"}},
-		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel"}},
+		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel", "batch", "ubatch"}},
 		{Title: "Output", Flags: []string{"logprobs", "trim-leading-space", "json", "quiet", "version", "h,help"}},
 	}
 }()
@@ -382,8 +384,11 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available")
 	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`, 1 to 256) with --prompts or --num-return-sequences")
-	fs.StringVar(&o.grammarFile, "grammar", "", "constrain the output to the GBNF grammar in `FILE` (llama.cpp's format)")
-	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`")
+	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`, 1 to 1048576; llama.cpp's n_batch)")
+	fs.IntVar(&o.ubatch, "ubatch", 0, "the most tokens llama.cpp computes at once (`N`, 1 to --batch; llama.cpp's n_ubatch)")
+	fs.Lookup("ubatch").DefValue = "--batch"
+	fs.StringVar(&o.grammarFile, "grammar", "", "constrain the output to the GBNF grammar in `FILE` (llama.cpp's format), or to the grammar given as text (an argument containing ::=, as llama.cpp's --grammar)")
+	fs.StringVar(&o.schemaFile, "json-schema", "", "constrain the output to JSON valid under the JSON Schema in `FILE`, or given as text (an argument starting with {, as llama.cpp's --json-schema)")
 	fs.BoolVar(&o.anyJSON, "any-json", false, "constrain the output to one JSON value (--json is the output format)")
 	fs.IntVar(&o.logprobs, "logprobs", 0, "print each token's log-probability and the `N` most probable tokens (0: off)")
 	fs.BoolVar(&o.trimLeadingSpace, "trim-leading-space", false, "drop one space from the start of the generated text, as transformers' tokenizer.decode of the new tokens does for SentencePiece vocabularies (Llama 2, Mistral, Gemma); by default the text is llama.cpp's pieces, whose first space separates the continuation from the prompt")
@@ -399,7 +404,14 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o, out)
+	args, err := cli.TranslateLlamaFlags(cli.Llamagen, fs, args)
+	if err != nil {
+		return nil, err
+	}
 	if err := cli.Parse(fs, args, &o.help, out, usageHead, usageGroups); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(out, cli.LlamaFlagsHelp(cli.Llamagen))
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -447,6 +459,10 @@ func (o *options) check() error {
 		return cli.Usagef("--ctx %d: must be from 1 to %d cells (or 0 for automatic)", o.ctx, cli.MaxCells)
 	case o.parallel < 1 || o.parallel > maxSequences:
 		return cli.Usagef("--parallel %d: must be from 1 to %d (llama.cpp's most sequences)", o.parallel, maxSequences)
+	case o.batch < 1 || o.batch > 1<<20:
+		return cli.Usagef("--batch %d: must be from 1 to %d", o.batch, 1<<20)
+	case o.ubatch < 0 || o.ubatch > o.batch:
+		return cli.Usagef("--ubatch %d: must be from 1 to --batch (%d)", o.ubatch, o.batch)
 	case o.logprobs < 0:
 		return cli.Usagef("--logprobs %d: must be 0 (off) or more", o.logprobs)
 	case o.system != "" && !o.chat:

@@ -49,7 +49,8 @@ func (s *session) draftBackend(ctx context.Context, slots, cells int) (draft *ll
 	}
 	size := slots * roundUp(cells, 256)
 	dctx, err := cli.NewContext(dm, "--assistant-model, "+s.sizeOptions(slots),
-		llamacpp.ContextParams{ContextSize: size, Sequences: slots, Threads: s.o.threads})
+		llamacpp.ContextParams{ContextSize: size, Sequences: slots, Threads: s.o.threads,
+			BatchSize: s.o.batch, MicroBatchSize: s.o.ubatch})
 	if err != nil {
 		dm.Close()
 		return nil, nil, err

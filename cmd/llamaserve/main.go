@@ -45,6 +45,7 @@ type options struct {
 	parallel      int
 	ctx           int
 	batch         int
+	ubatch        int
 	promptChunk   int
 	draft         string // --assistant-model
 	promptLookup  int
@@ -91,7 +92,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
@@ -126,6 +127,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
 	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
+	fs.IntVar(&o.ubatch, "ubatch", 0, "the most tokens llama.cpp computes at once (`N`, 1 to --batch; llama.cpp's n_ubatch)")
+	fs.Lookup("ubatch").DefValue = "--batch"
 	fs.IntVar(&o.promptChunk, "prompt-chunk", generation.DefaultPromptChunk, "the most prompt tokens evaluated per step (`N`), so that long prompts do not stall the replies being generated (-1: no limit)")
 	fs.StringVar(&o.draft, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies, for every request")
 	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
@@ -146,7 +149,14 @@ func newFlagSet(o *options) *flag.FlagSet {
 func parseArgs(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
+	args, err := cli.TranslateLlamaFlags(cli.Llamaserve, fs, args)
+	if err != nil {
+		return nil, err
+	}
 	if err := cli.Parse(fs, args, &o.help, out, usageHead, usageGroups); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(out, cli.LlamaFlagsHelp(cli.Llamaserve))
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -166,6 +176,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--cache-cells %d: must be 0 (no bound) or more", o.cacheCells)
 	case o.batch < 1:
 		return nil, cli.Usagef("--batch %d: must be at least 1", o.batch)
+	case o.ubatch < 0 || o.ubatch > o.batch:
+		return nil, cli.Usagef("--ubatch %d: must be from 1 to --batch (%d)", o.ubatch, o.batch)
 	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
 		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
 	case o.promptLookup < 0:
@@ -392,7 +404,7 @@ func draftBackend(ctx context.Context, o *options, seqSize int) (*llamabackend.B
 		return nil, nil, fmt.Errorf("--assistant-model: %w", err)
 	}
 	dctx, err := cli.NewContext(dm, fmt.Sprintf("--assistant-model, --parallel %d --ctx %d", o.parallel, o.ctx),
-		llamacpp.ContextParams{ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, Threads: o.threads})
+		llamacpp.ContextParams{ContextSize: o.parallel * seqSize, Sequences: o.parallel, BatchSize: o.batch, MicroBatchSize: o.ubatch, Threads: o.threads})
 	if err != nil {
 		dm.Close()
 		return nil, nil, err
@@ -464,7 +476,7 @@ func baseConfig(o *options, m *llamacpp.Model) (*genconfig.Config, error) {
 func contextParams(o *options, m *llamacpp.Model, seqSize int) llamacpp.ContextParams {
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
-		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, Threads: o.threads,
+		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, MicroBatchSize: o.ubatch, Threads: o.threads,
 		BatchInvariant: o.invariant,
 		// llama.cpp's t5 decoder has one KV stream.
 		UnifiedKV: m.HasEncoder() && sequences > 1,
