@@ -500,6 +500,27 @@ func host(v string, t *translation) ([]string, error) {
 	return t.later("host", "--host", v)
 }
 
+// LlamaAliases are the spellings of llama.cpp's options that cmd takes
+// (those it does not have by its own name), for tests.
+func LlamaAliases(cmd Command) []string {
+	var out []string
+	for _, lf := range llamaFlags {
+		u := lf.gen
+		if cmd == Llamaserve {
+			u = lf.serve
+		}
+		if u.to == "" && u.conv == nil {
+			continue
+		}
+		for _, n := range strings.Split(lf.names, ",") {
+			if !cmd.own(strings.TrimLeft(n, "-")) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // LlamaFlagsHelp is the help's section on llama.cpp's options for cmd:
 // the spellings taken and the options they stand for.
 func LlamaFlagsHelp(cmd Command) string {
