@@ -137,6 +137,9 @@ func (s *session) chatTurn(gen *generation.Generator, pc *prefixcache.Cache, msg
 	st.cachedTokens = int(pc.Stats().TokensSaved - saved)
 	interrupted := ctx.Err() != nil
 	p.close()
+	if err == nil {
+		s.contextFullNotice([]*row{r}, pc.Room(0))
+	}
 	note := ""
 	if s.speculating() {
 		note = speculationNote(st.spec)

@@ -68,6 +68,9 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 	p := s.newPrinter(len(rows) > 1)
 	st, err := s.stream(ctx, gen, reqs, rows, slots, p)
 	p.close()
+	if err == nil {
+		s.contextFullNotice(rows, roundUp(maxCells, 256))
+	}
 	if err == nil || ctx.Err() != nil {
 		note := ""
 		if s.speculating() {
@@ -76,6 +79,30 @@ func (s *session) generate(ctx context.Context, prompts []prompt) error {
 		s.summary(st, note)
 	}
 	return err
+}
+
+// contextFullNotice says on stderr (unless --quiet or --json, whose
+// result lines say "context full") that rows stopped because their
+// sequence of cells KV cells was full: the text ends there, with exit
+// status 0, as it does at the length limit.
+func (s *session) contextFullNotice(rows []*row, cells int) {
+	if s.o.quiet || s.o.json {
+		return
+	}
+	full := 0
+	for _, r := range rows {
+		if r.finish == generation.FinishContextFull.String() {
+			full++
+		}
+	}
+	what := "generation stopped"
+	switch {
+	case full == 0:
+		return
+	case len(rows) > 1:
+		what = fmt.Sprintf("%d of %d sequences stopped", full, len(rows))
+	}
+	fmt.Fprintf(s.stderr, "llamagen: %s: the context is full (%d cells per sequence: --ctx rounded up to a multiple of 256, or sized for the prompt and --max-new-tokens); raise --ctx\n", what, cells)
 }
 
 // requests builds one request per output row; --num-return-sequences N

@@ -119,3 +119,16 @@ func TestLlamaCppRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestContextFullNotice: text output that stops at a full context says so
+// on stderr and exits 0; --json says it in the result line instead.
+func TestContextFullNotice(t *testing.T) {
+	res := run(t, "", "-m", demoModel, "-p", "The model", "--ctx", "10", "-n", "600")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, "llamagen: generation stopped: the context is full (256 cells per sequence")
+
+	res = run(t, "", "-m", demoModel, "-p", "The model", "--ctx", "10", "-n", "600", "--json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.NotContains(t, res.Stderr, "the context is full")
+	assert.Contains(t, res.Stdout, `"finish":"context full"`)
+}

@@ -331,9 +331,12 @@ Usage:
 Text goes to stdout; the loading progress bar (on a terminal), warnings, the
 summary line and errors go to stderr. Ctrl-C stops generation and keeps what
 was printed (exit status 130); a beam search cut short by Ctrl-C, --max-time or
-a full context prints the hypotheses found so far. Exit status 2 is a bad
-option (the message names it and its range), 1 an error, including output
-that could not be written; a closed pipe ends llamagen quietly. Decoding
+a full context prints the hypotheses found so far. A sequence that fills
+its context stops with exit status 0, as at the length limit, and a line on
+stderr that says so (unless --quiet; --json says "context full"). Exit
+status 2 is a bad option (the message names it and its range), 1 an error,
+including output that could not be written; a closed pipe ends llamagen
+quietly. Decoding
 follows transformers' generate(): without --do-sample, --num-beams or
 --mirostat it is greedy.
 
@@ -382,7 +385,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning (ggml's threads then wait for each other and every step slows down sharply)")
 	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
-	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available")
+	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216, rounded up to a multiple of 256; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available; a sequence that fills it stops there, with a line on stderr")
 	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`, 1 to 256) with --prompts or --num-return-sequences")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`, 1 to 1048576; llama.cpp's n_batch)")
 	fs.IntVar(&o.ubatch, "ubatch", 0, "the most tokens llama.cpp computes at once (`N`, 1 to --batch; llama.cpp's n_ubatch)")
