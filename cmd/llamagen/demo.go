@@ -46,6 +46,12 @@ func (s *session) demo() error {
 	}
 	set := func(key string) bool { _, ok := s.o.overrides[key]; return ok }
 
+	// One sequence per method: --num-beams and --num-return-sequences
+	// are the beam search row's.
+	base.NumBeams, base.NumReturnSequences = 1, 1
+	// and --prompt-lookup is the speculative row's.
+	lookup := base.PromptLookupNumTokens
+	base.PromptLookupNumTokens = nil
 	greedy := base.Clone()
 	greedy.DoSample = false
 
@@ -66,6 +72,7 @@ func (s *session) demo() error {
 
 	beams := base.Clone()
 	beams.DoSample = false
+	beams.NumBeams = s.cfg.NumBeams
 	if !set("num_beams") || beams.NumBeams < 2 {
 		beams.NumBeams = demoBeams
 	}
@@ -123,7 +130,9 @@ func (s *session) demo() error {
 	m.row = s.beamRows(res, []*row{{prompt: p, promptTokens: len(toks)}}, "")[0]
 	m.row.index, m.row.method = 3, m.name
 
-	spec, err := s.demoSpeculative(ctx, greedy, toks, p)
+	specCfg := greedy.Clone()
+	specCfg.PromptLookupNumTokens = lookup
+	spec, err := s.demoSpeculative(ctx, specCfg, toks, p)
 	if err != nil {
 		return err
 	}

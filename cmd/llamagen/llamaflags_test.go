@@ -132,3 +132,17 @@ func TestContextFullNotice(t *testing.T) {
 	assert.NotContains(t, res.Stderr, "the context is full")
 	assert.Contains(t, res.Stdout, `"finish":"context full"`)
 }
+
+// TestDemoTakesBeamsAndLookup: --demo gives --num-beams to its beam search
+// row and --prompt-lookup to its speculative row, not to the others (where
+// they failed as an internal error, exit status 1).
+func TestDemoTakesBeamsAndLookup(t *testing.T) {
+	res := run(t, "", "-m", demoModel, "--demo", "--num-beams", "3")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "3 beams")
+	res = run(t, "", "-m", demoModel, "--demo", "--prompt-lookup", "2")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "prompt lookup 2;")
+	res = run(t, "", "-m", demoModel, "--demo", "--num-beams", "3", "--prompt-lookup", "2")
+	assert.Equal(t, cli.ExitUsage, res.Code, res.Stderr)
+}
