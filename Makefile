@@ -10,11 +10,14 @@ $(error cannot locate the $(OLLAMA_MODULE) module: run 'go mod download' and che
 endif
 
 # PORTABLE=1 builds for baseline x86-64 (or the toolchain's default elsewhere)
-# instead of this machine's CPU.
+# instead of this machine's CPU, into build/bin-portable (beside the native
+# build/bin, which it leaves alone).
 ifeq ($(PORTABLE),1)
 ARCH_FLAGS ?=
+BIN := build/bin-portable
 else
 ARCH_FLAGS ?= -march=native
+BIN := build/bin
 endif
 OPT_FLAGS ?= -O3 $(ARCH_FLAGS)
 
@@ -37,7 +40,6 @@ export CGO_CPPFLAGS := -DNDEBUG -DGGML_USE_CPU_REPACK -I$(OLLAMA_DIR)/llama/llam
 export CGO_CFLAGS := $(OPT_FLAGS)
 export CGO_CXXFLAGS := $(OPT_FLAGS)
 
-BIN := build/bin
 MODELS := build/models
 COMMANDS := $(notdir $(wildcard cmd/*))
 # A stamp per flag set: the notice shows when llama.cpp is about to be compiled.
@@ -104,8 +106,14 @@ $(MODELS)/demo.gguf:
 
 models: $(MODELS)/demo.gguf
 
+# bench-models writes the benchmark-shaped models: BENCH_MODELS=all (the
+# default) bench-small and bench-1b, each in F16, q8_0, q4_0 and q4_K_M,
+# about 5.9 GB in all; BENCH_MODELS=small only bench-small's four, 0.58 GB.
+BENCH_MODELS ?= all
+comma := ,
 bench-models: llama
-	$(GO) run ./internal/cmd/mkmodels -out $(MODELS) -bench
+	@echo "note: writing the benchmark models into $(MODELS): $(if $(filter small,$(BENCH_MODELS)),bench-small alone$(comma) 0.58 GB,about 5.9 GB (BENCH_MODELS=small writes bench-small alone$(comma) 0.58 GB))"
+	$(GO) run ./internal/cmd/mkmodels -out $(MODELS) $(if $(filter small,$(BENCH_MODELS)),-bench-small,-bench)
 
 demo: build models
 	$(BIN)/llamagen --demo -m $(MODELS)/demo.gguf --threads 1
@@ -122,9 +130,13 @@ env:
 	@echo "export CGO_CFLAGS='$(CGO_CFLAGS)'"
 	@echo "export CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
 
+# clean removes what the targets wrote into build/ (binaries, GPU and CPU
+# backends, models, benchmark output), and nothing outside it: Go's build
+# cache is shared by every project of this user (go clean -cache empties it
+# for all of them; run it yourself to recompile llama.cpp from scratch).
 clean:
-	rm -rf build/bin build/lib build/cmake-* build/gpu-bundle build/gpu-bundle.tar.xz
-	$(GO) clean -cache -testcache
+	rm -rf build/bin build/bin-portable build/lib build/cmake-* build/gpu-bundle build/gpu-bundle.tar.xz \
+		build/models build/bench.json build/bench.svg build/arch
 
 # cuda builds ggml's CUDA backend from the pinned sources as a shared library
 # into build/lib (with the libggml-base.so it needs, found through $$ORIGIN);

@@ -1,6 +1,6 @@
 // Command mkmodels writes the project's generated GGUF models into a folder:
 //
-//	go run ./internal/cmd/mkmodels -out build/models [-test] [-bench]
+//	go run ./internal/cmd/mkmodels -out build/models [-test] [-bench | -bench-small]
 //
 // It always writes demo.gguf (the Markov model of testmodel.DemoCorpus); with
 // -test also the small test models (tiny-f32.gguf, tiny-f16.gguf,
@@ -9,7 +9,12 @@
 // shape, 2.5 GB), and their q8_0, q4_0 and q4_K_M quantizations made by
 // llama.cpp's own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
 // exactly the model (same fingerprint, complete) is kept, and a quantized
-// file newer than its source too, so running it again is cheap. With
+// file newer than its source too, so running it again is cheap. The
+// benchmark models take about 5.9 GB in all: bench-small's four files 0.58
+// GB (F16 269.0 MB, q8_0 143.3 MB, q4_0 82.6 MB, q4_K_M 85.9 MB, as
+// written), bench-1b's about 5.3 GB (F16 2.47 GB, q8_0 1.31 GB, q4_0 0.76
+// GB, q4_K_M 0.80 GB, from its shapes and llama.cpp's quantization types);
+// -bench-small writes only bench-small's. With
 // -speculative it also writes a speculative decoding pair (testmodel.Markov's
 // Deeper and Noisy): demo-deep.gguf, the demo model computed through 12 zero
 // layers (as costly per token as a 28M-weight model, its distributions
@@ -38,16 +43,46 @@ type entry struct {
 func main() {
 	out := flag.String("out", "build/models", "output folder")
 	test := flag.Bool("test", false, "also write the small test models")
-	bench := flag.Bool("bench", false, "also write the benchmark models (5.8 GB)")
+	bench := flag.Bool("bench", false, "also write the benchmark models bench-small and bench-1b (about 5.9 GB)")
+	small := flag.Bool("bench-small", false, "also write the benchmark model bench-small alone (0.58 GB)")
 	spec := flag.Bool("speculative", false, "also write the speculative decoding pair demo-deep.gguf and demo-draft.gguf")
 	flag.Parse()
-	if err := run(*out, *test, *bench, *spec); err != nil {
+	set := noBench
+	switch {
+	case *bench:
+		set = benchAll
+	case *small:
+		set = benchSmall
+	}
+	if err := run(*out, *test, set, *spec); err != nil {
 		fmt.Fprintln(os.Stderr, "mkmodels:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, test, bench, spec bool) error {
+// benchSet says which benchmark models to write.
+type benchSet int
+
+const (
+	noBench    benchSet = iota
+	benchSmall          // bench-small (F16 and its quantizations)
+	benchAll            // bench-small and bench-1b
+)
+
+// benchEntries are the F16 benchmark models of set; quantize makes the
+// others from them.
+func benchEntries(set benchSet) []entry {
+	var es []entry
+	if set >= benchSmall {
+		es = append(es, entry{"bench-small-f16.gguf", random(testmodel.BenchSmallSpec)})
+	}
+	if set >= benchAll {
+		es = append(es, entry{"bench-1b-f16.gguf", random(testmodel.Bench1BSpec)})
+	}
+	return es
+}
+
+func run(out string, test bool, bench benchSet, spec bool) error {
 	entries := []entry{{"demo.gguf", func() (testmodel.Model, error) { return testmodel.NewDemo() }}}
 	if spec {
 		entries = append(entries, speculativePair()...)
@@ -68,12 +103,7 @@ func run(out string, test, bench, spec bool) error {
 			entry{"tiny-t5.gguf", func() (testmodel.Model, error) { return testmodel.TinyT5(), nil }},
 		)
 	}
-	if bench {
-		entries = append(entries,
-			entry{"bench-small-f16.gguf", random(testmodel.BenchSmallSpec)},
-			entry{"bench-1b-f16.gguf", random(testmodel.Bench1BSpec)},
-		)
-	}
+	entries = append(entries, benchEntries(bench)...)
 	for _, e := range entries {
 		m, err := e.build()
 		if err != nil {
@@ -95,7 +125,7 @@ func run(out string, test, bench, spec bool) error {
 		}
 		fmt.Printf("%s: wrote %.1f MB in %.1fs\n", path, float64(st.Size())/1e6, time.Since(start).Seconds())
 	}
-	if bench {
+	if bench != noBench {
 		for _, e := range entries {
 			if strings.HasSuffix(e.file, "-f16.gguf") && strings.HasPrefix(e.file, "bench-") {
 				if err := quantize(filepath.Join(out, e.file)); err != nil {

@@ -12,7 +12,7 @@ import (
 
 func TestRunIsIdempotent(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "models")
-	require.NoError(t, run(out, true, false, false))
+	require.NoError(t, run(out, true, noBench, false))
 	names := []string{"demo.gguf", "tiny-f32.gguf", "tiny-f16.gguf", "markov.gguf", "prefix.gguf", "tiny-t5.gguf"}
 	mtimes := map[string]int64{}
 	for _, n := range names {
@@ -26,7 +26,7 @@ func TestRunIsIdempotent(t *testing.T) {
 
 	// A damaged file is rewritten, the others are kept.
 	require.NoError(t, os.WriteFile(filepath.Join(out, "markov.gguf"), []byte("GGUF"), 0o644))
-	require.NoError(t, run(out, true, false, false))
+	require.NoError(t, run(out, true, noBench, false))
 	for _, n := range names {
 		st, err := os.Stat(filepath.Join(out, n))
 		require.NoError(t, err)
@@ -39,4 +39,17 @@ func TestRunIsIdempotent(t *testing.T) {
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	assert.Len(t, entries, len(names))
+}
+
+func TestBenchEntries(t *testing.T) {
+	names := func(set benchSet) []string {
+		var out []string
+		for _, e := range benchEntries(set) {
+			out = append(out, e.file)
+		}
+		return out
+	}
+	assert.Empty(t, names(noBench))
+	assert.Equal(t, []string{"bench-small-f16.gguf"}, names(benchSmall))
+	assert.Equal(t, []string{"bench-small-f16.gguf", "bench-1b-f16.gguf"}, names(benchAll))
 }
