@@ -120,6 +120,11 @@ type session struct {
 }
 
 func (a *app) run(o *options) error {
+	threads, note := cli.ResolveThreads(o.threads)
+	o.threads = threads
+	if note != "" && !o.quiet {
+		fmt.Fprintf(a.stderr, "llamagen: %s\n", note)
+	}
 	loadCtx, stop := a.untilInterrupt()
 	var bar *cli.ProgressBar
 	if a.stderrTerminal && !o.quiet {

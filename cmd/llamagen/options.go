@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +49,7 @@ type options struct {
 	mirostatEta float64
 	seed        int64
 
-	threads   int
+	threads   int // 0 until resolved: not given
 	gpuLayers int
 	ctx       int
 	parallel  int
@@ -382,8 +381,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&o.mirostatTau, "mirostat-tau", 5.0, "Mirostat target surprise `BITS`")
 	fs.Float64Var(&o.mirostatEta, "mirostat-eta", 0.1, "Mirostat learning `RATE`")
 	fs.Int64Var(&o.seed, "seed", -1, "random `SEED` for sampling and Mirostat (-1: a random one, printed in the summary)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning (ggml's threads then wait for each other and every step slows down sharply)")
-	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	fs.IntVar(&o.threads, "threads", 0, "CPU `THREADS`, 1 to 512; more than the CPUs available, or than the load average leaves free, is allowed with a warning (ggml's threads then wait for each other and every step slows down sharply)")
+	fs.Lookup("threads").DefValue = cli.ThreadsDefault
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.IntVar(&o.ctx, "ctx", 0, "KV cache cells per sequence (`N`, at most 16777216, rounded up to a multiple of 256; 0: just enough for the longest prompt and --max-new-tokens, 4096 for --chat); the cache must fit in the memory available; a sequence that fills it stops there, with a line on stderr")
 	fs.IntVar(&o.parallel, "parallel", 8, "sequences decoded together (`N`, 1 to 256) with --prompts or --num-return-sequences")
@@ -419,6 +418,9 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %s (quote the prompt: -p \"...\")", quote.String(fs.Arg(0)))
+	}
+	if err := cli.ThreadsGiven(fs); err != nil {
+		return nil, err
 	}
 	return o, o.check()
 }
@@ -472,9 +474,6 @@ func (o *options) check() error {
 		return cli.Usagef("--system needs --chat")
 	case o.session != "" && (!o.chat || sources > 0):
 		return cli.Usagef("--session needs --chat without a prompt")
-	}
-	if err := cli.CheckThreads(o.threads); err != nil {
-		return err
 	}
 	if o.mirostat != 0 {
 		switch {

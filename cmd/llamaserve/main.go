@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -132,8 +131,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.promptChunk, "prompt-chunk", generation.DefaultPromptChunk, "the most prompt tokens evaluated per step (`N`), so that long prompts do not stall the replies being generated (-1: no limit)")
 	fs.StringVar(&o.draft, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies, for every request")
 	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`")
-	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	fs.IntVar(&o.threads, "threads", 0, "CPU `THREADS`, 1 to 512")
+	fs.Lookup("threads").DefValue = cli.ThreadsDefault
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
@@ -161,6 +160,9 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err := cli.ThreadsGiven(fs); err != nil && !o.version {
+		return nil, err
 	}
 	switch {
 	case o.version:
@@ -200,9 +202,6 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
 	}
-	if err := cli.CheckThreads(o.threads); err != nil && !o.version {
-		return nil, err
-	}
 	return o, nil
 }
 
@@ -239,6 +238,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 // everything.
 func serveModel(o *options, stderr io.Writer) error {
 	cli.LogWarnings(stderr, "llamaserve", false)
+	threads, note := cli.ResolveThreads(o.threads)
+	o.threads = threads
+	if note != "" {
+		fmt.Fprintf(stderr, "llamaserve: %s\n", note)
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stop)
