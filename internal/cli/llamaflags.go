@@ -551,7 +551,7 @@ func LlamaFlagsHelp(cmd Command) string {
 		if target == "" {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %-28s%s", strings.Join(spelled, ", "), target))
+		lines = append(lines, fmt.Sprintf("  %-28s→ %s", strings.Join(spelled, ", "), target))
 	}
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\n")
