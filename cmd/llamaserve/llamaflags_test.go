@@ -78,6 +78,7 @@ func TestLlamaCppRefused(t *testing.T) {
 		{"-ctk q8_0", "--cache-type"},
 		{"--api-key-file keys", "LLAMASERVE_API_KEY"},
 		{"--slots", "llama.cpp's option --slots has no counterpart in llamaserve"},
+		{"--api-key a --api-key b", "takes one key"},
 	}
 	for _, c := range cases {
 		t.Run(c.args, func(t *testing.T) {

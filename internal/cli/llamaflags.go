@@ -213,6 +213,10 @@ func TranslateLlamaFlags(cmd Command, fs *flag.FlagSet, args []string) ([]string
 		spelled, v, inline := strings.Cut(a, "=")
 		name := strings.TrimPrefix(strings.TrimPrefix(spelled, "-"), "-")
 		if f := fs.Lookup(name); f != nil {
+			if _, again := t.ours[name]; again && cmd == Llamaserve && name == "api-key" {
+				// llama-server allows every key given; llamaserve one.
+				return nil, Usagef("--api-key given twice: llamaserve takes one key (llama-server allows each)")
+			}
 			if !inline && !isBool(f) && i+1 < len(args) {
 				i++
 				v = args[i]
