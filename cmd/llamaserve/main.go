@@ -124,7 +124,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return nil
 	})
 	fs.IntVar(&o.parallel, "parallel", 4, "sequences decoded together in the running batch (`N`)")
-	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`): the longest prompt plus reply")
+	fs.IntVar(&o.ctx, "ctx", 2048, "KV cache cells per sequence (`N`, rounded up to a multiple of 256; the start-up line says how many): the longest prompt plus reply; llama-server's -c is the cells of all --parallel sequences together")
 	fs.IntVar(&o.batch, "batch", 512, "the most tokens of one llama_decode (`N`)")
 	fs.IntVar(&o.ubatch, "ubatch", 0, "the most tokens llama.cpp computes at once (`N`, 1 to --batch; llama.cpp's n_ubatch)")
 	fs.Lookup("ubatch").DefValue = "--batch"
