@@ -157,6 +157,7 @@ type translation struct {
 	ours     map[string]string
 	given    map[string]string // llama.cpp's options that need the whole line, by table name
 	spelling map[string]string // how the user spelled them
+	spelled  string            // the option being converted, as the user spelled it
 }
 
 // own is the value of our option name: the last given, else its default.
@@ -172,9 +173,9 @@ func (t *translation) own(name string) string {
 
 // later keeps a llama.cpp option whose meaning depends on others for the
 // end of the line.
-func (t *translation) later(key, spelled, v string) ([]string, error) {
+func (t *translation) later(key, v string) ([]string, error) {
 	t.given[key] = v
-	t.spelling[key] = spelled
+	t.spelling[key] = t.spelled
 	return nil, nil
 }
 
@@ -258,6 +259,7 @@ func TranslateLlamaFlags(cmd Command, fs *flag.FlagSet, args []string) ([]string
 				emit("--" + u.to)
 			}
 		case u.conv != nil:
+			t.spelled = spelled
 			words, err := u.conv(v, t)
 			if err != nil {
 				return nil, Usagef("%s %s: %v", spelled, v, err)
@@ -269,7 +271,7 @@ func TranslateLlamaFlags(cmd Command, fs *flag.FlagSet, args []string) ([]string
 			return nil, Usagef("llama.cpp's option %s has no counterpart in %s", spelled, cmd)
 		}
 	}
-	end, err := t.finish(cmd)
+	end, err := t.finish()
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +279,7 @@ func TranslateLlamaFlags(cmd Command, fs *flag.FlagSet, args []string) ([]string
 }
 
 // finish resolves the options whose meaning depends on the whole line.
-func (t *translation) finish(cmd Command) ([]string, error) {
+func (t *translation) finish() ([]string, error) {
 	var end []string
 	if err := t.repetition(&end); err != nil {
 		return nil, err
@@ -411,7 +413,7 @@ func serveCtxSize(v string, t *translation) ([]string, error) {
 	case n < 0:
 		return nil, fmt.Errorf("must be from 1 up")
 	}
-	return t.later("ctx-size", "-c", strconv.Itoa(n))
+	return t.later("ctx-size", strconv.Itoa(n))
 }
 
 func serveParallel(v string, _ *translation) ([]string, error) {
@@ -475,7 +477,7 @@ func repeatPenalty(v string, t *translation) ([]string, error) {
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, fmt.Errorf("not a finite number")
 	}
-	return t.later("repeat-penalty", "--repeat-penalty", strings.TrimSpace(v))
+	return t.later("repeat-penalty", strings.TrimSpace(v))
 }
 
 func repeatLastN(v string, t *translation) ([]string, error) {
@@ -486,7 +488,7 @@ func repeatLastN(v string, t *translation) ([]string, error) {
 	case n < -1:
 		return nil, fmt.Errorf("must be -1 (the whole context), 0 (off) or more")
 	}
-	return t.later("repeat-last-n", "--repeat-last-n", strconv.Itoa(n))
+	return t.later("repeat-last-n", strconv.Itoa(n))
 }
 
 func port(v string, t *translation) ([]string, error) {
@@ -494,14 +496,14 @@ func port(v string, t *translation) ([]string, error) {
 	if err != nil || n < 0 || n > 65535 {
 		return nil, fmt.Errorf("not a port from 0 to 65535")
 	}
-	return t.later("port", "--port", strconv.Itoa(n))
+	return t.later("port", strconv.Itoa(n))
 }
 
 func host(v string, t *translation) ([]string, error) {
 	if strings.HasSuffix(v, ".sock") {
 		return nil, fmt.Errorf("llamaserve listens on TCP only, not on a Unix socket")
 	}
-	return t.later("host", "--host", v)
+	return t.later("host", v)
 }
 
 // LlamaAliases are the spellings of llama.cpp's options that cmd takes
