@@ -61,12 +61,14 @@ const (
 )
 
 // llamaFlags is the one table of llama.cpp's options that llamagen and
-// llamaserve take in llama.cpp's spelling. The options the commands share
-// by name with llama.cpp (-m, --model, -p, --prompt, -f, --file, --threads,
-// --seed, --parallel, --gpu-layers, --top-k, --top-p, --min-p, --mirostat,
-// --chat-template, --api-key, --alias, --pooling, --grammar, --json-schema)
-// are the commands' own and mean the same; see README's "llama.cpp's
-// options". An option of llama.cpp not listed here is refused as having no
+// llamaserve take in llama.cpp's spelling. A spelling that is a command's
+// own option (-m, --model, -p, --threads, --seed, --gpu-layers, --top-k,
+// --mirostat, --chat-template, --grammar, --json-schema; llamaserve's
+// --parallel, --api-key, --alias, --pooling) is the command's, whatever the
+// table says: those mean the same as llama.cpp's, but for llamagen's
+// --parallel (the sequences decoded together, as llama-parallel's; the
+// table refuses llama-batched's -np). See README's "llama.cpp's options".
+// An option of llama.cpp not listed here is refused as having no
 // counterpart (llamaCppNames).
 var llamaFlags = []llamaFlag{
 	{names: "-n,--predict,--n-predict", value: true, gen: conv(nPredict),
