@@ -322,9 +322,9 @@ func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bo
 
 // The adapters satisfy the contract.
 var (
-	_ backend.Backend        = (*Backend)(nil)
-	_ backend.EmbeddingInput = (*Backend)(nil)
+	_ backend.Backend         = (*Backend)(nil)
+	_ backend.EmbeddingInput  = (*Backend)(nil)
 	_ backend.EndOfGeneration = (*Backend)(nil)
-	_ backend.Tokenizer      = Tokenizer{}
-	_ backend.ChatTemplater  = Tokenizer{}
+	_ backend.Tokenizer       = Tokenizer{}
+	_ backend.ChatTemplater   = Tokenizer{}
 )
