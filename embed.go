@@ -24,6 +24,9 @@ func (m *Model) Embed(ctx context.Context, texts ...string) ([][]float32, error)
 	if m.gen != nil {
 		return nil, errors.New("llamaloop: Embed needs an embeddings context: open the model with Options{Context: llamacpp.ContextParams{Embeddings: true}}")
 	}
+	if m.ctx.Pooling() == embedding.PoolingNone {
+		return nil, errors.New("llamaloop: the model's embeddings are per token (pooling none): open it with Options.Context.Pooling set (embedding.PoolingMean, PoolingCLS or PoolingLast) for one vector per text, or call Context().EmbedTokens")
+	}
 	if m.batch == nil {
 		b, err := llamacpp.NewBatch(m.ctx.BatchSize(), 1)
 		if err != nil {

@@ -114,6 +114,8 @@ func TestChatTemplateErrors(t *testing.T) {
 	e := openDemo(t, llamacpp.ContextParams{Embeddings: true})
 	_, err = e.Generate(context.Background(), "The model", llamaloop.GenerateOptions{})
 	assert.ErrorContains(t, err, "without them to generate")
+	_, err = e.Embed(context.Background(), "The model")
+	assert.ErrorContains(t, err, "Options.Context.Pooling")
 }
 
 func TestOpenMissingFile(t *testing.T) {
