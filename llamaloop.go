@@ -154,8 +154,12 @@ func newBackend(model *llamacpp.Model, ctx *llamacpp.Context) (backend.Backend, 
 }
 
 // Close frees the model, its context and its buffers. It is idempotent.
+// While another call of the Model runs (inside a Stream's loop, for
+// instance) it frees nothing and returns ErrBusy.
 func (m *Model) Close() error {
-	m.mu.Lock()
+	if !m.mu.TryLock() {
+		return ErrBusy
+	}
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil

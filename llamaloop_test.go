@@ -95,6 +95,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		require.NoError(t, err)
 		_, err = m.Generate(ctx, "The model", llamaloop.GenerateOptions{})
 		require.ErrorIs(t, err, llamaloop.ErrBusy)
+		require.ErrorIs(t, m.Close(), llamaloop.ErrBusy)
 		break
 	}
 
