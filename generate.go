@@ -97,7 +97,10 @@ func (m *Model) generate(ctx context.Context, req generation.Request, o Generate
 		return nil, err
 	}
 	res, err := gen.Generate(ctx, []generation.Request{req})
-	if err != nil {
+	switch {
+	case err != nil && len(res) == 1:
+		return &res[0], fmt.Errorf("llamaloop: %w", err) // the output before a backend failure
+	case err != nil:
 		return nil, fmt.Errorf("llamaloop: %w", err)
 	}
 	r := &res[0]
