@@ -45,3 +45,12 @@ type Message struct {
 	Role    string // "system", "user", "assistant", ...
 	Content string
 }
+
+// EndOfGeneration is an optional interface of a Backend whose model knows
+// its end-of-generation tokens (llamabackend.Backend: the model's EOS, EOT,
+// ...). beam.Search takes them as eos_token_id when its config has none, as
+// the decoding loop of package generation takes its Tokenizer's.
+type EndOfGeneration interface {
+	// EOGTokens lists every end-of-generation token of the backend's model.
+	EOGTokens() []int32
+}

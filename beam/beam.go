@@ -98,7 +98,12 @@ type Options struct {
 	// EarlyStopping, NumReturnSequences, MaxNewTokens or MaxLength (resolved
 	// per prompt, as generate() does), EOSTokenID, PadTokenID, DoSample, and
 	// every field that enables a logits processor. nil means
-	// genconfig.Default(). The search does not modify it.
+	// genconfig.Default(). The search does not modify it. A config without
+	// eos_token_id (nil; an empty list means none) on a backend that knows
+	// its model's end-of-generation tokens (backend.EndOfGeneration, as
+	// llamabackend.Backend does) searches with those, as package generation
+	// does with its Tokenizer's; otherwise no token ends a hypothesis and
+	// every one runs to the length limit.
 	Config *genconfig.Config
 
 	// User processors run after the config's processors and before the

@@ -389,3 +389,42 @@ func TestStaleSlotsAreIgnored(t *testing.T) {
 	assert.Equal(t, want, res.Hypotheses[0])
 	requireEmpty(t, mem)
 }
+
+// eogBackend is a MemoryBackend whose model names its end-of-generation
+// tokens, as llamabackend.Backend does.
+type eogBackend struct {
+	*backend.MemoryBackend
+	eog []int32
+}
+
+func (b eogBackend) EOGTokens() []int32 { return b.eog }
+
+// A config without eos_token_id takes the backend's end-of-generation
+// tokens; an empty list keeps none, and every hypothesis runs to the length
+// limit.
+func TestSearchTakesEOSFromBackend(t *testing.T) {
+	// Token 3 is always the most likely next token, so a search that knows
+	// it as eos finishes at once.
+	model := func([]int32) ([]float32, error) { return []float32{-3, -2, -2.5, -0.1}, nil }
+	search := func(eos []int32) *beam.Result {
+		b := eogBackend{backend.NewMemoryBackend(4, 2, model), []int32{3}}
+		cfg := cfgOf(func(c *genconfig.Config) {
+			c.NumBeams, c.NumReturnSequences = 2, 2
+			c.MaxNewTokens = intp(4)
+			c.EOSTokenID = eos
+		})
+		res, err := beam.Search(context.Background(), b, [][]int32{{0}}, beam.Options{Config: cfg})
+		require.NoError(t, err)
+		return res
+	}
+	fromModel := search(nil)
+	require.Len(t, fromModel.Hypotheses[0], 2)
+	assert.Equal(t, []int32{3}, fromModel.Hypotheses[0][0].Tokens)
+	assert.True(t, fromModel.Hypotheses[0][0].Finished)
+
+	none := search([]int32{})
+	for _, h := range none.Hypotheses[0] {
+		assert.Len(t, h.Tokens, 4)
+		assert.False(t, h.Finished)
+	}
+}

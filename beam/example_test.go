@@ -34,11 +34,9 @@ func Example() {
 	cfg := genconfig.Default()
 	cfg.NumBeams = 2
 	cfg.NumReturnSequences = 2
-	cfg.MaxNewTokens = new(int)
-	*cfg.MaxNewTokens = 3
+	cfg.MaxNewTokens = new(3)
 	cfg.EOSTokenID = []int32{3}
-	cfg.PadTokenID = new(int32)
-	*cfg.PadTokenID = 2
+	cfg.PadTokenID = new(int32(2))
 
 	res, err := beam.Search(context.Background(), backend, [][]int32{{0}}, beam.Options{Config: cfg})
 	if err != nil {
@@ -57,8 +55,7 @@ func Example_narrowing() {
 	backend := backend.NewMemoryBackend(4, 2, exampleModel)
 	cfg := genconfig.Default()
 	cfg.NumBeams = 2
-	cfg.MaxNewTokens = new(int)
-	*cfg.MaxNewTokens = 3
+	cfg.MaxNewTokens = new(3)
 	cfg.EOSTokenID = []int32{3}
 	cfg.LengthPenalty = 0 // rank by log-probability
 

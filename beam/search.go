@@ -223,6 +223,10 @@ func checkOptions(b backend.Backend, opts Options) (cfg *genconfig.Config, vocab
 	if cfg == nil {
 		cfg = genconfig.Default()
 	}
+	if eog, ok := b.(backend.EndOfGeneration); ok && cfg.EOSTokenID == nil {
+		cfg = cfg.Clone()
+		cfg.EOSTokenID = slices.Clone(eog.EOGTokens())
+	}
 	vocab = b.VocabSize()
 	if vocab < 1 {
 		return nil, 0, 0, 0, fmt.Errorf("%w: backend vocabulary size %d", ErrInvalid, vocab)

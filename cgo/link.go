@@ -1,10 +1,16 @@
 // Package cgo is llamaloop's raw binding to llama.cpp: the only package that
-// imports "C". It holds one small Go function per C call and no policy: no
+// imports "C". It is not the package to program against: for the common
+// cases (open a model, generate, stream, chat, beam search, constrained
+// output, embeddings) import the module's root package,
+// github.com/llamaloop/llamaloop, and for full control over models,
+// contexts, batches and the KV cache, package llamacpp.
+//
+// It holds one small Go function per C call and no policy: no
 // validation, no lifetimes, no errors beyond the C return values. Misuse of
 // many of these functions aborts the whole process (llama.cpp asserts on a
 // token id outside the vocabulary, a sequence id beyond n_seq_max, a batch
-// larger than n_batch); use package llamacpp, which validates every argument
-// before it reaches C.
+// larger than n_batch); package llamacpp validates every argument before it
+// reaches C.
 //
 // One file per feature: process (logging, initialisation, C memory),
 // devices, model, context, memory (the KV cache), batch, vocab, sampler

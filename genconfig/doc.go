@@ -9,6 +9,13 @@
 // length rules for a prompt. Package logits turns a valid config into processors
 // (logits.NewPipeline); package generation and package beam decode with it.
 //
+// # Optional fields
+//
+// A field that transformers sets to None by default is a pointer here, nil when unset. Go 1.26's
+// new(expr) sets one in place, with no variable: cfg.MaxNewTokens = new(32), cfg.MinP =
+// new(0.05), cfg.PadTokenID = new(int32(2)). [Config.Update] sets them from JSON
+// (`{"max_new_tokens": 32}`), as a generation_config.json does.
+//
 // # Errors that name their field
 //
 // Every value that transformers rejects, and every field of the wrong JSON type, is a

@@ -57,8 +57,7 @@ func Example() {
 	g := generation.NewGenerator(b, vocab)
 
 	cfg := genconfig.Default()
-	maxNew := 6
-	cfg.MaxNewTokens = &maxNew
+	cfg.MaxNewTokens = new(6)
 	reqs := []generation.Request{
 		{Text: "the cat", Config: cfg},
 		{Text: "the dog", Config: cfg, Logprobs: true},

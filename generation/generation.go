@@ -278,11 +278,21 @@ func (f FinishReason) String() string {
 	return finishNames[f]
 }
 
+// Text is a piece of a request's generated text: UTF-8 bytes that alias the
+// generator's buffer (see Event). It prints as text: fmt's %v, %s and %q
+// and String give the characters, not the byte values, and string(text)
+// copies it. Printing allocates the copy; the loop itself never does.
+type Text []byte
+
+// String returns the text as a string (a copy, which outlives the event).
+func (t Text) String() string { return string(t) }
+
 // Event is one step of one request, or the end of a request.
 //
 // The slices Text and Top alias buffers of the generator: they are valid
 // until the iteration resumes, and a consumer that keeps them must copy
-// them. This is what makes streaming free of allocations.
+// them (ev.Text.String(), or append(dst, ev.Text...)). This is what makes
+// streaming free of allocations.
 type Event struct {
 	// Request is the index of the request in the slice given to Stream
 	// (0 in the events of an Engine's Task).
@@ -291,8 +301,9 @@ type Event struct {
 	Token int32
 	// Text is the new text of the request: the token's bytes, held back while
 	// they end inside a UTF-8 character, and all remaining bytes on the
-	// request's last event. Empty without a Tokenizer.
-	Text []byte
+	// request's last event. Empty without a Tokenizer. fmt.Print(ev.Text)
+	// prints it as text.
+	Text Text
 	// Logprob is the token's log-probability (Request.Logprobs).
 	Logprob float32
 	// Top lists the most probable tokens of the step, most probable first,

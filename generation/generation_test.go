@@ -288,6 +288,24 @@ func TestUTF8SplitAcrossTokens(t *testing.T) {
 	require.Equal(t, []string{"", "é", "", "€", "\xff", "\xe2\x82"}, pieces)
 }
 
+// An event's text prints as text, not as byte values, through fmt and
+// String.
+func TestEventTextPrints(t *testing.T) {
+	tok := testTokenizer{}
+	next := map[int32]int32{tokenID("a"): tokenID("\xc3"), tokenID("\xc3"): tokenID("\xa9")}
+	b := backend.NewMemoryBackend(len(testPieces), 1, chainModel(len(testPieces), next))
+	var printed, quoted, str strings.Builder
+	for ev, err := range NewGenerator(b, tok).Stream(context.Background(), []Request{{Prompt: []int32{tokenID("a")}, Config: greedyConfig(2)}}) {
+		require.NoError(t, err)
+		fmt.Fprint(&printed, ev.Text)
+		fmt.Fprintf(&quoted, "%q", ev.Text)
+		str.WriteString(ev.Text.String())
+	}
+	assert.Equal(t, "é", printed.String())
+	assert.Equal(t, `"""é"`, quoted.String())
+	assert.Equal(t, "é", str.String())
+}
+
 func TestUTF8Hold(t *testing.T) {
 	for _, tc := range []struct {
 		text string

@@ -20,8 +20,7 @@ func Example() {
 	}
 	gen := generation.NewGenerator(pc, nil)
 	cfg := genconfig.Default()
-	maxNew := 8
-	cfg.MaxNewTokens = &maxNew
+	cfg.MaxNewTokens = new(8)
 
 	conversation := toks(1, 100) // a system prompt and the user's first message
 	for turn := range 2 {

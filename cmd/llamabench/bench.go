@@ -320,11 +320,12 @@ func decodePrompt(ctx context.Context, lc *llamacpp.Context, batch *llamacpp.Bat
 	return last, nil
 }
 
-// lengthConfig makes cfg generate exactly n tokens: without eos_token_id
-// and without a tokenizer nothing ends a row early.
+// lengthConfig makes cfg generate exactly n tokens: with an empty
+// eos_token_id (not nil, which beam search would fill with the model's
+// end-of-generation tokens) and without a tokenizer nothing ends a row early.
 func lengthConfig(cfg *genconfig.Config, n int) *genconfig.Config {
 	cfg.MaxNewTokens = &n
-	cfg.EOSTokenID = nil
+	cfg.EOSTokenID = []int32{}
 	return cfg
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/llamaloop/llamaloop/beam"
@@ -26,7 +25,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	case len(s.cfg.StopStrings) > 0:
 		return cli.Usagef("--stop-strings is not available with --num-beams")
 	}
-	cfg := s.beamConfig(s.cfg)
+	cfg := s.cfg // with no eos_token_id, the search takes the model's end-of-generation tokens
 	var rows []*row
 	var toks [][]int32
 	for i, p := range prompts {
@@ -79,18 +78,6 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 		return ctx.Err()
 	}
 	return s.outputErr()
-}
-
-// beamConfig gives cfg the model's end-of-generation tokens when it names
-// none (generation does this for its rows; beam search takes the config as
-// it is).
-func (s *session) beamConfig(cfg *genconfig.Config) *genconfig.Config {
-	if cfg.EOSTokenID != nil {
-		return cfg
-	}
-	cfg = cfg.Clone()
-	cfg.EOSTokenID = slices.Clone(s.model.Vocab().EOGTokens())
-	return cfg
 }
 
 // runBeams searches prompts on a unified-cache context sized by beam's

@@ -80,7 +80,6 @@ func (s *session) demo() error {
 		beams.EarlyStopping = genconfig.EarlyStoppingTrue
 	}
 	beams.NumReturnSequences = 1
-	beams = s.beamConfig(beams)
 
 	p := prompt{Text: text}
 	req := p.request(false, "", false)

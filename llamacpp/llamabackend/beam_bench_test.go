@@ -57,7 +57,9 @@ func BenchmarkLlamaBeam(b *testing.B) {
 				cfg := genconfig.Default()
 				n := llamaBenchNew
 				cfg.NumBeams, cfg.MaxNewTokens = beams, &n
-				// No eos: every search runs llamaBenchNew steps.
+				// No eos (an empty list: nil would take the model's):
+				// every search runs llamaBenchNew steps.
+				cfg.EOSTokenID = []int32{}
 
 				var searchTime, decodeTime, reorder time.Duration
 				searchSteps, decodeSteps, promptEvaluated := 0, 0, 0

@@ -186,7 +186,7 @@ func TestLlamaBeamTooFewSequences(t *testing.T) {
 	lb, rb, m := llamaSetup(t, "prefix", 2)
 	p, err := m.Vocab().Tokenize("The model", true, false)
 	require.NoError(t, err)
-	_, err = beam.Search(context.Background(), lb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(4, 4, nil)})
+	_, err = beam.Search(context.Background(), lb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(4, 4, []int32{})})
 	require.ErrorIs(t, err, beam.ErrTooFewSlots)
-	assert.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(2, 4, nil)}))
+	assert.Empty(t, llamaBeamProblems(t, lb, rb, [][]int32{p}, beam.Options{Config: llamaBeamConfig(2, 4, []int32{})}))
 }

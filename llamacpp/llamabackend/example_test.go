@@ -46,8 +46,7 @@ func Example() {
 	gen := generation.NewGenerator(lb, llamabackend.Tokenizer{Vocab: model.Vocab()})
 
 	cfg := genconfig.Default()
-	maxNew := 8
-	cfg.MaxNewTokens = &maxNew
+	cfg.MaxNewTokens = new(8)
 	reqs := []generation.Request{
 		{Text: "The model", Config: cfg},
 		{Text: "Beam search", Config: cfg, StopStrings: []string{"."}},
@@ -58,7 +57,7 @@ func Example() {
 			fmt.Println(err)
 			return
 		}
-		texts[ev.Request] += string(ev.Text) // Text is only valid until the next event
+		texts[ev.Request] += ev.Text.String() // Text is only valid until the next event
 		if ev.Finish != generation.NotFinished {
 			fmt.Printf("request %d (%s):%s\n", ev.Request, ev.Finish, texts[ev.Request])
 		}

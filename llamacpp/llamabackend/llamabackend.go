@@ -87,6 +87,11 @@ func (b *Backend) Close() error {
 // Context is the llama.cpp context the backend decodes with.
 func (b *Backend) Context() *llamacpp.Context { return b.ctx }
 
+// EOGTokens implements backend.EndOfGeneration: the model's
+// end-of-generation tokens, which beam.Search takes as eos_token_id when
+// its config has none.
+func (b *Backend) EOGTokens() []int32 { return b.ctx.Model().Vocab().EOGTokens() }
+
 // VocabSize implements backend.Backend.
 func (b *Backend) VocabSize() int { return b.ctx.VocabSize() }
 
@@ -317,8 +322,9 @@ func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bo
 
 // The adapters satisfy the contract.
 var (
-	_ backend.Backend        = (*Backend)(nil)
-	_ backend.EmbeddingInput = (*Backend)(nil)
-	_ backend.Tokenizer      = Tokenizer{}
-	_ backend.ChatTemplater  = Tokenizer{}
+	_ backend.Backend         = (*Backend)(nil)
+	_ backend.EmbeddingInput  = (*Backend)(nil)
+	_ backend.EndOfGeneration = (*Backend)(nil)
+	_ backend.Tokenizer       = Tokenizer{}
+	_ backend.ChatTemplater   = Tokenizer{}
 )
