@@ -5,10 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/testkit/fakebackend"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,15 +52,18 @@ func TestBackendDirWarnings(t *testing.T) {
 		{"not a library", notELF, "libggml-cuda.so not loaded: "},
 		{"not a backend", notBackend, "libggml-z.so not loaded: "},
 	}
-	if _, err := exec.LookPath("cc"); err == nil && runtime.GOOS == "linux" {
-		intact := t.TempDir()
-		fakeBackend(t, intact)
+	intact := t.TempDir()
+	if _, err := fakebackend.Build(intact); err == nil {
 		cases = append(cases, struct{ name, dir, want string }{"refused by ggml", intact, "ggml_backend_init returned NULL"})
-		for _, c := range backendCases() {
+		for _, c := range fakebackend.Cases() {
 			dir := t.TempDir()
-			c.setup(t, dir, fakeBackend(t, dir))
-			cases = append(cases, struct{ name, dir, want string }{c.name, dir, "libggml-fake.so not loaded: "})
+			lib, err := fakebackend.Build(dir)
+			require.NoError(t, err)
+			require.NoError(t, c.Damage(dir, lib))
+			cases = append(cases, struct{ name, dir, want string }{c.Name, dir, c.Reason})
 		}
+	} else {
+		require.ErrorIs(t, err, fakebackend.ErrNoCompiler)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
