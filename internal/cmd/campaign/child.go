@@ -204,8 +204,11 @@ func crashKind(out string, ps *os.ProcessState) (string, bool) {
 	if first == "" {
 		return "", false
 	}
-	if !signaled && ps != nil && ps.ExitCode() == 0 {
-		return "", false // a crash word in a clean run's output (a quoted template)
+	if !signaled && ps != nil && ps.ExitCode() != 2 {
+		// Go's runtime ends a fatal error, a panic and a signal in C
+		// (SIGSEGV, SIGABRT of an abort) with status 2; a crash word in
+		// another exit's output is quoted input
+		return "", false
 	}
 	kind := normalise(first)
 	if frame := topFrame(lines); frame != "" {
