@@ -164,6 +164,7 @@ type outcome struct {
 	rss    int64  // peak RSS of the child (wait4), bytes
 	output string
 	note   string // what the case measured besides (neighbour latency)
+	late   bool   // a neighbour request was not answered within 1 s
 }
 
 var (

@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&cfg.jobs, "jobs", 2, "children run at once (`N`) in the families other than template, which runs one server at a time")
 	flag.Uint64Var(&limitMB, "mem", 4096, "each child's address-space limit (RLIMIT_AS) in `MB`")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "each child's `DURATION` before it counts as a hang and is killed")
-	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 20*time.Second, "the `DURATION` a chat request may take before it counts as a hang")
+	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 15*time.Second, "the `DURATION` a chat request may take before it counts as a hang")
 	flag.StringVar(&cfg.report, "report", "", "also write the report to `FILE`")
 	flag.BoolVar(&cfg.errors, "errors", false, "also list the most frequent clean errors of each family")
 	flag.Parse()
@@ -78,6 +78,7 @@ func main() {
 // result is one case's outcome.
 type result struct {
 	family, name string
+	took         time.Duration
 	outcome
 }
 
@@ -133,7 +134,9 @@ func parallel[T any](jobs int, cases []T, f func(T) result) []result {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			t0 := time.Now()
 			out[i] = f(c)
+			out[i].took = time.Since(t0)
 		}()
 	}
 	wg.Wait()
@@ -151,16 +154,22 @@ func writeReport(w io.Writer, cfg config, results []result, took time.Duration) 
 	}
 	fmt.Fprintf(w, "Campaign of %s: %d cases in %s (%d CPUs, -jobs %d, -mem %d MB, -timeout %s, -mutations %d).\n\n",
 		time.Now().UTC().Format("2006-01-02"), len(results), took.Round(time.Second), runtime.NumCPU(), cfg.jobs, cfg.limit>>20, cfg.timeout, cfg.mutations)
-	fmt.Fprintln(w, "| family | cases | ok | clean errors | crashes | crash kinds | hangs | peak RSS |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
-	var all [5]int
+	fmt.Fprintln(w, "| family | cases | ok | clean errors | crashes | crash kinds | hangs | neighbour late | peak RSS | time |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var all [6]int
+	var allTook time.Duration
 	var allPeak int64
 	for _, name := range names {
-		var n [5]int // cases, ok, errors, crashes, hangs
+		var n [6]int // cases, ok, errors, crashes, hangs, neighbour late
 		kinds := map[string]bool{}
 		var peak int64
+		var took time.Duration
 		for _, r := range byFamily[name] {
 			n[0]++
+			took += r.took
+			if r.late {
+				n[5]++
+			}
 			switch r.class {
 			case classOK:
 				n[1]++
@@ -178,9 +187,12 @@ func writeReport(w io.Writer, cfg config, results []result, took time.Duration) 
 			all[i] += n[i]
 		}
 		allPeak = max(allPeak, peak)
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d MB |\n", name, n[0], n[1], n[2], n[3], len(kinds), n[4], peak>>20)
+		allTook += took
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d MB | %s |\n", name, n[0], n[1], n[2], n[3], len(kinds), n[4], n[5], peak>>20, took.Round(time.Second))
 	}
-	fmt.Fprintf(w, "| all | %d | %d | %d | %d | | %d | %d MB |\n\n", all[0], all[1], all[2], all[3], all[4], allPeak>>20)
+	fmt.Fprintf(w, "| all | %d | %d | %d | %d | | %d | %d | %d MB | %s |\n\n", all[0], all[1], all[2], all[3], all[4], all[5], allPeak>>20, allTook.Round(time.Second))
+	fmt.Fprintln(w, "(time: the children's wall time added up; neighbour late: cases whose /tokenize neighbour waited over 1 s while the server lived)")
+	fmt.Fprintln(w)
 
 	for _, name := range names {
 		rs := byFamily[name]

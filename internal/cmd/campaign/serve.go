@@ -103,7 +103,7 @@ wait:
 		if o.class != classCrash && o.class != classHang {
 			o.class, o.kind = classCrash, "server exited during the request: "+firstError(o.output)
 		}
-		o.note = lat.String()
+		// a dying server answers late: the crash is the finding
 		return o
 	case r.err != nil && ctx.Err() != nil:
 		o.class, o.kind = classHang, fmt.Sprintf("request not answered within %s", cfg.requestTimeout)
@@ -139,14 +139,16 @@ wait:
 			o.kind = p
 		}
 	}
-	o.note = lat.String()
+	o.note, o.late = lat.String(), lat.late > 0
 	return o
 }
 
-// latencies are a server's neighbour requests.
+// latencies are a server's neighbour requests: late ones were not
+// answered within the bound (or timed out), failed ones were refused or
+// answered with an error (a server that died fails them all).
 type latencies struct {
-	n, misses int
-	worst     time.Duration
+	n, late, failed int
+	worst           time.Duration
 }
 
 func (l *latencies) probe(client *http.Client, base string) {
@@ -155,14 +157,21 @@ func (l *latencies) probe(client *http.Client, base string) {
 	d := time.Since(t0)
 	l.n++
 	l.worst = max(l.worst, d)
-	if err != nil {
-		l.misses++
+	switch {
+	case err != nil && d >= neighbourBound:
+		l.late++
+		return
+	case err != nil:
+		l.failed++
 		return
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || d > neighbourBound {
-		l.misses++
+	switch {
+	case d > neighbourBound:
+		l.late++
+	case resp.StatusCode != http.StatusOK:
+		l.failed++
 	}
 }
 
@@ -177,10 +186,10 @@ func (l *latencies) healthy(client *http.Client, base string) bool {
 
 // String is empty when every neighbour was answered in time.
 func (l *latencies) String() string {
-	if l.misses == 0 {
+	if l.late+l.failed == 0 {
 		return ""
 	}
-	return fmt.Sprintf("neighbour missed %d of %d times (slowest %s)", l.misses, l.n, l.worst.Round(time.Millisecond))
+	return fmt.Sprintf("neighbour: %d of %d late (> %s), %d failed; slowest %s", l.late, l.n, neighbourBound, l.failed, l.worst.Round(time.Millisecond))
 }
 
 // lineWatcher calls fn for every complete line written to it.
