@@ -542,7 +542,7 @@ func gRange(c *Call) (Value, error) {
 
 func gDict(namespace bool) func(c *Call) (Value, error) {
 	return func(c *Call) (Value, error) {
-		d := &Dict{index: map[dictKey]int{}, namespace: namespace}
+		d := &Dict{namespace: namespace}
 		for _, a := range c.Args {
 			if a.kind == KindDict {
 				src := a.p.(*Dict)

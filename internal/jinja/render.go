@@ -298,7 +298,7 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 		if err := r.assign(n.targets, x, inner, n.line); err != nil {
 			return err
 		}
-		loop := &Dict{index: make(map[dictKey]int, 10)}
+		loop := &Dict{keys: make([]Value, 0, 11), vals: make([]Value, 0, 11)}
 		idx := int64(i)
 		loop.Set("index", NewInt(idx+1))
 		loop.Set("index0", NewInt(idx))

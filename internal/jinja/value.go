@@ -96,7 +96,7 @@ func NewList(items []Value) Value { return Value{kind: KindList, p: &List{Items:
 func newTuple(items []Value) Value { return Value{kind: KindList, p: &List{Items: items, tuple: true}} }
 
 // NewDict returns an empty dict; set its keys with AsDict().Set.
-func NewDict() Value { return Value{kind: KindDict, p: &Dict{index: map[dictKey]int{}}} }
+func NewDict() Value { return Value{kind: KindDict, p: &Dict{}} }
 
 // NewFunc returns a callable value.
 func NewFunc(name string, fn func(c *Call) (Value, error)) Value {
@@ -166,17 +166,41 @@ func (d *Dict) set(key Value, v Value) bool {
 	if !ok {
 		return false
 	}
-	if d.index == nil {
-		d.index = map[dictKey]int{}
-	}
-	if i, ok := d.index[k]; ok {
+	if i := d.find(k); i >= 0 {
 		d.vals[i] = v
 		return true
 	}
-	d.index[k] = len(d.keys)
+	if d.index != nil {
+		d.index[k] = len(d.keys)
+	} else if len(d.keys) >= smallDict {
+		d.index = make(map[dictKey]int, 2*smallDict)
+		for i, kk := range d.keys {
+			kv, _ := keyOf(kk)
+			d.index[kv] = i
+		}
+		d.index[k] = len(d.keys)
+	}
 	d.keys = append(d.keys, key)
 	d.vals = append(d.vals, v)
 	return true
+}
+
+// smallDict is the size up to which a dict is searched without an index.
+const smallDict = 16
+
+func (d *Dict) find(k dictKey) int {
+	if d.index != nil {
+		if i, ok := d.index[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, kk := range d.keys {
+		if kv, _ := keyOf(kk); kv == k {
+			return i
+		}
+	}
+	return -1
 }
 
 // Get returns key's value.
@@ -187,8 +211,8 @@ func (d *Dict) get(key Value) (Value, bool) {
 	if !ok {
 		return Value{}, false
 	}
-	i, ok := d.index[k]
-	if !ok {
+	i := d.find(k)
+	if i < 0 {
 		return Value{}, false
 	}
 	return d.vals[i], true
@@ -199,17 +223,19 @@ func (d *Dict) remove(key Value) (Value, bool) {
 	if !ok {
 		return Value{}, false
 	}
-	i, ok := d.index[k]
-	if !ok {
+	i := d.find(k)
+	if i < 0 {
 		return Value{}, false
 	}
 	v := d.vals[i]
 	d.keys = append(d.keys[:i:i], d.keys[i+1:]...)
 	d.vals = append(d.vals[:i:i], d.vals[i+1:]...)
-	delete(d.index, k)
-	for j := i; j < len(d.keys); j++ {
-		kk, _ := keyOf(d.keys[j])
-		d.index[kk] = j
+	if d.index != nil {
+		delete(d.index, k)
+		for j := i; j < len(d.keys); j++ {
+			kk, _ := keyOf(d.keys[j])
+			d.index[kk] = j
+		}
 	}
 	return v, true
 }
