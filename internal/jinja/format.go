@@ -168,11 +168,11 @@ func hex2(c int) string {
 // json.dumps(x, ensure_ascii=False, indent=indent, separators=separators,
 // sort_keys=sort_keys)).
 type jsonOptions struct {
-	indent            string
-	hasIndent         bool
-	itemSep, keySep   string
-	sortKeys          bool
-	ensureASCII       bool
+	indent          string
+	hasIndent       bool
+	itemSep, keySep string
+	sortKeys        bool
+	ensureASCII     bool
 }
 
 func (r *renderer) toJSON(v Value, o jsonOptions) (string, error) {

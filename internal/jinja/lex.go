@@ -104,7 +104,9 @@ func (lx *lexer) nextTag(pos int) int {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // leftStrip applies a tag's left whitespace control to the text before it.
 func (lx *lexer) leftStrip(text string, kind byte, mod byte) string {
