@@ -1,9 +1,9 @@
 package jinja
 
 import (
-	"context"
-	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Limits bound what compiling and rendering a template may cost. A zero
@@ -146,5 +146,37 @@ type ctxError struct{ err error }
 func (e *ctxError) Error() string { return "jinja: render stopped: " + e.err.Error() }
 func (e *ctxError) Unwrap() error { return e.err }
 
-var _ = errors.Is
-var _ = context.Canceled
+// ParseLimits reads limits written as "Name=N,Name=N" with the names of
+// Limits' fields (MaxSteps=1000000,MaxOutputBytes=1048576); the fields not
+// named keep their defaults.
+func ParseLimits(s string) (Limits, error) {
+	var l Limits
+	fields := map[string]*int64{
+		"maxsourcebytes": &l.MaxSourceBytes, "maxnesting": &l.MaxNesting, "maxcalldepth": &l.MaxCallDepth,
+		"maxsteps": &l.MaxSteps, "maxoutputbytes": &l.MaxOutputBytes, "maxvaluebytes": &l.MaxValueBytes,
+		"maxvalueitems": &l.MaxValueItems, "maxvaluedepth": &l.MaxValueDepth, "maxallocbytes": &l.MaxAllocBytes,
+	}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		f := fields[strings.ToLower(strings.TrimSpace(name))]
+		if !ok || f == nil {
+			return Limits{}, fmt.Errorf("jinja limits: %q is not Name=N with Name a field of Limits (MaxSteps, MaxOutputBytes, ...)", kv)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil || n <= 0 {
+			return Limits{}, fmt.Errorf("jinja limits: %s: %q is not a positive integer", name, val)
+		}
+		*f = n
+	}
+	return l.withDefaults(), nil
+}
+
+// String writes l as ParseLimits reads it.
+func (l Limits) String() string {
+	return fmt.Sprintf("MaxSourceBytes=%d,MaxNesting=%d,MaxCallDepth=%d,MaxSteps=%d,MaxOutputBytes=%d,MaxValueBytes=%d,MaxValueItems=%d,MaxValueDepth=%d,MaxAllocBytes=%d",
+		l.MaxSourceBytes, l.MaxNesting, l.MaxCallDepth, l.MaxSteps, l.MaxOutputBytes, l.MaxValueBytes, l.MaxValueItems, l.MaxValueDepth, l.MaxAllocBytes)
+}

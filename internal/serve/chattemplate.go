@@ -22,6 +22,9 @@ type ChatTemplate struct {
 	// the assistants' tool_calls: the server writes them into the
 	// messages for one that does not.
 	takesTools, takesCalls bool
+	// globals are variables every render sees beside the chat's (tests
+	// hook a render with them).
+	globals map[string]jinja.Value
 }
 
 // NewChatTemplate compiles src, a Jinja chat template, under the default
@@ -83,6 +86,9 @@ func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGe
 			return "", err
 		}
 		data["tools"] = v
+	}
+	for k, v := range t.globals {
+		data[k] = v
 	}
 	return t.tmpl.Render(ctx, data)
 }
