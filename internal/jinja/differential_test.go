@@ -18,7 +18,7 @@ import (
 // prompt, tools, a call and its result, and a generation prompt.
 var diffChats = []struct {
 	name, messages, tools string
-	addGenerationPrompt  bool
+	addGenerationPrompt   bool
 }{
 	{"user", `[{"role":"user","content":"Hello, who are you?"}]`, "", true},
 	{"system-multi", `[{"role":"system","content":"You are a terse assistant."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."},{"role":"user","content":"Name a colour: "}]`, "", false},
