@@ -30,7 +30,14 @@ import (
 //
 // On systems whose libraries are not ELF (macOS, Windows) it checks only
 // that path is a regular file.
-func checkBackendLibrary(path string) error {
+func checkBackendLibrary(path string) (err error) {
+	defer func() {
+		// debug/elf reads hostile files; should one of its paths still
+		// panic, the library is refused, not the process ended
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed ELF file: %v", r)
+		}
+	}()
 	return checkLibrary(path, true, 0)
 }
 
