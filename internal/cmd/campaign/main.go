@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&cfg.testbin, "testbin", "build/bin/llamacpp.test", "the llamacpp test binary (`FILE`, go test -c ./llamacpp)")
 	flag.StringVar(&cfg.work, "work", "", "a `DIR` for the cases' files, kept afterwards (default: a temporary folder, removed)")
 	flag.StringVar(&cfg.families, "families", "template,t5,cpu-variant,gguf", "the `LIST` of families to run")
-	flag.IntVar(&cfg.mutations, "mutations", 120, "the number of mutated GGUF files (`N`)")
+	flag.IntVar(&cfg.mutations, "mutations", 500, "the number of mutated GGUF files (`N`)")
 	flag.IntVar(&cfg.jobs, "jobs", 2, "children run at once (`N`) in the families other than template, which runs one server at a time")
 	flag.Uint64Var(&limitMB, "mem", 4096, "each child's address-space limit (RLIMIT_AS) in `MB`")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "each child's `DURATION` before it counts as a hang and is killed")
