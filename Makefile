@@ -118,7 +118,8 @@ bench: build bench-models
 # chat templates served by llamaserve with a neighbour request, T5 files and
 # concurrent T5 calls, damaged backend folders, and mutated GGUF files, each
 # child under an address-space limit and a timeout; it prints crash kinds,
-# hangs and peak RSS per family (about 10 minutes on 2 cores).
+# hangs and peak RSS per family (about 2-3 minutes on 2 cores; 11 before the
+# bounded template engine, whose crashing templates take longer).
 # CAMPAIGN_FLAGS scales it, e.g. CAMPAIGN_FLAGS='-mutations 3000 -jobs 8'.
 CAMPAIGN_FLAGS ?=
 campaign: build models
