@@ -1,7 +1,11 @@
 package llamacpp_test
 
 import (
+	"debug/elf"
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/testkit/fakebackend"
@@ -38,4 +42,41 @@ func TestCheckBackendLibrary(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// The ELF checks pass the system's own shared libraries (with the
+// libraries each needs beside it): the extents and identity they require
+// are what every well-formed library has.
+func TestCheckPassesSystemLibraries(t *testing.T) {
+	libs, _ := filepath.Glob("/lib/*/lib*.so*")
+	libs2, _ := filepath.Glob("/usr/lib/*/lib*.so*")
+	libs = append(libs, libs2...)
+	checked := 0
+	for _, p := range libs {
+		if checked == 300 {
+			break
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || !isELFSharedObject(p) {
+			continue // linker scripts (libc.so), links to nowhere, executables
+		}
+		checked++
+		assert.NoError(t, llamacpp.CheckSharedLibrary(p), p)
+	}
+	if checked == 0 {
+		t.Skip("no ELF shared libraries under /lib or /usr/lib")
+	}
+	t.Logf("%d system libraries pass", checked)
+}
+
+// isELFSharedObject reports whether path is an ELF file of type ET_DYN of
+// this machine's class (a 32-bit multilib library is another machine's).
+func isELFSharedObject(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH]
+	return f.Type == elf.ET_DYN && f.Class == elf.ELFCLASS64 && f.Machine == machine
 }

@@ -63,3 +63,6 @@ func TokenizeDirect(v *Vocab, text string, addSpecial, parseSpecial bool) []int3
 // CheckBackendLibrary is the check a library in the backend folder passes
 // before ggml loads it.
 var CheckBackendLibrary = checkBackendLibrary
+
+// CheckSharedLibrary is checkBackendLibrary without the backend's symbols.
+func CheckSharedLibrary(path string) error { return checkLibrary(path, false, 0) }
