@@ -42,6 +42,7 @@ type config struct {
 	mutations, jobs                       int
 	limit                                 uint64
 	timeout, requestTimeout               time.Duration
+	startupTimeout                        time.Duration
 	report                                string
 	errors                                bool
 }
@@ -65,6 +66,7 @@ func main() {
 	flag.Uint64Var(&limitMB, "mem", 4096, "each child's address-space limit (RLIMIT_AS) in `MB`")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "each child's `DURATION` before it counts as a hang and is killed")
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 15*time.Second, "the `DURATION` a chat request may take before it counts as a hang")
+	flag.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second, "the `DURATION` llamaserve may take to listen (its template check included) before it counts as a hang")
 	flag.StringVar(&cfg.report, "report", "", "also write the report to `FILE`")
 	flag.BoolVar(&cfg.errors, "errors", false, "also list the most frequent clean errors of each family")
 	flag.Parse()

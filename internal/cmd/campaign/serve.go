@@ -19,7 +19,6 @@ import (
 
 // Bounds of a server case.
 const (
-	startupTimeout  = 30 * time.Second
 	neighbourBound  = time.Second
 	neighbourPeriod = 250 * time.Millisecond
 	shutdownBound   = 10 * time.Second
@@ -32,7 +31,7 @@ const (
 func serveCase(cfg config, model, path, body string, extra ...string) outcome {
 	args := append([]string{filepath.Join(cfg.bin, "llamaserve"), "-m", model, "--addr", "127.0.0.1:0",
 		"--threads", "1", "--parallel", "2", "--ctx", "512", "--shutdown-timeout", "2s"}, extra...)
-	c := &child{args: args, limit: cfg.limit, timeout: startupTimeout + cfg.requestTimeout + 2*shutdownBound}
+	c := &child{args: args, limit: cfg.limit, timeout: cfg.startupTimeout + cfg.requestTimeout + 2*shutdownBound}
 	ready := make(chan string, 1)
 	watch := &lineWatcher{fn: func(line string) {
 		if _, addr, ok := strings.Cut(line, "listening on http://"); ok {
@@ -50,10 +49,10 @@ func serveCase(cfg config, model, path, body string, extra ...string) outcome {
 	case addr = <-ready:
 	case <-c.done:
 		return c.outcome() // refused at start-up, or crashed there
-	case <-time.After(startupTimeout):
+	case <-time.After(cfg.startupTimeout):
 		c.kill(syscall.SIGKILL)
 		o := c.wait()
-		o.class, o.kind = classHang, fmt.Sprintf("not listening within %s", startupTimeout)
+		o.class, o.kind = classHang, fmt.Sprintf("not listening within %s", cfg.startupTimeout)
 		return o
 	}
 	base := "http://" + addr
