@@ -54,7 +54,7 @@ LLAMA_TEST_PKGS = $(shell $(GO) list -test -f '{{if .ForTest}}{{.ForTest}} {{joi
 ASAN_FLAGS := -O1 $(ARCH_FLAGS) -fno-omit-frame-pointer
 ASAN_STAMP := build/.llama-asan-$(shell echo '$(CGO_CPPFLAGS) $(ASAN_FLAGS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch cpu-variants
+.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch cpu-variants campaign
 
 all: build
 
@@ -121,6 +121,18 @@ demo: build models
 # LLAMA_BENCH=PATH adds llama.cpp's own llama-bench at PATH for a ratio column.
 bench: build bench-models
 	$(BIN)/llamabench --models $(MODELS) --json build/bench.json --chart build/bench.svg $(if $(LLAMA_BENCH),--llama-bench $(LLAMA_BENCH))
+
+# campaign runs the hostile-input campaign (internal/cmd/campaign): hostile
+# chat templates served by llamaserve with a neighbour request, T5 files and
+# concurrent T5 calls, damaged backend folders, and mutated GGUF files, each
+# child under an address-space limit and a timeout; it prints crash kinds,
+# hangs and peak RSS per family (about 2-3 minutes on 2 cores; 11 before the
+# bounded template engine, whose crashing templates take longer).
+# CAMPAIGN_FLAGS scales it, e.g. CAMPAIGN_FLAGS='-mutations 3000 -jobs 8'.
+CAMPAIGN_FLAGS ?=
+campaign: build models
+	$(GO) test -c -o $(BIN)/llamacpp.test ./llamacpp
+	$(GO) run ./internal/cmd/campaign $(CAMPAIGN_FLAGS)
 
 # env prints the variables a Go build outside this Makefile needs:
 #   eval "$$(make -s -C path/to/llamaloop env)" && go build ./...

@@ -3,7 +3,6 @@ module github.com/llamaloop/llamaloop
 go 1.26.0
 
 require (
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/ollama/ollama v0.17.4
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2

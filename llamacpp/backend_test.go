@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/testkit/fakebackend"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,10 @@ func TestBackendDirChild(t *testing.T) {
 
 // A backend folder with nothing loadable in it costs one clear warning line
 // per problem and never a crash; llama.cpp carries on with its CPU backend.
+// The damaged libraries of backendCases (cut at 1 KiB, in half, one byte
+// short, a segment or a dependency past the end, ...) ended the process in
+// SIGBUS inside ggml_backend_load before they were checked in Go; an intact
+// library that ggml refuses gives ggml's reason.
 func TestBackendDirWarnings(t *testing.T) {
 	notELF := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(notELF, "libggml-cuda.so"), []byte("not a library"), 0o644))
@@ -36,13 +41,29 @@ func TestBackendDirWarnings(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(notBackend, "libggml-z.so"), data, 0o644))
 	}
+	loop := filepath.Join(t.TempDir(), "loop")
+	require.NoError(t, os.Symlink(loop, loop))
 	cases := []struct {
 		name, dir, want string
 	}{
 		{"missing folder", filepath.Join(t.TempDir(), "nowhere"), "holds no ggml backend library"},
 		{"empty folder", t.TempDir(), "holds no ggml backend library"},
+		{"folder in a link loop", loop, "holds no ggml backend library"},
 		{"not a library", notELF, "libggml-cuda.so not loaded: "},
 		{"not a backend", notBackend, "libggml-z.so not loaded: "},
+	}
+	intact := t.TempDir()
+	if _, err := fakebackend.Build(intact); err == nil {
+		cases = append(cases, struct{ name, dir, want string }{"refused by ggml", intact, "ggml_backend_init returned NULL"})
+		for _, c := range fakebackend.Cases() {
+			dir := t.TempDir()
+			lib, err := fakebackend.Build(dir)
+			require.NoError(t, err)
+			require.NoError(t, c.Damage(dir, lib))
+			cases = append(cases, struct{ name, dir, want string }{c.Name, dir, c.Reason})
+		}
+	} else {
+		require.ErrorIs(t, err, fakebackend.ErrNoCompiler)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

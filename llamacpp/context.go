@@ -119,14 +119,26 @@ type ContextParams struct {
 }
 
 // Context is an evaluation context over a model: its KV cache holds up to
-// Sequences() sequences. A Context is not safe for concurrent use, but its
-// Decode, SeqState, SetSeqState and Close serialise, so that two goroutines
-// that call them at once (a misuse: the logits views of one decode die at
-// the next) wait for each other instead of crashing inside llama.cpp.
+// Sequences() sequences.
+//
+// A Context is meant for one goroutine at a time, but concurrent calls never
+// crash it: every method that reaches llama.cpp's context or the state of
+// the last evaluation (Encode, Decode, the logits and embedding reads, Embed
+// and EmbedTokens, every KV-cache and sequence-state operation, SetThreads,
+// Threads, Perf, ResetPerf and Close) holds the context's lock while it
+// runs, so two goroutines that call them at once wait for each other
+// instead of corrupting llama.cpp's state or aborting the process. Only the
+// sizes fixed at creation (Size, BatchSize, Sequences, ...) are read
+// without it. What the lock cannot give is an order: a goroutine's Decode
+// followed by its Logits may see another goroutine's Encode or Decode in
+// between (the view then fails or holds the other's rows), so callers who
+// share a Context order their whole steps themselves.
 type Context struct {
-	// mu serialises the calls that run llama.cpp over the whole context;
-	// uncontended it costs 18 ns, against 608 µs for a decode of one token
-	// of the one-layer test model (BenchmarkDecodeLock, 2-vCPU AMD EPYC).
+	// mu serialises the calls that run llama.cpp over the whole context (see
+	// the type's doc: every method touching c or the last evaluation's
+	// state takes it; the unexported helpers expect it held); uncontended
+	// it costs 18 ns, against 608 µs for a decode of one token of the
+	// one-layer test model (BenchmarkDecodeLock, 2-vCPU AMD EPYC).
 	mu sync.Mutex
 
 	model   *Model
@@ -454,13 +466,15 @@ func (ctx *Context) VocabSize() int { return ctx.nVocab }
 // SetThreads sets the threads for single-token and multi-token decodes; the
 // context's thread pools are replaced by pools of the new sizes.
 func (ctx *Context) SetThreads(threads, batchThreads int) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.check(); err != nil {
 		return err
 	}
 	if threads < 1 || batchThreads < 1 || threads > MaxThreads || batchThreads > MaxThreads {
 		return invalid("threads %d, %d outside [1, %d]", threads, batchThreads, MaxThreads)
 	}
-	if cur, curBatch := ctx.Threads(); cur == threads && curBatch == batchThreads {
+	if ctx.c.NThreads() == threads && ctx.c.NThreadsBatch() == batchThreads {
 		return nil
 	}
 	warnOversubscribed(threads, batchThreads)
@@ -472,6 +486,8 @@ func (ctx *Context) SetThreads(threads, batchThreads int) error {
 
 // Threads returns the threads for single-token and multi-token decodes.
 func (ctx *Context) Threads() (threads, batchThreads int) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if ctx.check() != nil {
 		return 0, 0
 	}
@@ -517,6 +533,11 @@ func (ctx *Context) arm(gctx context.Context) {
 func (ctx *Context) Decode(gctx context.Context, b *Batch) error {
 	ctx.mu.Lock()
 	defer ctx.mu.Unlock()
+	return ctx.decode(gctx, b)
+}
+
+// decode is Decode with the lock held.
+func (ctx *Context) decode(gctx context.Context, b *Batch) error {
 	if err := ctx.check(); err != nil {
 		return err
 	}
@@ -594,6 +615,8 @@ func (ctx *Context) validate(b *Batch) error {
 // reachable while you read the view (a forgotten Context is freed by the
 // garbage collector like a Close).
 func (ctx *Context) Logits(i int) ([]float32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.check(); err != nil {
 		return nil, err
 	}
@@ -630,6 +653,8 @@ type Perf struct {
 
 // Perf returns the performance counters since creation or ResetPerf.
 func (ctx *Context) Perf() Perf {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if ctx.check() != nil {
 		return Perf{}
 	}
@@ -641,6 +666,8 @@ func (ctx *Context) Perf() Perf {
 
 // ResetPerf zeroes the performance counters.
 func (ctx *Context) ResetPerf() {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if ctx.check() == nil {
 		ctx.c.PerfReset()
 	}

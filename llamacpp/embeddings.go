@@ -109,6 +109,13 @@ func (ctx *Context) checkEmbeddings(pooled bool) error {
 // tokens of one decode. The slice is a view of llama.cpp's buffer, valid
 // like a Logits view.
 func (ctx *Context) SequenceEmbedding(seq int32) ([]float32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	return ctx.sequenceEmbedding(seq)
+}
+
+// sequenceEmbedding is SequenceEmbedding with the lock held.
+func (ctx *Context) sequenceEmbedding(seq int32) ([]float32, error) {
 	if err := ctx.checkEmbeddings(true); err != nil {
 		return nil, err
 	}
@@ -130,6 +137,13 @@ func (ctx *Context) SequenceEmbedding(seq int32) ([]float32, error) {
 // the model computed it (not normalised), in a context whose pooling is
 // none. The slice is a view of llama.cpp's buffer, valid like a Logits view.
 func (ctx *Context) TokenEmbedding(i int) ([]float32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	return ctx.tokenEmbedding(i)
+}
+
+// tokenEmbedding is TokenEmbedding with the lock held.
+func (ctx *Context) tokenEmbedding(i int) ([]float32, error) {
 	if err := ctx.checkEmbeddings(false); err != nil {
 		return nil, err
 	}
@@ -154,6 +168,8 @@ func (ctx *Context) TokenEmbedding(i int) ([]float32, error) {
 // every decode and leaves it empty, and uses b, whose capacity bounds a
 // decode too.
 func (ctx *Context) Embed(gctx context.Context, b *Batch, inputs [][]int32, norm embedding.Norm) ([][]float32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkEmbeddings(true); err != nil {
 		return nil, err
 	}
@@ -179,7 +195,7 @@ func (ctx *Context) Embed(gctx context.Context, b *Batch, inputs [][]int32, norm
 			return nil, err
 		}
 		for j := start; j < end; j++ {
-			row, err := ctx.SequenceEmbedding(int32(j - start))
+			row, err := ctx.sequenceEmbedding(int32(j - start))
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +204,7 @@ func (ctx *Context) Embed(gctx context.Context, b *Batch, inputs [][]int32, norm
 		}
 		start = end
 	}
-	return out, ctx.ClearCache()
+	return out, ctx.clearCache()
 }
 
 // EmbedTokens returns the embedding of every token of tokens, each
@@ -196,6 +212,8 @@ func (ctx *Context) Embed(gctx context.Context, b *Batch, inputs [][]int32, norm
 // evaluated alone from position 0 in decodes of up to BatchSize tokens, and
 // the KV cache is left empty.
 func (ctx *Context) EmbedTokens(gctx context.Context, b *Batch, tokens []int32, norm embedding.Norm) ([][]float32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkEmbeddings(false); err != nil {
 		return nil, err
 	}
@@ -208,7 +226,7 @@ func (ctx *Context) EmbedTokens(gctx context.Context, b *Batch, tokens []int32, 
 	if len(tokens) > ctx.nCtxSeq {
 		return nil, invalid("%d tokens do not fit in the %d cells of a sequence", len(tokens), ctx.nCtxSeq)
 	}
-	if err := ctx.ClearCache(); err != nil {
+	if err := ctx.clearCache(); err != nil {
 		return nil, err
 	}
 	step := min(b.Cap(), ctx.nBatch)
@@ -220,12 +238,12 @@ func (ctx *Context) EmbedTokens(gctx context.Context, b *Batch, tokens []int32, 
 				return nil, err
 			}
 		}
-		if err := ctx.Decode(gctx, b); err != nil {
-			ctx.ClearCache()
+		if err := ctx.decode(gctx, b); err != nil {
+			ctx.clearCache()
 			return nil, err
 		}
 		for i := range b.Len() {
-			row, err := ctx.TokenEmbedding(i)
+			row, err := ctx.tokenEmbedding(i)
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +252,7 @@ func (ctx *Context) EmbedTokens(gctx context.Context, b *Batch, tokens []int32, 
 			out = append(out, v)
 		}
 	}
-	return out, ctx.ClearCache()
+	return out, ctx.clearCache()
 }
 
 // embedLimit checks every input against the most tokens one decode may
@@ -272,11 +290,11 @@ func addSeq(b *Batch, tokens []int32, seq int32) error {
 // decodeAlone decodes b into an empty cache, and leaves the cache empty if
 // the decode fails.
 func (ctx *Context) decodeAlone(gctx context.Context, b *Batch) error {
-	if err := ctx.ClearCache(); err != nil {
+	if err := ctx.clearCache(); err != nil {
 		return err
 	}
-	if err := ctx.Decode(gctx, b); err != nil {
-		ctx.ClearCache()
+	if err := ctx.decode(gctx, b); err != nil {
+		ctx.clearCache()
 		return err
 	}
 	return nil

@@ -66,6 +66,8 @@ func (m *Model) checkEncoderParams(p ContextParams, seqs uint32) error {
 // the KV cache is untouched. Logits of the last Decode are no longer
 // available afterwards. Errors are those of Decode.
 func (ctx *Context) Encode(gctx context.Context, b *Batch) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.check(); err != nil {
 		return err
 	}

@@ -59,3 +59,10 @@ func TokenizeDirect(v *Vocab, text string, addSpecial, parseSpecial bool) []int3
 	}
 	return out[:n]
 }
+
+// CheckBackendLibrary is the check a library in the backend folder passes
+// before ggml loads it.
+var CheckBackendLibrary = checkBackendLibrary
+
+// CheckSharedLibrary is checkBackendLibrary without the backend's symbols.
+func CheckSharedLibrary(path string) error { return checkLibrary(path, false, 0) }

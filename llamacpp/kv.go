@@ -17,6 +17,13 @@ func (ctx *Context) checkSeq(seq int32) error {
 
 // ClearCache removes every cell of every sequence.
 func (ctx *Context) ClearCache() error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	return ctx.clearCache()
+}
+
+// clearCache is ClearCache with the lock held.
+func (ctx *Context) clearCache() error {
 	if err := ctx.check(); err != nil {
 		return err
 	}
@@ -29,6 +36,8 @@ func (ctx *Context) ClearCache() error {
 // decoding continues at SeqPosMax+1; removing a middle range leaves a gap
 // that must be closed with SeqShift before decoding the sequence again.
 func (ctx *Context) SeqRemove(seq, p0, p1 int32) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
@@ -46,6 +55,8 @@ func (ctx *Context) SeqRemove(seq, p0, p1 int32) error {
 // src's, paid for at the next Decode. Copying a sequence onto itself does
 // nothing. To replace dst with src, SeqRemove(dst, -1, -1) first.
 func (ctx *Context) SeqCopy(src, dst, p0, p1 int32) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(src); err != nil {
 		return err
 	}
@@ -63,6 +74,8 @@ func (ctx *Context) SeqCopy(src, dst, p0, p1 int32) error {
 // layouts (llama.cpp's own seq_keep only reaches seq's stream when the cache
 // is not unified, so the other sequences are removed one by one there).
 func (ctx *Context) SeqKeep(seq int32) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
@@ -81,6 +94,8 @@ func (ctx *Context) SeqKeep(seq int32) error {
 // SeqShift adds delta to the positions of seq's cells in [p0, p1); cells
 // moved below 0 are removed. The keys are re-rotated at the next Decode.
 func (ctx *Context) SeqShift(seq, p0, p1, delta int32) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
@@ -93,6 +108,8 @@ func (ctx *Context) SeqShift(seq, p0, p1, delta int32) error {
 
 // SeqDivide integer-divides the positions of seq's cells in [p0, p1) by d.
 func (ctx *Context) SeqDivide(seq, p0, p1, d int32) error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return err
 	}
@@ -108,6 +125,8 @@ func (ctx *Context) SeqDivide(seq, p0, p1, d int32) error {
 
 // SeqPosMin is the smallest position of seq, or -1 when seq is empty.
 func (ctx *Context) SeqPosMin(seq int32) (int32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return -1, err
 	}
@@ -118,6 +137,8 @@ func (ctx *Context) SeqPosMin(seq int32) (int32, error) {
 // position between SeqPosMin and SeqPosMax is present unless a middle range
 // was removed.
 func (ctx *Context) SeqPosMax(seq int32) (int32, error) {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
 	if err := ctx.checkSeq(seq); err != nil {
 		return -1, err
 	}

@@ -24,7 +24,11 @@
 // llama.cpp's and ggml's log output goes to a log/slog logger (SetLogger),
 // quiet by default. GPU backends built as shared libraries (see `make cuda`)
 // are loaded at start-up from the directory named by LLAMALOOP_BACKEND_DIR;
-// a library that does not load costs one warning line, never the process.
+// a library that does not load costs one warning line, never the process:
+// each is read and checked before the loader maps it (a regular ELF shared
+// library of this machine, every segment within the file, ggml's entry
+// points defined), so a truncated or corrupt file is skipped with the
+// reason. A file changed between that check and the load is not covered.
 //
 // # Precision on a GPU
 //
@@ -91,7 +95,9 @@ func initialize() {
 // holds none, and each library that does not load (a missing dependency, a
 // library built from another ggml, a backend this machine cannot run), cost
 // one warning line on the default slog logger and nothing more: llama.cpp
-// then runs on the backends it has.
+// then runs on the backends it has. Each library is checked in Go before
+// ggml maps it (checkBackendLibrary: a file cut short would end the process
+// in SIGBUS inside the loader).
 func loadBackends(dir string) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "libggml-*"))
 	found, cpuVariants := 0, 0
@@ -108,6 +114,10 @@ func loadBackends(dir string) {
 		variant := strings.HasPrefix(name, "libggml-cpu-")
 		if variant {
 			cpuVariants++
+		}
+		if err := checkBackendLibrary(p); err != nil {
+			slog.Warn(fmt.Sprintf("llamacpp: ggml backend %s not loaded: %v", p, err))
+			continue
 		}
 		reg, ok := cgo.BackendLoad(p)
 		if ok {

@@ -108,16 +108,8 @@ func TestRandomMutations(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
 	for i := range n {
-		rng := rand.New(rand.NewPCG(uint64(i), 26))
 		path := filepath.Join(dir, "m"+strconv.Itoa(i)+".gguf")
-		var kind string
-		if i%5 == 0 {
-			var b []byte
-			b, kind = mutate(rng, data, header)
-			require.NoError(t, os.WriteFile(path, b, 0o644))
-		} else {
-			kind = structMutate(rng, base, path)
-		}
+		kind := writeMutation(t, i, data, header, base, path)
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -204,6 +196,55 @@ func TestRandomMutations(t *testing.T) {
 	for _, m := range kinds {
 		t.Logf("%5d  %s", messages[m], m)
 	}
+}
+
+// writeMutation writes mutated file i of a campaign to path and returns its
+// family: for one file in five a byte-level mutation of the mini model
+// (data, whose header is its first header bytes), else structure-aware
+// edits of base. The same i gives the same file.
+func writeMutation(t testing.TB, i int, data []byte, header int, base *parts, path string) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(i), 26))
+	if i%5 != 0 {
+		return structMutate(rng, base, path)
+	}
+	b, kind := mutate(rng, data, header)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return kind
+}
+
+// mutationsOutEnv names a directory where TestWriteMutations writes the
+// files of a campaign (LLAMALOOP_MUTATIONS of them, files m0.gguf ... and
+// families.txt) without trying them: internal/cmd/campaign runs each in a
+// child under its own memory limit and timeout (TestExerciseChild).
+const mutationsOutEnv = "LLAMALOOP_MUTATIONS_OUT"
+
+// TestWriteMutations writes the mutated files of TestRandomMutations for a
+// campaign; it is skipped in an ordinary run.
+func TestWriteMutations(t *testing.T) {
+	dir := os.Getenv(mutationsOutEnv)
+	if dir == "" {
+		t.Skip("writes a campaign's files when " + mutationsOutEnv + " names a directory")
+	}
+	n, err := strconv.Atoi(os.Getenv(mutationsEnv))
+	require.NoError(t, err, mutationsEnv)
+	loadArchNames(t)
+	src := miniModel(t)
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	r, err := gguf.Open(src)
+	require.NoError(t, err)
+	header := int(r.DataOffset)
+	r.Close()
+	structSrc := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(structSrc))
+	base := readParts(t, structSrc)
+	var index strings.Builder
+	for i := range n {
+		name := "m" + strconv.Itoa(i) + ".gguf"
+		fmt.Fprintf(&index, "%s\t%s\n", name, writeMutation(t, i, data, header, base, filepath.Join(dir, name)))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "families.txt"), []byte(index.String()), 0o644))
 }
 
 // crashCause picks from a crashed child's output the lines that say why

@@ -28,6 +28,7 @@ import (
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/cli"
+	"github.com/llamaloop/llamaloop/internal/jinja"
 	"github.com/llamaloop/llamaloop/internal/serve"
 	"github.com/llamaloop/llamaloop/llamacpp"
 	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
@@ -40,6 +41,7 @@ type options struct {
 	alias         string
 	addr          string
 	template      string
+	templateLim   string // --template-limits
 	genConfig     string
 	parallel      int
 	ctx           int
@@ -89,7 +91,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 `
 
 var usageGroups = []cli.Group{
-	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "generation-config"}},
+	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
@@ -107,6 +109,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.alias, "alias", "", "the model's `NAME` in the API")
 	fs.Lookup("alias").DefValue = "the file name without .gguf"
 	fs.StringVar(&o.template, "chat-template", "", "chat template replacing the model's: a llama.cpp built-in `NAME` (chatml, llama3, ...) or Jinja text")
+	fs.StringVar(&o.templateLim, "template-limits", "", "bounds of the Jinja chat template's compile and of every render, as `Name=N,...` with the names of internal/jinja's Limits (MaxSteps=10000000,MaxOutputBytes=16777216,MaxCallDepth=100,...; unnamed ones keep their defaults, listed in README); over a limit a chat request gets a 500 chat_template_limit naming it")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
@@ -256,7 +259,11 @@ func serveModel(o *options, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	chat, builtin, chatNote := chatTemplate(m, o.template)
+	lim, err := jinja.ParseLimits(o.templateLim)
+	if err != nil {
+		return cli.Usagef("--template-limits: %v", err)
+	}
+	chat, builtin, chatNote := chatTemplate(m, o.template, lim)
 	tok, chatNote := engineTokenizer(m, llamabackend.Tokenizer{Vocab: m.Vocab(), Template: builtin}, o, chatNote)
 
 	seqSize := (o.ctx + 255) / 256 * 256
@@ -363,10 +370,11 @@ const (
 // chatTemplate is the Jinja chat template chat prompts are rendered with:
 // --chat-template's when it is one, else the model's; nil (llama.cpp's
 // built-in templates) for a model without one, a template that does not
-// compile, or --chat-template naming a built-in template. builtin is the
+// compile or fails on a small fixed chat under lim (said at start-up), or
+// --chat-template naming a built-in template. builtin is the
 // template llama.cpp's formatting is given (the flag; chatml for a model
 // without a template, as llama-server has it). The note says which it is.
-func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builtin, note string) {
+func chatTemplate(m *llamacpp.Model, flag string, lim jinja.Limits) (t *serve.ChatTemplate, builtin, note string) {
 	src, from := flag, "--chat-template's"
 	switch {
 	case flag != "" && !serve.IsJinja(flag):
@@ -389,9 +397,12 @@ func chatTemplate(m *llamacpp.Model, flag string) (t *serve.ChatTemplate, builti
 		}
 		return p
 	}
-	t, err := serve.NewChatTemplate(src, piece(v.BOS()), piece(v.EOS()))
+	t, err := serve.NewChatTemplateLimits(src, piece(v.BOS()), piece(v.EOS()), lim)
 	if err != nil {
 		return nil, flag, fmt.Sprintf("llama.cpp's built-in (%s Jinja template does not compile: %v)", from, err)
+	}
+	if err := t.Check(); err != nil {
+		return nil, flag, fmt.Sprintf("llama.cpp's built-in (%s Jinja template fails on a one-message test chat: %v)", from, err)
 	}
 	tools := ""
 	if !t.TakesTools() {

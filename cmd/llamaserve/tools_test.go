@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -242,18 +241,12 @@ func familyModel(t *testing.T, name, template string) string {
 	return path
 }
 
-// jinjaTemplate reads a model's own chat template from the test data of
-// the Jinja engine's module.
+// jinjaTemplate reads a model's own chat template from the real templates
+// vendored with their provenance for internal/jinja's tests.
 func jinjaTemplate(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
-	if err != nil {
-		t.Skipf("the jinja module's directory: %v", err)
-	}
-	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "testdata", "templates", name))
-	if err != nil {
-		t.Skipf("the jinja module's templates: %v", err)
-	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "jinja", "testdata", "templates", name))
+	require.NoError(t, err)
 	return string(data)
 }
 

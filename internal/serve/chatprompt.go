@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,7 +77,7 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // built-in template (with the tools described in the system message); it
 // names the template that ran. Only the template's markers become control
 // tokens, unless parseSpecial: the texts of the messages stay text.
-func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
+func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
 	if p.chat != nil && p.tok != nil {
 		var tools []byte
 		if tp != nil && p.chat.takesTools {
@@ -86,7 +87,7 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool)
 		if !p.chat.takesTools || !p.chat.takesCalls {
 			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
 		}
-		toks, err := p.renderChat(shown, tools, parseSpecial)
+		toks, err := p.renderChat(ctx, shown, tools, parseSpecial)
 		if err == nil {
 			if tp != nil {
 				tp.family = p.chat.family
@@ -96,6 +97,12 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool)
 		var re *requestError
 		if errors.As(err, &re) {
 			return generation.Request{}, "", err
+		}
+		if re := templateError(err); re != nil {
+			if p.logf != nil {
+				p.logf("chat template: %v", err)
+			}
+			return generation.Request{}, "", re
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
@@ -110,8 +117,8 @@ func (p *params) chatPrompt(msgs []chatMessage, tp *toolPlan, parseSpecial bool)
 // renderChat renders msgs with the Jinja template and tokenizes them; an
 // error of the template is returned as it is, one of tokenization as a
 // *requestError.
-func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
-	render, contents, fields := p.chatTexts(msgs, tools)
+func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
+	render, contents, fields := p.chatTexts(ctx, msgs, tools)
 	ct, ok := p.tok.(backend.ChatTokenizer)
 	if !ok {
 		text, err := render(contents)
@@ -150,7 +157,7 @@ func (p *params) renderChat(msgs []chatMessage, tools []byte, parseSpecial bool)
 // call ids, arguments and tools, which it cannot mark (the ids pair calls
 // with results, the arguments are parsed) and are only checked for
 // markers.
-func (p *params) chatTexts(msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
 	add := func(field, text string) {
 		contents, fields = append(contents, text), append(fields, field)
 	}
@@ -180,7 +187,7 @@ func (p *params) chatTexts(msgs []chatMessage, tools []byte) (render func([]stri
 				next()
 			}
 		}
-		return p.chat.render(templateMessages(shown), tools, true)
+		return p.chat.render(ctx, templateMessages(shown), tools, true)
 	}
 	return render, contents, fields
 }

@@ -1,20 +1,19 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/llamaloop/llamaloop/internal/jinja"
 )
 
 // ChatTemplate is a model's Jinja chat template (tokenizer.chat_template),
 // rendered as transformers' apply_chat_template and llama.cpp's minja do:
 // with messages, tools, add_generation_prompt, bos_token, eos_token and
-// raise_exception (and strftime_now).
+// raise_exception (and strftime_now), by internal/jinja under its limits.
 type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
@@ -23,12 +22,22 @@ type ChatTemplate struct {
 	// the assistants' tool_calls: the server writes them into the
 	// messages for one that does not.
 	takesTools, takesCalls bool
+	// globals are variables every render sees beside the chat's (tests
+	// hook a render with them).
+	globals map[string]jinja.Value
 }
 
-// NewChatTemplate compiles src, a Jinja chat template; bos and eos are the
-// texts of the model's BOS and EOS tokens.
+// NewChatTemplate compiles src, a Jinja chat template, under the default
+// limits of internal/jinja; bos and eos are the texts of the model's BOS
+// and EOS tokens.
 func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
-	t, err := jinja.Compile(src)
+	return NewChatTemplateLimits(src, bos, eos, jinja.Limits{})
+}
+
+// NewChatTemplateLimits is NewChatTemplate under lim (a zero field: its
+// default), which bounds the compile and every render.
+func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplate, error) {
+	t, err := jinja.Compile(src, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +64,13 @@ func (t *ChatTemplate) TakesTools() bool { return t.takesTools }
 // <|python_tag|>), mistral ([TOOL_CALLS]) or json.
 func (t *ChatTemplate) Family() string { return string(t.family) }
 
-// render renders the chat: messages and tools are JSON values (the
-// message objects and tool objects of OpenAI's API, rewritten by
-// templateMessages), read keeping their keys' order, which tojson
-// preserves as Python's json.dumps does.
-func (t *ChatTemplate) render(messages, tools []byte, addGenerationPrompt bool) (string, error) {
-	msgs, err := jsonValue(messages)
+// render renders the chat under the template's limits, stopping when
+// ctx ends: messages and tools are JSON values (the message objects and
+// tool objects of OpenAI's API, rewritten by templateMessages), read
+// keeping their keys' order, which tojson keeps as Python's json.dumps
+// does.
+func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGenerationPrompt bool) (string, error) {
+	msgs, err := jinja.FromJSON(messages, maxTemplateDepth)
 	if err != nil {
 		return "", err
 	}
@@ -71,32 +81,16 @@ func (t *ChatTemplate) render(messages, tools []byte, addGenerationPrompt bool) 
 		"eos_token":             jinja.NewString(t.eos),
 	}
 	if tools != nil {
-		v, err := jsonValue(tools)
+		v, err := jinja.FromJSON(tools, maxTemplateDepth)
 		if err != nil {
 			return "", err
 		}
 		data["tools"] = v
 	}
-	out, err := t.tmpl.RenderValues(data)
-	if err != nil {
-		return "", err
+	for k, v := range t.globals {
+		data[k] = v
 	}
-	return out, nil
-}
-
-// jsonValue reads a JSON document as a Jinja value; objects keep their
-// keys' order.
-func jsonValue(data []byte) (jinja.Value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
-	if err != nil {
-		return jinja.Value{}, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return jinja.Value{}, errors.New("more than one JSON value")
-	}
-	return v, nil
+	return t.tmpl.Render(ctx, data)
 }
 
 // maxTemplateDepth bounds the nesting of the values a template reads: a
@@ -104,66 +98,39 @@ func jsonValue(data []byte) (jinja.Value, error) {
 // a bounded stack.
 const maxTemplateDepth = 64
 
-func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
-	if depth > maxTemplateDepth {
-		return jinja.Value{}, fmt.Errorf("values nested deeper than %d levels", maxTemplateDepth)
+// Check renders a small fixed chat (a user's message, and with a tool if
+// the template renders tools) under the template's limits, as the server
+// does at start-up: a template that fails on it, or goes over a limit
+// with a tool, is not worth serving.
+func (t *ChatTemplate) Check() error {
+	ctx := context.Background()
+	chat := templateMessages([]chatMessage{{Role: "user", Content: "Hello"}})
+	if _, err := t.render(ctx, chat, nil, true); err != nil {
+		return err
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return jinja.Value{}, err
+	if t.takesTools {
+		tools := []byte(`[{"type":"function","function":{"name":"get_weather","description":"The weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`)
+		var le *jinja.LimitError
+		if _, err := t.render(ctx, chat, tools, true); errors.As(err, &le) {
+			return err
+		}
 	}
-	switch x := tok.(type) {
-	case json.Delim:
-		switch x {
-		case '{':
-			d := jinja.NewDict()
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return jinja.Value{}, err
-				}
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return jinja.Value{}, err
-				}
-				d.AsDict().Set(k.(string), v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return jinja.Value{}, err
-			}
-			return d, nil
-		case '[':
-			var items []jinja.Value
-			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return jinja.Value{}, err
-				}
-				items = append(items, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return jinja.Value{}, err
-			}
-			if items == nil {
-				items = []jinja.Value{}
-			}
-			return jinja.NewList(items), nil
-		}
-	case string:
-		return jinja.NewString(x), nil
-	case bool:
-		return jinja.NewBool(x), nil
-	case nil:
-		return jinja.None(), nil
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return jinja.NewInt(i), nil
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return jinja.Value{}, err
-		}
-		return jinja.NewFloat(f), nil
+	return nil
+}
+
+// templateError maps an error of the chat template's render to the reply:
+// a limit is a 500 with code chat_template_limit naming it, the end of the
+// request's context a 503; nil for the template's other errors, on which
+// the server falls back to llama.cpp's built-in template.
+func templateError(err error) *requestError {
+	var le *jinja.LimitError
+	switch {
+	case errors.As(err, &le):
+		return &requestError{status: http.StatusInternalServerError, code: "chat_template_limit",
+			msg: fmt.Sprintf("the model's chat template went over a limit: %v (llamaserve --template-limits %s=N raises it)", err, le.Limit)}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &requestError{status: http.StatusServiceUnavailable, code: "request_canceled",
+			msg: fmt.Sprintf("the chat template's render stopped: %v", err)}
 	}
-	return jinja.Value{}, fmt.Errorf("unexpected JSON token %v", tok)
+	return nil
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -21,7 +22,7 @@ func planBody(t *testing.T, body string, chat bool) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return testParams().plan(req, chat)
+	return testParams().plan(context.Background(), req, chat)
 }
 
 // Every field OpenAI defines for chat completions is accepted: those with

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -314,7 +315,7 @@ type params struct {
 }
 
 // plan checks req and builds the engine's requests.
-func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
+func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, error) {
 	out := &plan{}
 	if req.StreamOptions != nil {
 		if !req.Stream {
@@ -367,7 +368,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(msgs, out.tools, req.ParseSpecial); err != nil {
+		if prompt, out.template, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}

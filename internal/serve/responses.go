@@ -452,7 +452,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var chat *apiRequest
 		if chat, err = req.chatRequest(); err == nil {
-			p, err = s.params.plan(chat, true)
+			p, err = s.params.plan(r.Context(), chat, true)
 			err = responsesParam(err)
 		}
 	}

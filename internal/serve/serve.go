@@ -417,7 +417,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	req, err := decodeRequest(body, chat)
 	if err == nil {
 		var p *plan
-		if p, err = s.params.plan(req, chat); err == nil {
+		if p, err = s.params.plan(r.Context(), req, chat); err == nil {
 			s.run(w, r, req, p, chat)
 			return
 		}

@@ -206,7 +206,7 @@ func TestPlanConfig(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return p.plan(req, chat)
+		return p.plan(context.Background(), req, chat)
 	}
 	pl, err := plan(`{"prompt":["a","b"],"n":2,"seed":10,"temperature":0,"max_tokens":7,"stop":"x","logprobs":2,"logit_bias":{"5":-100},"top_k":4}`, false)
 	require.NoError(t, err)

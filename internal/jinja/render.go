@@ -1,0 +1,424 @@
+package jinja
+
+import (
+	"context"
+)
+
+// renderer is the state of one render: its counters against Limits.
+type renderer struct {
+	lim       Limits
+	ctx       context.Context
+	steps     int64
+	alloc     int64
+	callDepth int64
+	root      *scope
+}
+
+// ctxEvery is how many steps pass between two checks of the context.
+const ctxEvery = 1024
+
+type scope struct {
+	vars   map[string]Value
+	parent *scope
+}
+
+func (s *scope) lookup(name string) (Value, bool) {
+	for ; s != nil; s = s.parent {
+		if v, ok := s.vars[name]; ok {
+			return v, true
+		}
+	}
+	return Value{}, false
+}
+
+func (s *scope) child() *scope { return &scope{vars: map[string]Value{}, parent: s} }
+
+// step counts one evaluation step.
+func (r *renderer) step() error { return r.charge(1) }
+
+// charge counts n steps, checking the context every ctxEvery.
+func (r *renderer) charge(n int64) error {
+	before := r.steps
+	r.steps += n
+	if r.steps > r.lim.MaxSteps || r.steps < before {
+		r.steps = r.lim.MaxSteps + 1
+		return &LimitError{Limit: "MaxSteps", Value: r.lim.MaxSteps}
+	}
+	if r.ctx != nil && (before/ctxEvery != r.steps/ctxEvery) {
+		if err := r.ctx.Err(); err != nil {
+			return &ctxError{err}
+		}
+	}
+	return nil
+}
+
+// account counts n bytes the render builds.
+func (r *renderer) account(n int64) error {
+	r.alloc += n
+	if r.alloc > r.lim.MaxAllocBytes || n < 0 {
+		return &LimitError{Limit: "MaxAllocBytes", Value: r.lim.MaxAllocBytes}
+	}
+	return nil
+}
+
+// itemBytes is what one list or dict item counts in MaxAllocBytes.
+const itemBytes = 64
+
+// checkString tells whether a string of n bytes may be built, and counts it.
+func (r *renderer) checkString(n int64) error {
+	if n > r.lim.MaxValueBytes || n < 0 {
+		return &LimitError{Limit: "MaxValueBytes", Value: r.lim.MaxValueBytes}
+	}
+	if err := r.charge(n / 4096); err != nil {
+		return err
+	}
+	return r.account(n)
+}
+
+// checkItems tells whether a list or dict of n items may be built, and
+// counts it.
+func (r *renderer) checkItems(n int64) error {
+	if n > r.lim.MaxValueItems || n < 0 {
+		return &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
+	}
+	if err := r.charge(n / 64); err != nil {
+		return err
+	}
+	return r.account(n * itemBytes)
+}
+
+func (r *renderer) depthError() error {
+	return &LimitError{Limit: "MaxValueDepth", Value: r.lim.MaxValueDepth}
+}
+
+// control is how a body ended: normally, or by break or continue.
+type control uint8
+
+const (
+	ctrlNone control = iota
+	ctrlBreak
+	ctrlContinue
+)
+
+func (r *renderer) execBody(body []node, sc *scope, w *sink) (control, error) {
+	for _, n := range body {
+		c, err := r.exec(n, sc, w)
+		if err != nil || c != ctrlNone {
+			return c, err
+		}
+	}
+	return ctrlNone, nil
+}
+
+func (r *renderer) exec(n node, sc *scope, w *sink) (control, error) {
+	if err := r.step(); err != nil {
+		return 0, err
+	}
+	switch n := n.(type) {
+	case *textNode:
+		return 0, w.write(r, n.s)
+	case *outputNode:
+		v, err := r.eval(n.e, sc)
+		if err != nil {
+			return 0, err
+		}
+		s, err := r.str(v)
+		if err != nil {
+			return 0, err
+		}
+		return 0, w.write(r, s)
+	case *ifNode:
+		for i, c := range n.conds {
+			v, err := r.eval(c, sc)
+			if err != nil {
+				return 0, err
+			}
+			if v.truthy() {
+				return r.execBody(*n.bodies[i], sc, w)
+			}
+		}
+		if n.els != nil {
+			return r.execBody(*n.els, sc, w)
+		}
+		return 0, nil
+	case *forNode:
+		return 0, r.execFor(n, sc, w)
+	case *setNode:
+		return 0, r.execSet(n, sc)
+	case *macroNode:
+		sc.vars[n.m.name] = r.macroValue(n.m, sc, nil)
+		return 0, nil
+	case *callBlockNode:
+		caller := r.macroValue(n.caller, sc, nil)
+		v, err := r.callExpr(n.call, sc, &caller)
+		if err != nil {
+			return 0, err
+		}
+		s, err := r.str(v)
+		if err != nil {
+			return 0, err
+		}
+		return 0, w.write(r, s)
+	case *filterBlockNode:
+		s, err := r.capture(n.body, sc)
+		if err != nil {
+			return 0, err
+		}
+		v, err := r.applyFilters(NewString(s), n.filters, sc)
+		if err != nil {
+			return 0, err
+		}
+		out, err := r.str(v)
+		if err != nil {
+			return 0, err
+		}
+		return 0, w.write(r, out)
+	case *blockNode:
+		return r.execBody(n.body, sc, w)
+	case *ctrlNode:
+		if n.brk {
+			return ctrlBreak, nil
+		}
+		return ctrlContinue, nil
+	case *doNode:
+		_, err := r.eval(n.e, sc)
+		return 0, err
+	}
+	return 0, newError(0, "unknown node %T", n)
+}
+
+// capture renders body into a string bounded by MaxValueBytes.
+func (r *renderer) capture(body []node, sc *scope) (string, error) {
+	w := &sink{max: r.lim.MaxValueBytes, limit: "MaxValueBytes"}
+	if _, err := r.execBody(body, sc, w); err != nil {
+		return "", err
+	}
+	return w.b.String(), nil
+}
+
+func (r *renderer) applyFilters(v Value, fs []*filterExpr, sc *scope) (Value, error) {
+	for _, f := range fs {
+		var err error
+		if v, err = r.filter(f, v, sc); err != nil {
+			return Value{}, err
+		}
+	}
+	return v, nil
+}
+
+func (r *renderer) execSet(n *setNode, sc *scope) error {
+	if n.block {
+		s, err := r.capture(n.body, sc)
+		if err != nil {
+			return err
+		}
+		v, err := r.applyFilters(NewString(s), n.filters, sc)
+		if err != nil {
+			return err
+		}
+		sc.vars[n.targets[0]] = v
+		return nil
+	}
+	v, err := r.eval(n.e, sc)
+	if err != nil {
+		return err
+	}
+	if n.ns != "" {
+		obj, _ := sc.lookup(n.ns)
+		d := obj.AsDict()
+		if d == nil || !d.namespace {
+			return newError(n.line, "cannot assign attribute on a non-namespace object %q", n.ns)
+		}
+		d.set(NewString(n.attr), v)
+		return nil
+	}
+	return r.assign(n.targets, v, sc, n.line)
+}
+
+func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error {
+	if len(targets) == 1 {
+		sc.vars[targets[0]] = v
+		return nil
+	}
+	items, err := r.iterate(v, line)
+	if err != nil {
+		return err
+	}
+	if len(items) != len(targets) {
+		return newError(line, "cannot unpack %d values into %d names", len(items), len(targets))
+	}
+	for i, t := range targets {
+		sc.vars[t] = items[i]
+	}
+	return nil
+}
+
+func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
+	it, err := r.eval(n.iter, sc)
+	if err != nil {
+		return err
+	}
+	all, err := r.iterate(it, n.line)
+	if err != nil {
+		return err
+	}
+	items := all
+	if n.cond != nil {
+		items = nil
+		for _, x := range all {
+			if err := r.step(); err != nil {
+				return err
+			}
+			inner := sc.child()
+			if err := r.assign(n.targets, x, inner, n.line); err != nil {
+				return err
+			}
+			c, err := r.eval(n.cond, inner)
+			if err != nil {
+				return err
+			}
+			if c.truthy() {
+				items = append(items, x)
+			}
+		}
+	}
+	if len(items) == 0 {
+		if n.els != nil {
+			_, err := r.execBody(n.els, sc, w)
+			return err
+		}
+		return nil
+	}
+	length := int64(len(items))
+	for i, x := range items {
+		if err := r.step(); err != nil {
+			return err
+		}
+		inner := sc.child()
+		if err := r.assign(n.targets, x, inner, n.line); err != nil {
+			return err
+		}
+		loop := &Dict{keys: make([]Value, 0, 11), vals: make([]Value, 0, 11)}
+		idx := int64(i)
+		loop.Set("index", NewInt(idx+1))
+		loop.Set("index0", NewInt(idx))
+		loop.Set("revindex", NewInt(length-idx))
+		loop.Set("revindex0", NewInt(length-idx-1))
+		loop.Set("first", NewBool(i == 0))
+		loop.Set("last", NewBool(idx == length-1))
+		loop.Set("length", NewInt(length))
+		loop.Set("depth", NewInt(1))
+		loop.Set("depth0", NewInt(0))
+		if i > 0 {
+			loop.Set("previtem", items[i-1])
+		}
+		if idx < length-1 {
+			loop.Set("nextitem", items[i+1])
+		}
+		inner.vars["loop"] = Value{kind: KindDict, p: loop}
+		c, err := r.execBody(n.body, inner, w)
+		if err != nil {
+			return err
+		}
+		if c == ctrlBreak {
+			break
+		}
+	}
+	return nil
+}
+
+// iterate returns the items a for loop walks: a list's items (a copy, so
+// that changing the list does not change the loop), a dict's keys, a
+// string's characters; undefined walks nothing.
+func (r *renderer) iterate(v Value, line int) ([]Value, error) {
+	switch v.kind {
+	case KindUndefined:
+		return nil, nil
+	case KindList:
+		items := v.p.(*List).Items
+		if err := r.charge(int64(len(items)) / 64); err != nil {
+			return nil, err
+		}
+		return append([]Value(nil), items...), nil
+	case KindDict:
+		d := v.p.(*Dict)
+		if err := r.charge(int64(len(d.keys)) / 64); err != nil {
+			return nil, err
+		}
+		return append([]Value(nil), d.keys...), nil
+	case KindString:
+		rs := []rune(v.s)
+		if err := r.checkItems(int64(len(rs))); err != nil {
+			return nil, err
+		}
+		items := make([]Value, len(rs))
+		for i, c := range rs {
+			items[i] = NewString(string(c))
+		}
+		return items, nil
+	}
+	return nil, newError(line, "'%s' object is not iterable", typeName(v))
+}
+
+// macroValue makes a macro (or a call block's caller) a callable value
+// closing over sc.
+func (r *renderer) macroValue(m *macroDef, sc *scope, _ *Value) Value {
+	return NewFunc(m.name, func(c *Call) (Value, error) {
+		return c.r.callMacro(m, sc, c)
+	})
+}
+
+func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, error) {
+	r.callDepth++
+	defer func() { r.callDepth-- }()
+	if r.callDepth > r.lim.MaxCallDepth {
+		return Value{}, &LimitError{Limit: "MaxCallDepth", Value: r.lim.MaxCallDepth}
+	}
+	sc := defScope.child()
+	var varargs []Value
+	for i, a := range c.Args {
+		if i < len(m.params) {
+			sc.vars[m.params[i]] = a
+		} else {
+			varargs = append(varargs, a)
+		}
+	}
+	kwargs := NewDict()
+	for _, kw := range c.Kwargs {
+		if kw.Name == "caller" {
+			sc.vars["caller"] = kw.Value
+			continue
+		}
+		found := false
+		for _, p := range m.params {
+			if p == kw.Name {
+				sc.vars[p] = kw.Value
+				found = true
+			}
+		}
+		if !found {
+			kwargs.AsDict().Set(kw.Name, kw.Value)
+		}
+	}
+	for i, p := range m.params {
+		if _, ok := sc.vars[p]; ok {
+			continue
+		}
+		if m.defaults[i] != nil {
+			v, err := r.eval(m.defaults[i], sc)
+			if err != nil {
+				return Value{}, err
+			}
+			sc.vars[p] = v
+		} else {
+			sc.vars[p] = Value{}
+		}
+	}
+	sc.vars["varargs"] = newTuple(varargs)
+	sc.vars["kwargs"] = kwargs
+	s, err := r.capture(m.body, sc)
+	if err != nil {
+		return Value{}, err
+	}
+	return NewString(s), nil
+}
