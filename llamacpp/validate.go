@@ -547,11 +547,17 @@ func (v *validator) hparams() {
 	if v.err != "" {
 		return
 	}
-	if v.archHparams(arch, key, heads, layers); v.err != "" || heads == nil {
+	if v.archHparams(arch, key, heads, layers); v.err != "" {
+		return
+	}
+	if v.optionalTensors(arch, key, layers); v.err != "" {
 		return
 	}
 	if headsKV == nil {
 		headsKV = heads
+	}
+	if v.archRelations(arch, key, layers, headsKV); v.err != "" || heads == nil {
+		return
 	}
 	embd, hasEmbd := v.uint(key("embedding_length"))
 	_, hasKeyLen := v.f.Lookup(key("attention.key_length"))
