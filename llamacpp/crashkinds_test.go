@@ -218,6 +218,12 @@ var crashKinds = []struct {
 		p.set("wavtokenizer-dec.posnet.embedding_length", uint32(128))
 		p.set("wavtokenizer-dec.convnext.embedding_length", uint32(256))
 	}, "wavtokenizer-dec.posnet.embedding_length: 128, but wavtokenizer-dec.convnext.embedding_length is 256"},
+	{"deepseek2 temperature without its length", func(p *parts) {
+		p.setArch("deepseek2")
+		p.set("deepseek2.expert_count", uint32(4))
+		p.set("deepseek2.expert_used_count", uint32(2))
+		p.set("deepseek2.attention.temperature_scale", float32(0.1))
+	}, "deepseek2.attention.temperature_length: missing or 0, but a deepseek2 model with deepseek2.attention.temperature_scale 0.1 needs it"},
 	{"grovemoe without experts per group", func(p *parts) {
 		p.setArch("grovemoe")
 		p.set("grovemoe.expert_count", uint32(4))

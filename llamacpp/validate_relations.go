@@ -45,6 +45,15 @@ func (v *validator) archRelations(arch string, key func(string) string, layers u
 			v.failf("%s: %d, but %s is %d: a %s model needs both equal",
 				key("posnet.embedding_length"), p, key("convnext.embedding_length"), c, arch)
 		}
+	case "deepseek2":
+		// Temperature tuning divides positions by temperature_length
+		// (llm_graph_input_attn_temp asserts it is not 0).
+		if x, _ := v.float(key("attention.temperature_scale")); x != 0 {
+			if n, _ := v.uint(key("attention.temperature_length")); n == 0 {
+				v.failf("%s: missing or 0, but a %s model with %s %v needs it",
+					key("attention.temperature_length"), arch, key("attention.temperature_scale"), v.raw(key("attention.temperature_scale")))
+			}
+		}
 	case "smallthinker":
 		// With a sliding window, every fourth block from the first is dense:
 		// one block leaves none sliding, and create_memory asserts one.
@@ -62,7 +71,8 @@ func (v *validator) archRelations(arch string, key func(string) string, layers u
 				key("ssm.time_step_rank"), r, g, key("ssm.group_count"))
 		}
 	case "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7":
-		// The time mix splits n_embd into heads of wkv.head_size.
+		// The time mix splits n_embd into heads of wkv.head_size (and a
+		// division by 0 is SIGFPE).
 		hs, ok := v.uint(key("wkv.head_size"))
 		if !ok {
 			return // llama.cpp reports the missing key
@@ -71,7 +81,7 @@ func (v *validator) archRelations(arch string, key func(string) string, layers u
 			v.failf("%s: %d, want a positive divisor of the embedding width %d", key("wkv.head_size"), hs, embd)
 			return
 		}
-		if arch != "rwkv6qwen2" {
+		if arch != "rwkv6" && arch != "rwkv6qwen2" {
 			return
 		}
 		// build_rwkv6_time_mix: GGML_ASSERT(n_head % n_head_kv == 0), with

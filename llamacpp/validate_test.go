@@ -185,10 +185,10 @@ func exercise(path string, p llamacpp.ModelParams) error {
 // TestExerciseChild alone on one file, so that a crash in llama.cpp fails
 // one test instead of killing the whole binary.
 const (
-	childPathEnv     = "LLAMALOOP_EXERCISE_PATH"
-	childAllowPreEnv = "LLAMALOOP_EXERCISE_ALLOW_PRE"
+	childPathEnv      = "LLAMALOOP_EXERCISE_PATH"
+	childAllowPreEnv  = "LLAMALOOP_EXERCISE_ALLOW_PRE"
 	childUncheckedEnv = "LLAMALOOP_EXERCISE_UNCHECKED" // hand refused files to llama.cpp
-	childResult      = "EXERCISE-RESULT: "
+	childResult       = "EXERCISE-RESULT: "
 )
 
 // TestExerciseChild is the child side; it is skipped in an ordinary run.
