@@ -149,6 +149,12 @@ func (l *loadLog) lines() []string {
 	return out
 }
 
+// bidirectional are the architectures that llama.cpp's load_hparams makes
+// non-causal without an attention.causal key and that llamaloop still
+// gives a context (the diffusion ones it does not): their batches must fit
+// one micro-batch.
+var bidirectional = map[string]bool{"gemma-embedding": true}
+
 // uncheckedForTests makes LoadModel pass a file it refuses to llama.cpp:
 // only the test binary sets it, in a child process, to show that a crash
 // kind still crashes without its check.
