@@ -33,10 +33,11 @@ const abortsFile = "testdata/aborts.tsv"
 const abortsWriteEnv = "LLAMALOOP_ABORTS_WRITE"
 
 // auditedSources are the files of the audit, relative to llama.cpp's src/:
-// the graph builders and what loading a model and making a context reach.
+// the graph builders and what loading a model (its vocabulary too) and
+// making a context reach.
 var auditedSources = []string{"models/*.cpp", "llama-model.cpp", "llama-graph.cpp", "llama-context.cpp",
 	"llama-hparams.cpp", "llama-kv-cache.cpp", "llama-kv-cache-iswa.cpp", "llama-memory-recurrent.cpp",
-	"llama-memory-hybrid.cpp"}
+	"llama-memory-hybrid.cpp", "llama-vocab.cpp"}
 
 // abortSite is one GGML_ASSERT or GGML_ABORT, keyed without line numbers.
 type abortSite struct {
@@ -94,6 +95,7 @@ func stripComments(src string) string {
 var (
 	abortMacro = regexp.MustCompile(`\bGGML_(ASSERT|ABORT)\s*\(`)
 	funcHead   = regexp.MustCompile(`^[A-Za-z_][^;(]*\(`)
+	structHead = regexp.MustCompile(`^(?:struct|class)\s+(\w+)[^;]*$`)
 	notFunc    = regexp.MustCompile(`^(template|struct|class|namespace|enum|union|using|typedef|static_assert|extern)\b`)
 )
 
@@ -106,7 +108,9 @@ func abortSites(rel, src string) []abortSite {
 	fn := make([]string, len(lines))
 	cur := "-"
 	for i, l := range lines {
-		if m := funcHead.FindString(l); m != "" && !notFunc.MatchString(l) && !strings.HasPrefix(l, "GGML_") {
+		if m := structHead.FindStringSubmatch(l); m != nil {
+			cur = m[1] // a method defined in its struct's body
+		} else if m := funcHead.FindString(l); m != "" && !notFunc.MatchString(l) && !strings.HasPrefix(l, "GGML_") {
 			f := strings.Fields(strings.TrimSuffix(m, "("))
 			cur = strings.TrimLeft(f[len(f)-1], "*&")
 		}

@@ -88,6 +88,15 @@ var crashKinds = []struct {
 		p.del("tokenizer.ggml.bos_token_id")
 		p.set("tokenizer.ggml.add_bos_token", true)
 	}, `tokenizer.ggml.add_bos_token: true, but the "t5" vocabulary has no BOS token`},
+	// The same in the BPE tokenizer of the glm4 pre-tokenizer, which has no
+	// BOS by default (the abort audit).
+	{"glm4 vocabulary adding a BOS it lacks", func(p *parts) {
+		p.set("tokenizer.ggml.model", "gpt2")
+		p.set("tokenizer.ggml.pre", "glm4")
+		p.set("tokenizer.ggml.merges", []string{"a b"})
+		p.del("tokenizer.ggml.bos_token_id")
+		p.set("tokenizer.ggml.add_bos_token", true)
+	}, `tokenizer.ggml.add_bos_token: true, but the "gpt2" vocabulary has no BOS token`},
 	// 2.36 GB of empty tokens before llama.cpp reads a tensor.
 	{"none vocabulary of 60M tokens", func(p *parts) {
 		p.set("tokenizer.ggml.model", "none")
@@ -344,7 +353,7 @@ func TestSplitModel(t *testing.T) {
 // crashesUnchecked are the kinds that TestCrashKindsUnchecked shows still
 // crash the pinned llama.cpp when LoadModel hands them over unchecked.
 var crashesUnchecked = []string{"t5 without enc.blk.0.attn_rel_b", "t5 without dec.blk.0.attn_rel_b",
-	"baichuan of 2 blocks"}
+	"baichuan of 2 blocks", "glm4 vocabulary adding a BOS it lacks"}
 
 // crashKindsUncheckedEnv runs TestCrashKindsUnchecked, whose children
 // crash on purpose (each abort may print a backtrace through gdb).
@@ -378,4 +387,30 @@ func TestCrashKindsUnchecked(t *testing.T) {
 			t.Logf("unchecked: %s", crashCause(run.output))
 		})
 	}
+}
+
+// TestNoVocabTokenQueries: a model without a tokenizer ("none") loads, and
+// the token queries that llama.cpp asserts a vocabulary type for (the
+// abort audit: token_get_attr, get_token_data) are errors.
+func TestNoVocabTokenQueries(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(src))
+	p := readParts(t, src)
+	p.set("tokenizer.ggml.model", "none")
+	p.set("llama.vocab_size", uint32(854))
+	path := filepath.Join(t.TempDir(), "none.gguf")
+	require.NoError(t, p.write(path))
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
+	v := m.Vocab()
+	require.Equal(t, 854, v.Size())
+	_, err = v.Attr(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Text(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Score(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Piece(0, true)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 }
