@@ -121,3 +121,38 @@ func TestMoEGatingMatchesLlamaCpp(t *testing.T) {
 	}
 	assert.Equal(t, want, llamacpp.MoEGating())
 }
+
+// TestOptionalTensorRulesInLlamaCpp: the source lines that make rwkv6's
+// and rwkv6qwen2's optional tensors necessary (optionalTensors) are in the
+// pinned llama.cpp: a block without the fused interpolation adds the five
+// separate ones, which the loader takes as optional; a block with
+// time_mix_first normalizes by time_mix_ln, which rwkv6qwen2's loader
+// never loads.
+func TestOptionalTensorRulesInLlamaCpp(t *testing.T) {
+	base := readLlama(t, "src/models/rwkv6-base.cpp")
+	for _, s := range []string{"if (layer.time_mix_lerp_fused) {", "bool is_qrwkv = layer.time_mix_first == nullptr;",
+		"ggml_mul(ctx0, cur, layer.time_mix_ln)"} {
+		assert.Contains(t, base, s)
+	}
+	for _, n := range []string{"w", "k", "v", "r", "g"} {
+		assert.Contains(t, base, "layer.time_mix_lerp_"+n+"), sx), cur)")
+	}
+	labels, bodies := caseBlocks(function(t, readLlama(t, "src/llama-model.cpp"), "bool llama_model::load_tensors"))
+	found := 0
+	for i, body := range bodies {
+		for _, l := range labels[i] {
+			switch l {
+			case "LLM_ARCH_RWKV6":
+				found++
+				for _, n := range []string{"W", "K", "V", "R", "G", "FUSED"} {
+					assert.Regexp(t, `LLM_TENSOR_TIME_MIX_LERP_`+n+`, "weight", i\), [^;]*TENSOR_NOT_REQUIRED\)`, body)
+				}
+			case "LLM_ARCH_RWKV6QWEN2":
+				found++
+				assert.Regexp(t, `LLM_TENSOR_TIME_MIX_FIRST, "weight", i\), [^;]*TENSOR_NOT_REQUIRED\)`, body)
+				assert.NotContains(t, body, "LLM_TENSOR_TIME_MIX_LN")
+			}
+		}
+	}
+	assert.Equal(t, 2, found)
+}
