@@ -99,6 +99,9 @@ func TestArchRulesMatchLlamaCpp(t *testing.T) {
 				r["rotIs"+strings.ToUpper(m[1])] = true
 			}
 		}
+		if strings.Contains(src, "GGML_ASSERT(hparams.n_embd_v_gqa(il) == hparams.n_embd_k_gqa(il))") {
+			r["sameKV"] = true // lfm2: the attention layers' key and value widths
+		}
 		if strings.Contains(src, "ggml_rope") {
 			r["ropes"] = true
 		}
@@ -200,12 +203,14 @@ func TestTensorOpsMatchLlamaCpp(t *testing.T) {
 // TestArchValuesInLlamaCpp: each single-value assertion the validation
 // mirrors is in the graph builder of its architecture.
 func TestArchValuesInLlamaCpp(t *testing.T) {
-	files := map[string]string{"ernie4_5-moe": "ernie4-5-moe.cpp", "lfm2": "lfm2.cpp", "lfm2moe": "lfm2.cpp",
-		"rwkv6": "rwkv6.cpp", "rwkv7": "rwkv7.cpp"}
+	files := map[string]string{"ernie4_5-moe": "models/ernie4-5-moe.cpp", "lfm2": "models/lfm2.cpp",
+		"lfm2moe": "models/lfm2.cpp", "rwkv6": "models/rwkv6.cpp", "rwkv7": "models/rwkv7.cpp",
+		"baichuan": "models/baichuan.cpp", "grovemoe": "llama-model.cpp", "rwkv6qwen2": "models/rwkv6qwen2.cpp",
+		"arwkv7": "models/arwkv7.cpp", "wavtokenizer-dec": "models/wavtokenizer-dec.cpp"}
 	asserts := llamacpp.ArchValueAsserts()
 	require.Len(t, asserts, len(files))
 	for arch, as := range asserts {
-		src := readLlama(t, "src/models/"+files[arch])
+		src := readLlama(t, "src/"+files[arch])
 		for _, a := range as {
 			assert.Contains(t, src, a, arch)
 		}

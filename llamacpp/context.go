@@ -296,6 +296,12 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if err := set(&cp.NUbatch, p.MicroBatchSize, "MicroBatchSize", 1, int(cp.NBatch)); err != nil {
 		return nil, err
 	}
+	if bidirectional[m.info.Architecture] && cp.NUbatch < cp.NBatch {
+		// llama.cpp asserts that a batch of a model whose attention looks
+		// both ways fits one micro-batch.
+		return nil, invalid("MicroBatchSize %d below BatchSize %d: model %s (%s) attends both ways, so llama.cpp computes a batch in one micro-batch",
+			cp.NUbatch, cp.NBatch, m.path, m.info.Architecture)
+	}
 	if err := set(&cp.NSeqMax, p.Sequences, "Sequences", 1, MaxSequences()); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package llamacpp_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +63,7 @@ var crashKinds = []struct {
 	{"baichuan", func(p *parts) {
 		p.setArch("baichuan")
 		p.addTensor("output.weight", gguf.TensorF16, 256, 854)
+		p.set("baichuan.block_count", uint32(32))
 		p.set("baichuan.rope.dimension_count", uint32(32))
 	}, "baichuan.rope.dimension_count: 32, but a baichuan model rotates whole heads of 64"},
 	// GGML_ASSERT(n_expert > 0) in the loaders.
@@ -85,6 +88,15 @@ var crashKinds = []struct {
 		p.del("tokenizer.ggml.bos_token_id")
 		p.set("tokenizer.ggml.add_bos_token", true)
 	}, `tokenizer.ggml.add_bos_token: true, but the "t5" vocabulary has no BOS token`},
+	// The same in the BPE tokenizer of the glm4 pre-tokenizer, which has no
+	// BOS by default (the abort audit).
+	{"glm4 vocabulary adding a BOS it lacks", func(p *parts) {
+		p.set("tokenizer.ggml.model", "gpt2")
+		p.set("tokenizer.ggml.pre", "glm4")
+		p.set("tokenizer.ggml.merges", []string{"a b"})
+		p.del("tokenizer.ggml.bos_token_id")
+		p.set("tokenizer.ggml.add_bos_token", true)
+	}, `tokenizer.ggml.add_bos_token: true, but the "gpt2" vocabulary has no BOS token`},
 	// 2.36 GB of empty tokens before llama.cpp reads a tensor.
 	{"none vocabulary of 60M tokens", func(p *parts) {
 		p.set("tokenizer.ggml.model", "none")
@@ -128,6 +140,105 @@ var crashKinds = []struct {
 	// GGML_ASSERT(c->type == GGML_TYPE_F32) in ggml_rope_ext.
 	{"f16 rope factors", func(p *parts) { p.addTensor("rope_freqs.weight", gguf.TensorF16, 32) },
 		`tensor "rope_freqs.weight": type f16, but ggml's kernels take it only as f32`},
+	// Issue 35: SIGSEGV in the first Encode (get_rows of a null bias): every
+	// encoder block without its own relative-attention bias takes block 0's.
+	{"t5 without enc.blk.0.attn_rel_b", func(p *parts) {
+		p.becomeT5()
+		p.dropTensor("enc.blk.0.attn_rel_b.weight")
+	}, `tensor "enc.blk.0.attn_rel_b.weight": missing, and a t5 graph takes block 0's attn_rel_b for every block without its own`},
+	// The same in the decoder: SIGSEGV in NewContext, which reserves the
+	// decoder's graph.
+	{"t5 without dec.blk.0.attn_rel_b", func(p *parts) {
+		p.becomeT5()
+		p.dropTensor("dec.blk.0.attn_rel_b.weight")
+	}, `tensor "dec.blk.0.attn_rel_b.weight": missing, and a t5 graph takes block 0's attn_rel_b`},
+	// By rule: the encoder-only variant's graph is the same (llamaloop makes
+	// no context for an encoder-only model, so nothing crashed).
+	{"t5encoder without enc.blk.0.attn_rel_b", func(p *parts) {
+		p.becomeT5()
+		p.setArch("t5encoder")
+		p.ts = slices.DeleteFunc(p.ts, func(ti gguf.TensorInfo) bool { return strings.HasPrefix(ti.Name, "dec.") })
+		p.dropTensor("enc.blk.0.attn_rel_b.weight")
+	}, `tensor "enc.blk.0.attn_rel_b.weight": missing, and a t5encoder graph takes block 0's attn_rel_b`},
+	// By rule: an rwkv6 block without time_mix_lerp_fused adds the five
+	// separate interpolations; the loader asserts only the first.
+	{"rwkv6 with time_mix_lerp_w alone", func(p *parts) {
+		p.setArch("rwkv6")
+		p.addTensor("blk.0.time_mix_lerp_w.weight", gguf.TensorF32, 256, 1, 1)
+	}, `tensor "blk.0.time_mix_lerp_k.weight": missing, and an rwkv6 block without time_mix_lerp_fused needs all of`},
+	// By rule: an rwkv6qwen2 block with time_mix_first takes the RWKV6 path,
+	// which multiplies by a time_mix_ln that rwkv6qwen2 never loads.
+	{"rwkv6qwen2 with time_mix_first", func(p *parts) {
+		p.setArch("rwkv6qwen2")
+		p.set("rwkv6qwen2.token_shift_count", uint32(1))
+		p.addTensor("blk.1.time_mix_first.weight", gguf.TensorF32, 64, 4)
+	}, `tensor "blk.1.time_mix_first.weight": an rwkv6qwen2 block with it normalizes by time_mix_ln`},
+	// The abort audit (testdata/aborts.tsv). GGML_ABORT in the baichuan
+	// graph, which knows the model types of 32 and 40 blocks only.
+	{"baichuan of 2 blocks", func(p *parts) {
+		p.setArch("baichuan")
+		p.addTensor("output.weight", gguf.TensorF16, 256, 854)
+	}, "baichuan.block_count: 2, but a baichuan model needs it 32 or 40"},
+	// By rule, each an assertion of a loader or graph builder on two
+	// hyperparameters.
+	{"rwkv6qwen2 shifting two tokens", func(p *parts) { p.setArch("rwkv6qwen2") },
+		"rwkv6qwen2.token_shift_count: 2, but a rwkv6qwen2 model needs it 1"},
+	{"rwkv7 heads not dividing the width", func(p *parts) {
+		p.setArch("rwkv7")
+		p.set("rwkv7.wkv.head_size", uint32(100))
+	}, "rwkv7.wkv.head_size: 100, want a positive divisor of the embedding width 256"},
+	{"lfm2 key_length != value_length", func(p *parts) {
+		p.setArch("lfm2")
+		p.set("lfm2.attention.head_count", []int32{0, 4})
+		p.set("lfm2.attention.key_length", uint32(64))
+	}, "lfm2.attention.key_length: 64, but the value heads are 0 wide"},
+	{"mamba2 inner size", func(p *parts) {
+		p.setArch("mamba2")
+		p.set("mamba2.ssm.inner_size", uint32(300))
+	}, "mamba2.ssm.inner_size: 300, but a mamba2 model's inner size is twice its embedding width 256"},
+	{"qwen3next value heads", func(p *parts) {
+		p.setArch("qwen3next")
+		p.set("qwen3next.ssm.group_count", uint32(3))
+		p.set("qwen3next.ssm.time_step_rank", uint32(4))
+	}, "qwen3next.ssm.time_step_rank: 4 value heads, not a positive multiple of the 3 key heads"},
+	{"smallthinker sliding window in one block", func(p *parts) {
+		p.setArch("smallthinker")
+		p.set("smallthinker.block_count", uint32(1))
+		p.set("smallthinker.expert_count", uint32(4))
+		p.set("smallthinker.expert_used_count", uint32(2))
+		p.set("smallthinker.expert_gating_func", uint32(2))
+		p.set("smallthinker.attention.sliding_window", uint32(4096))
+	}, "smallthinker.attention.sliding_window: 4096 with 1 block"},
+	{"dots1 without a gating function", func(p *parts) {
+		p.setArch("dots1")
+		p.set("dots1.expert_count", uint32(4))
+		p.set("dots1.expert_used_count", uint32(2))
+	}, "dots1.expert_gating_func: 0, but a dots1 model's experts need 1 (softmax), 2 (sigmoid) or 3"},
+	{"gemma-embedding dense width", func(p *parts) {
+		p.setArch("gemma-embedding")
+		p.set("gemma-embedding.dense_2_feat_in", uint32(100))
+	}, "gemma-embedding.dense_2_feat_in: 100, want 0 or the embedding width 256"},
+	{"wavtokenizer-dec posnet of 7 blocks", func(p *parts) {
+		p.setArch("wavtokenizer-dec")
+		p.set("wavtokenizer-dec.posnet.block_count", uint32(7))
+	}, "wavtokenizer-dec.posnet.block_count: 7, but a wavtokenizer-dec model needs it at most 6"},
+	{"wavtokenizer-dec posnet width", func(p *parts) {
+		p.setArch("wavtokenizer-dec")
+		p.set("wavtokenizer-dec.posnet.embedding_length", uint32(128))
+		p.set("wavtokenizer-dec.convnext.embedding_length", uint32(256))
+	}, "wavtokenizer-dec.posnet.embedding_length: 128, but wavtokenizer-dec.convnext.embedding_length is 256"},
+	{"deepseek2 temperature without its length", func(p *parts) {
+		p.setArch("deepseek2")
+		p.set("deepseek2.expert_count", uint32(4))
+		p.set("deepseek2.expert_used_count", uint32(2))
+		p.set("deepseek2.attention.temperature_scale", float32(0.1))
+	}, "deepseek2.attention.temperature_length: missing or 0, but a deepseek2 model with deepseek2.attention.temperature_scale 0.1 needs it"},
+	{"grovemoe without experts per group", func(p *parts) {
+		p.setArch("grovemoe")
+		p.set("grovemoe.expert_count", uint32(4))
+		p.set("grovemoe.expert_used_count", uint32(2))
+		p.set("grovemoe.experts_per_group", uint32(0))
+	}, "grovemoe.experts_per_group: 0, but a grovemoe model needs it above 0"},
 }
 
 // TestUGMCharsmap: a t5 (UGM) vocabulary with a well-formed normalization
@@ -237,4 +348,69 @@ func TestSplitModel(t *testing.T) {
 	dir := t.TempDir()
 	no := writeSplit(t, base, dir, func(q *parts) { q.set("split.no", uint32(1)) })
 	requireRefused(t, no, "m-00002-of-00002.gguf: split.no: is a uint32, want a u16")
+}
+
+// crashesUnchecked are the kinds that TestCrashKindsUnchecked shows still
+// crash the pinned llama.cpp when LoadModel hands them over unchecked.
+var crashesUnchecked = []string{"t5 without enc.blk.0.attn_rel_b", "t5 without dec.blk.0.attn_rel_b",
+	"baichuan of 2 blocks", "glm4 vocabulary adding a BOS it lacks"}
+
+// crashKindsUncheckedEnv runs TestCrashKindsUnchecked, whose children
+// crash on purpose (each abort may print a backtrace through gdb).
+const crashKindsUncheckedEnv = "LLAMALOOP_CRASH_KINDS_UNCHECKED"
+
+// TestCrashKindsUnchecked: without the validation, each kind of
+// crashesUnchecked crashes a child process: its check is what prevents it.
+func TestCrashKindsUnchecked(t *testing.T) {
+	if os.Getenv(crashKindsUncheckedEnv) == "" {
+		t.Skip("crashes child processes on purpose; set " + crashKindsUncheckedEnv + "=1")
+	}
+	src := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(src))
+	base := readParts(t, src)
+	for _, name := range crashesUnchecked {
+		i := slices.IndexFunc(crashKinds, func(c struct {
+			name string
+			edit func(p *parts)
+			want string
+		}) bool {
+			return c.name == name
+		})
+		require.GreaterOrEqual(t, i, 0, name)
+		t.Run(name, func(t *testing.T) {
+			p := base.clone()
+			crashKinds[i].edit(p)
+			path := filepath.Join(t.TempDir(), "kind.gguf")
+			require.NoError(t, p.write(path))
+			run := runChildEnv(t, path, childUncheckedEnv+"=1")
+			assert.True(t, run.crashed, "the child did not crash: %s", run.result)
+			t.Logf("unchecked: %s", crashCause(run.output))
+		})
+	}
+}
+
+// TestNoVocabTokenQueries: a model without a tokenizer ("none") loads, and
+// the token queries that llama.cpp asserts a vocabulary type for (the
+// abort audit: token_get_attr, get_token_data) are errors.
+func TestNoVocabTokenQueries(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(src))
+	p := readParts(t, src)
+	p.set("tokenizer.ggml.model", "none")
+	p.set("llama.vocab_size", uint32(854))
+	path := filepath.Join(t.TempDir(), "none.gguf")
+	require.NoError(t, p.write(path))
+	m, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
+	v := m.Vocab()
+	require.Equal(t, 854, v.Size())
+	_, err = v.Attr(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Text(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Score(0)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	_, err = v.Piece(0, true)
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 }

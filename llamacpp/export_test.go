@@ -66,3 +66,22 @@ var CheckBackendLibrary = checkBackendLibrary
 
 // CheckSharedLibrary is checkBackendLibrary without the backend's symbols.
 func CheckSharedLibrary(path string) error { return checkLibrary(path, false, 0) }
+
+// LoadUnchecked makes LoadModel hand files it refuses to llama.cpp, for a
+// child process that shows a crash kind crashes without its check.
+func LoadUnchecked() { uncheckedForTests = true }
+
+// BlockZeroTensors returns, by architecture, the tensors ("enc.blk.0.x")
+// the validation requires in block 0 because the graph falls back to them.
+func BlockZeroTensors() map[string][]string {
+	out := map[string][]string{}
+	for arch, bs := range blockZeroTensors {
+		for _, b := range bs {
+			out[arch] = append(out[arch], b.in(0))
+		}
+	}
+	return out
+}
+
+// MoEGating returns the validation's table of expert gating functions.
+func MoEGating() map[string]bool { return moeGating }

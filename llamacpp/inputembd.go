@@ -103,11 +103,23 @@ func (m *Model) InputEmbeddingSize() int {
 	return m.c.NEmbdInp()
 }
 
+// noEmbdInput are the architectures whose graph builders abort on a batch
+// of input embeddings (GGML_ABORT in the pinned llama.cpp), with the reason;
+// with M-RoPE, glm4's take four positions, refused below anyway.
+var noEmbdInput = map[string]string{
+	"gemma3n": "llama.cpp's gemma3n graph does not support them",
+	"glm4":    "llama.cpp's glm4 graph takes them only with M-RoPE",
+	"glm4moe": "llama.cpp's glm4moe graph takes them only with M-RoPE",
+}
+
 // checkEmbdInput checks an embeddings batch against the context's model.
 func (ctx *Context) checkEmbdInput(b *Batch) error {
 	if ctx.model.ropeType >= 0 && ctx.model.ropeType&8 != 0 {
 		return invalid("model %s uses multi-position RoPE (M-RoPE): its input embeddings need four positions each, "+
 			"which llamaloop's batch does not carry", ctx.model.path)
+	}
+	if why, ok := noEmbdInput[ctx.model.info.Architecture]; ok {
+		return invalid("model %s (%s) takes no input embeddings: %s", ctx.model.path, ctx.model.info.Architecture, why)
 	}
 	if w := ctx.model.InputEmbeddingSize(); b.embd.width != w {
 		return invalid("input embeddings of width %d; the model takes %d", b.embd.width, w)

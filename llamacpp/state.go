@@ -62,6 +62,13 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 	if len(state) < 4 {
 		return fmt.Errorf("%w: %d bytes", ErrState, len(state))
 	}
+	if ctx.model.c.IsRecurrent() {
+		// A recurrent memory keeps one cell per sequence; llama.cpp asserts
+		// that a state's cells fit where it placed the first.
+		if n := binary.LittleEndian.Uint32(state); n > 1 {
+			return fmt.Errorf("%w: %d cells, but a recurrent model's sequence state has one", ErrState, n)
+		}
+	}
 	if n := binary.LittleEndian.Uint32(state); n != ctx.kvStreams() {
 		return fmt.Errorf("%w: it was saved from a KV cache of %d streams, this context has %d (the same Sequences and UnifiedKV are needed)",
 			ErrState, n, ctx.kvStreams())

@@ -45,18 +45,52 @@ type parts struct {
 // readParts parses the model at path.
 func readParts(t testing.TB, path string) *parts {
 	t.Helper()
-	r, err := gguf.Open(path)
+	p, err := readPartsFile(path)
 	require.NoError(t, err)
+	return p
+}
+
+func readPartsFile(path string) (*parts, error) {
+	r, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
 	defer r.Close()
 	p := &parts{md: append([]gguf.KV(nil), r.Metadata...), data: map[string][]byte{}}
 	for _, ti := range r.Tensors {
 		ti.Shape = slices.Clone(ti.Shape)
 		p.ts = append(p.ts, ti)
 		b, err := r.TensorBytes(ti.Name)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		p.data[ti.Name] = slices.Clone(b)
 	}
-	return p
+	return p, nil
+}
+
+// tinyT5Parts is testmodel.TinyT5 taken apart, written once.
+var tinyT5Parts = sync.OnceValues(func() (*parts, error) {
+	dir, err := os.MkdirTemp("", "t5parts")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "t5.gguf")
+	if err := testmodel.TinyT5().Write(path); err != nil {
+		return nil, err
+	}
+	return readPartsFile(path)
+})
+
+// becomeT5 replaces the model by the tiny T5 model, whose relative
+// attention bias is in block 0 of the encoder and of the decoder only.
+func (p *parts) becomeT5() {
+	q, err := tinyT5Parts()
+	if err != nil {
+		panic(err)
+	}
+	*p = *q.clone()
 }
 
 // clone copies everything a mutation may change; tensor bytes are shared

@@ -299,6 +299,11 @@ func (v *validator) tokenStrings(name string, tokens []string, types []int32) {
 		if j := strings.IndexByte(tok, 0); j >= 0 {
 			tok = tok[:j]
 		}
+		if len(tok) >= math.MaxInt32 {
+			// token_to_piece aborts on a piece whose length is not an int32.
+			v.failf("tokenizer.ggml.tokens: token %d of %d bytes", i, len(tok))
+			return
+		}
 		if tok == "" {
 			tok = fmt.Sprintf("[EMPTY_%d]", i)
 		}
@@ -361,10 +366,12 @@ func (v *validator) vocabSize(key string, n uint64, bound bool) {
 // specialTokens mirrors how llama_vocab::impl::load picks the special
 // tokens (a default per tokenizer, replaced by a key that names a token of
 // the vocabulary) and whether it adds BOS and EOS: the tokenizers assert
-// that a token they add exists. Only the UGM ("t5") tokenizer has a default
-// without a token (BOS); the others' defaults are ids, and rwkv adds none.
+// that a token they add exists. Only the UGM ("t5") tokenizer and BPE with
+// the glm4 or chatglm-bpe pre-tokenizer have a default without a token
+// (BOS); the others' defaults are ids, and rwkv adds none.
 func (v *validator) specialTokens(name string, n int) {
-	if name != "t5" {
+	pre, _ := v.f.Lookup("tokenizer.ggml.pre")
+	if name != "t5" && (name != "gpt2" || (pre != "glm4" && pre != "chatglm-bpe")) {
 		return
 	}
 	addBOS := false
@@ -547,11 +554,17 @@ func (v *validator) hparams() {
 	if v.err != "" {
 		return
 	}
-	if v.archHparams(arch, key, heads, layers); v.err != "" || heads == nil {
+	if v.archHparams(arch, key, heads, layers); v.err != "" {
+		return
+	}
+	if v.optionalTensors(arch, key, layers); v.err != "" {
 		return
 	}
 	if headsKV == nil {
 		headsKV = heads
+	}
+	if v.archRelations(arch, key, layers, headsKV); v.err != "" || heads == nil {
+		return
 	}
 	embd, hasEmbd := v.uint(key("embedding_length"))
 	_, hasKeyLen := v.f.Lookup(key("attention.key_length"))

@@ -78,8 +78,8 @@ var archRules = map[string]archRule{
 	"jamba":            0,
 	"jina-bert-v2":     sameKV | ropes,
 	"jina-bert-v3":     sameKV | ropes,
-	"lfm2":             ropes,
-	"lfm2moe":          ropes | needsExperts,
+	"lfm2":             sameKV | ropes,
+	"lfm2moe":          sameKV | ropes | needsExperts,
 	"llada":            sameKV | rotIsV | ropes,
 	"llada-moe":        sameKV | rotIsV | ropes | needsExperts,
 	"llama":            sameKV | rotIsV | ropes,
@@ -176,6 +176,17 @@ func (v *validator) archHparams(arch string, key func(string) string, heads []ui
 			return
 		}
 	}
+	if len(heads) > 0 && heads[0] == 0 && rule&sameKV != 0 {
+		// A hybrid whose first layer has no attention: llama.cpp's head
+		// sizes are the key and value lengths, 0 when absent.
+		hk, _ := v.uint(key("attention.key_length"))
+		hv, _ := v.uint(key("attention.value_length"))
+		if hk != hv {
+			v.failf("%s: %d, but the value heads are %d wide (%s): a %s model needs both equal",
+				key("attention.key_length"), hk, hv, key("attention.value_length"), arch)
+			return
+		}
+	}
 	if rule&needsExperts != 0 {
 		n, _ := v.uint(key("expert_count"))
 		used, _ := v.uint(key("expert_used_count"))
@@ -245,16 +256,34 @@ var (
 		"GGML_ASSERT(hparams.token_shift_count == 2)"}
 	shortConv = archValue{"shortconv.l_cache", 2, func(x uint64) bool { return x > 1 }, "above 1",
 		"GGML_ASSERT(hparams.n_shortconv_l_cache > 1)"}
+
+	// rwkv6qwen2 and arwkv7 keep one shifted token: n_embd_r() is
+	// token_shift_count * n_embd.
+	oneTokenShift = archValue{"token_shift_count", 2, func(x uint64) bool { return x == 1 }, "1",
+		"GGML_ASSERT(n_embd == hparams.n_embd_r())"}
 )
 
-// archValues holds the builders' assertions on single hyperparameters.
+// archValues holds the builders' (and some loaders') assertions on single
+// hyperparameters.
 var archValues = map[string][]archValue{
+	// The graph switches on the model type, which load_hparams derives
+	// from the block count, and aborts on any other.
+	"baichuan": {{"block_count", 0, func(x uint64) bool { return x == 32 || x == 40 }, "32 or 40",
+		`GGML_ABORT("fatal error")`}},
 	"ernie4_5-moe": {{"interleave_moe_layer_step", 1, func(x uint64) bool { return x > 0 }, "above 0",
 		`GGML_ASSERT(hparams.n_moe_layer_step > 0 && "Ernie 4.5 MoE requires n_moe_layer_step > 0")`}},
-	"lfm2":    {shortConv},
-	"lfm2moe": {shortConv},
-	"rwkv6":   {tokenShift},
-	"rwkv7":   {tokenShift},
+	"grovemoe": {{"experts_per_group", 1, func(x uint64) bool { return x > 0 }, "above 0",
+		`GGML_ASSERT(hparams.n_group_experts > 0 && "n_group_experts must be > 0 for GROVEMOE")`}},
+	"lfm2":       {shortConv},
+	"lfm2moe":    {shortConv},
+	"rwkv6":      {tokenShift},
+	"rwkv7":      {tokenShift},
+	"rwkv6qwen2": {oneTokenShift},
+	"arwkv7":     {oneTokenShift},
+	// Both the loader and the graph build posnet blocks 0 to 5 and abort
+	// on another.
+	"wavtokenizer-dec": {{"posnet.block_count", 0, func(x uint64) bool { return x <= 6 }, "at most 6",
+		`GGML_ABORT("unknown posnet layer")`}},
 }
 
 // archValueChecks checks arch's values of archValues.

@@ -128,8 +128,8 @@ func emptyKey(t testing.TB, src, name string) string {
 }
 
 // exercise loads the model at path and, when that succeeds, does what the
-// crashes of corrupt files need to show: a decode, a tokenization and every
-// token's piece.
+// crashes of corrupt files need to show: a decode (after an encode, for an
+// encoder-decoder model), a tokenization and every token's piece.
 func exercise(path string, p llamacpp.ModelParams) error {
 	m, err := llamacpp.LoadModel(path, p)
 	if err != nil {
@@ -161,6 +161,20 @@ func exercise(path string, p llamacpp.ModelParams) error {
 	if _, err := b.Add(int32(min(5, v.Size()-1)), 0, 0, true); err != nil {
 		return err
 	}
+	if start, ok := m.DecoderStart(); m.HasEncoder() {
+		// An encoder-decoder model encodes first; its decoder starts from
+		// its start token.
+		if err := ctx.Encode(context.Background(), b); err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+		b.Clear()
+		if _, err := b.Add(start, 0, 0, true); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Decode(context.Background(), b); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
@@ -171,9 +185,10 @@ func exercise(path string, p llamacpp.ModelParams) error {
 // TestExerciseChild alone on one file, so that a crash in llama.cpp fails
 // one test instead of killing the whole binary.
 const (
-	childPathEnv     = "LLAMALOOP_EXERCISE_PATH"
-	childAllowPreEnv = "LLAMALOOP_EXERCISE_ALLOW_PRE"
-	childResult      = "EXERCISE-RESULT: "
+	childPathEnv      = "LLAMALOOP_EXERCISE_PATH"
+	childAllowPreEnv  = "LLAMALOOP_EXERCISE_ALLOW_PRE"
+	childUncheckedEnv = "LLAMALOOP_EXERCISE_UNCHECKED" // hand refused files to llama.cpp
+	childResult       = "EXERCISE-RESULT: "
 )
 
 // TestExerciseChild is the child side; it is skipped in an ordinary run.
@@ -181,6 +196,9 @@ func TestExerciseChild(t *testing.T) {
 	path := os.Getenv(childPathEnv)
 	if path == "" {
 		t.Skip("runs only as the child of a corrupt-model test")
+	}
+	if os.Getenv(childUncheckedEnv) != "" {
+		llamacpp.LoadUnchecked()
 	}
 	err := exercise(path, llamacpp.ModelParams{AllowUnknownPreTokenizer: os.Getenv(childAllowPreEnv) != ""})
 	msg := "ok"
@@ -204,11 +222,18 @@ type childRun struct {
 // runChild exercises path in a child process.
 func runChild(t testing.TB, path string, allowPre bool) childRun {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestExerciseChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childPathEnv+"="+path)
 	if allowPre {
-		cmd.Env = append(cmd.Env, childAllowPreEnv+"=1")
+		return runChildEnv(t, path, childAllowPreEnv+"=1")
 	}
+	return runChildEnv(t, path)
+}
+
+// runChildEnv exercises path in a child process with env added to its
+// environment.
+func runChildEnv(t testing.TB, path string, env ...string) childRun {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExerciseChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(append(os.Environ(), childPathEnv+"="+path), env...)
 	out, err := cmd.CombinedOutput()
 	var run childRun
 	run.output = string(out)

@@ -170,6 +170,10 @@ func (v *Vocab) Attr(t int32) (TokenAttr, error) {
 		return 0, err
 	}
 	defer v.leave()
+	if v.noTokenizer {
+		// llama.cpp asserts a vocabulary type for every token query.
+		return 0, invalid("the model has no tokenizer")
+	}
 	return TokenAttr(v.c.Attr(t)), nil
 }
 
@@ -180,6 +184,10 @@ func (v *Vocab) Text(t int32) (string, error) {
 		return "", err
 	}
 	defer v.leave()
+	if v.noTokenizer {
+		// llama.cpp asserts a vocabulary type for every token query.
+		return "", invalid("the model has no tokenizer")
+	}
 	return v.c.Text(t), nil
 }
 
@@ -189,6 +197,10 @@ func (v *Vocab) Score(t int32) (float32, error) {
 		return 0, err
 	}
 	defer v.leave()
+	if v.noTokenizer {
+		// llama.cpp asserts a vocabulary type for every token query.
+		return 0, invalid("the model has no tokenizer")
+	}
 	return v.c.Score(t), nil
 }
 
