@@ -87,6 +87,9 @@ func (m Model) IsDiffusion() bool { return bool(C.llama_model_is_diffusion(m.c))
 // IsRecurrent is llama_model_is_recurrent.
 func (m Model) IsRecurrent() bool { return bool(C.llama_model_is_recurrent(m.c)) }
 
+// IsHybrid is llama_model_is_hybrid.
+func (m Model) IsHybrid() bool { return bool(C.llama_model_is_hybrid(m.c)) }
+
 // sized calls a snprintf-style C function, growing the buffer until the
 // result fits. It returns ok=false when the function returns a negative length.
 func sized(call func(buf *C.char, size C.size_t) C.int32_t) (string, bool) {

@@ -85,3 +85,6 @@ func BlockZeroTensors() map[string][]string {
 
 // MoEGating returns the validation's table of expert gating functions.
 func MoEGating() map[string]bool { return moeGating }
+
+// KVStateLen is the length of the KV-cache part of a sequence state.
+func KVStateLen(state []byte) (int, error) { return kvStateLen(state) }

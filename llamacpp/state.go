@@ -63,10 +63,18 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 		return fmt.Errorf("%w: %d bytes", ErrState, len(state))
 	}
 	if ctx.model.c.IsRecurrent() {
-		// A recurrent memory keeps one cell per sequence; llama.cpp asserts
-		// that a state's cells fit where it placed the first.
-		if n := binary.LittleEndian.Uint32(state); n > 1 {
-			return fmt.Errorf("%w: %d cells, but a recurrent model's sequence state has one", ErrState, n)
+		if err := checkRecurrentCells(state); err != nil {
+			return err
+		}
+	}
+	if ctx.model.c.IsHybrid() {
+		// A hybrid's state is its KV cache's, then its recurrent memory's.
+		n, err := kvStateLen(state)
+		if err != nil {
+			return err
+		}
+		if err := checkRecurrentCells(state[n:]); err != nil {
+			return err
 		}
 	}
 	if n := binary.LittleEndian.Uint32(state); n != ctx.kvStreams() {
@@ -126,4 +134,99 @@ func (ctx *Context) checkCells(meta []byte, n int) error {
 		}
 	}
 	return nil
+}
+
+// checkRecurrentCells checks the cell count that opens a recurrent
+// memory's part of a state: the memory keeps one cell per sequence, and
+// llama.cpp asserts (rather than checks) that a state's cells fit where it
+// placed the first.
+func checkRecurrentCells(part []byte) error {
+	if len(part) < 4 {
+		return fmt.Errorf("%w: no recurrent state after %d bytes", ErrState, len(part))
+	}
+	if n := binary.LittleEndian.Uint32(part); n > 1 {
+		return fmt.Errorf("%w: %d cells, but a recurrent model's sequence state has one", ErrState, n)
+	}
+	return nil
+}
+
+// kvStateLen returns the length of the KV-cache part that opens a sequence
+// state, walking it as llama_kv_cache::state_write lays it out: a stream
+// count, then for each stream a cell count and, for a stream with cells,
+// the cells' metadata (position, sequence count, sequences) and their data
+// (a transposed-values flag, a layer count, then per layer the keys' type,
+// row size and rows, and the values' the same or, transposed, their type,
+// element size, width and elements).
+func kvStateLen(state []byte) (int, error) {
+	r := stateReader{b: state}
+	streams := r.u32()
+	for range min(streams, 1<<16) {
+		cells := uint64(r.u32())
+		if cells == 0 || r.err != nil {
+			continue
+		}
+		for range min(cells, uint64(len(state))) {
+			r.skip(4)
+			r.skip(4 * uint64(r.u32()))
+		}
+		vTrans, layers := r.u32(), r.u32()
+		for range min(layers, 1<<16) {
+			r.skip(4)
+			r.skip(mulCap(r.u64(), cells))
+		}
+		for range min(layers, 1<<16) {
+			r.skip(4)
+			if vTrans == 0 {
+				r.skip(mulCap(r.u64(), cells))
+				continue
+			}
+			el, width := uint64(r.u32()), uint64(r.u32())
+			r.skip(mulCap(mulCap(el, width), cells))
+		}
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("%w: its KV-cache part ends past its %d bytes", ErrState, len(state))
+	}
+	return r.off, nil
+}
+
+// stateReader reads little-endian fields from a state; past its end it
+// records an error and reads zeros.
+type stateReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *stateReader) skip(n uint64) {
+	if r.err != nil || n > uint64(len(r.b)-r.off) {
+		r.err = ErrState
+		return
+	}
+	r.off += int(n)
+}
+
+func (r *stateReader) u32() uint32 {
+	at := r.off
+	if r.skip(4); r.err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(r.b[at:])
+}
+
+func (r *stateReader) u64() uint64 {
+	at := r.off
+	if r.skip(8); r.err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(r.b[at:])
+}
+
+// mulCap multiplies sizes, saturating: a product past any state's length
+// is as good as infinite.
+func mulCap(a, b uint64) uint64 {
+	if a != 0 && b > (1<<62)/a {
+		return 1 << 62
+	}
+	return a * b
 }

@@ -83,3 +83,29 @@ func TestSeqState(t *testing.T) {
 	_, err = ctx.SeqState(0)
 	require.ErrorIs(t, err, llamacpp.ErrClosed)
 }
+
+// The walk over a state's KV-cache part (which SetSeqState does for a
+// hybrid model, to find its recurrent part) ends exactly at the end of the
+// states llama.cpp writes for an attention-only model, in every layout
+// that changes them: per-sequence or unified streams, values transposed
+// (no flash attention) or not; a state cut short is refused.
+func TestKVStateLen(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	for _, unified := range []bool{false, true} {
+		for _, fa := range []llamacpp.FlashAttention{llamacpp.FlashAttentionOff, llamacpp.FlashAttentionOn} {
+			ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2, UnifiedKV: unified, FlashAttention: fa})
+			b := newBatch(t, 64, 1)
+			decodeSeq(t, ctx, b, 1, 0, randomTokens(3, 7, m.Vocab().Size()))
+			state, err := ctx.SeqState(1)
+			require.NoError(t, err)
+			n, err := llamacpp.KVStateLen(state)
+			require.NoError(t, err, "unified %v, %v", unified, fa)
+			assert.Equal(t, len(state), n, "unified %v, %v", unified, fa)
+			for _, cut := range []int{3, 9, len(state) / 2, len(state) - 1} {
+				_, err := llamacpp.KVStateLen(state[:cut])
+				require.ErrorIs(t, err, llamacpp.ErrState, "cut at %d", cut)
+			}
+			ctx.Close()
+		}
+	}
+}
