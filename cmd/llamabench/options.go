@@ -32,8 +32,15 @@ type options struct {
 	samplerIters  int
 	bandwidthMB   int
 
-	threads   int
-	gpuLayers int
+	// threads and gpuLayers are the table's: the one value of their grids
+	threads      int
+	gpuLayers    int
+	threadGrid   intGrid
+	gpuLayerGrid intGrid
+
+	// lb holds llama-bench's options; nil unless one of them starts the
+	// llama-bench-style run (see llamaBenchStyle).
+	lb *lbOptions
 
 	replay     string
 	llamaBench string
@@ -79,19 +86,27 @@ func (l *intList) Set(v string) error {
 	return nil
 }
 
-// stringList collects a repeatable option.
+// stringList collects a repeatable option whose values may also be
+// comma-separated, as llama-bench's -m.
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
+	for _, f := range strings.Split(v, ",") {
+		if f != "" {
+			*l = append(*l, f)
+		}
+	}
 	return nil
 }
 
 var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
-	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
+	{Title: "Runtime", Flags: []string{"t,threads", "ngl,n-gpu-layers,gpu-layers", "replay"}},
+	{Title: "llama-bench's options (any of them makes the llama-bench-style run)", Flags: []string{
+		"p,n-prompt", "n,n-gen", "pg", "d,n-depth", "b,batch-size", "ub,ubatch-size", "fa,flash-attn",
+		"ctk,cache-type-k", "ctv,cache-type-v", "o,output"}},
 	{Title: "Comparison", Flags: []string{"llama-bench", "settle"}},
 	{Title: "Speculative decoding", Flags: []string{"draft", "draft-tokens", "draft-threshold", "prompt-lookup"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
@@ -176,9 +191,16 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated, 2 to 256 each")
 	fs.IntVar(&o.samplerIters, "sampler-iters", 200, "tokens `N` chosen per sampler measurement")
 	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it); its two buffers must fit in half the memory available")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning")
-	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
-	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	o.threadGrid = intGrid{vals: []int{runtime.NumCPU()}}
+	for _, n := range []string{"t", "threads"} {
+		fs.Var(&o.threadGrid, n, "CPU `THREADS`, 1 to 512 (the llama-bench-style run takes a grid: 1,2 or 1-8*2); more than the CPUs available is allowed with a warning")
+		fs.Lookup(n).DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	}
+	o.gpuLayerGrid = intGrid{vals: []int{-1}, negative: true}
+	for _, n := range []string{"ngl", "n-gpu-layers", "gpu-layers"} {
+		fs.Var(&o.gpuLayerGrid, n, "layers to offload to a GPU (`N`, -1: all; a grid in the llama-bench-style run); ignored without a GPU backend")
+	}
+	lbFlags(fs, o)
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "with --llama-bench, wait `DURATION` (up to 1m) after each run of llama.cpp's tools before the repetition it pairs with: "+
@@ -207,6 +229,12 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	}
 	if len(o.models) == 0 {
 		o.models = []string{filepath.Join(o.modelsDir, defaultModel)}
+	}
+	if err := o.chooseMode(fs); err != nil {
+		return nil, err
+	}
+	if o.lb != nil {
+		return o, o.lb.check(o)
 	}
 	if err := o.check(); err != nil {
 		return nil, err
