@@ -383,8 +383,7 @@ func (p *markdownPrinter) row(r *lbRow) {
 		case "test":
 			v = testName(r.prompt, r.gen, r.depth)
 		case "t/s":
-			v = fmt.Sprintf("%.2f ± %.2f", avg, sd)
-			w++ // ± is two bytes, one column
+			v = fmt.Sprintf("%.2f ± %.2f", avg, sd) // fmt pads by runes: ± is one column
 		case "median t/s":
 			v = fmt.Sprintf("%.2f", st.Median)
 		case "min t/s":

@@ -122,6 +122,32 @@ func TestTableJSONAndSVGChart(t *testing.T) {
 	// an untied model reads every weight but the token embedding per token
 	assert.Equal(t, m.SizeBytes-uint64(4*tinySpec.NEmbd*tinySpec.Vocab.Size()), m.BytesPerToken)
 	assert.InDelta(t, rep.Machine.Bandwidth/float64(m.BytesPerToken), m.BoundTokensPerS, 1e-6*m.BoundTokensPerS)
+	// the label names the size llama.cpp prints as ?B
+	assert.Equal(t, "llama 2M all F32", m.Label)
+	assert.Contains(t, res.Stdout, "model tiny.gguf: llama 2M all F32, ")
+	// a model whose weights fit in the last-level cache has its bound
+	// fractions marked and a footnote
+	llc := rep.Machine.LastLevelCache
+	assert.Equal(t, lastLevelCache(cpuCacheDir), llc)
+	assert.Equal(t, llc.Bytes > 0 && m.BytesPerToken <= llc.Bytes, m.CacheResident)
+	if m.CacheResident {
+		assert.Regexp(t, `tg3 greedy +[0-9.]+ +[0-9.]+ +[0-9]+%\*`, res.Stdout)
+		assert.Contains(t, res.Stdout, fmt.Sprintf("\n* the %s of weights read per token fit in the %s L%d cache: ",
+			formatBytes(float64(m.BytesPerToken)), formatBytes(float64(llc.Bytes)), llc.Level))
+	} else {
+		assert.NotContains(t, res.Stdout, "%*")
+	}
+	// a binary built for this CPU (make's flags: -march=native) uses all of
+	// its features; one built for fewer says which it leaves
+	if strings.Contains(os.Getenv("CGO_CFLAGS"), "-march=native") {
+		assert.Equal(t, []string{}, rep.Machine.Build.Unused)
+	}
+	if len(rep.Machine.Build.Unused) > 0 {
+		assert.Contains(t, res.Stdout, "\nportable build: llama.cpp was compiled for a baseline CPU and does not use this CPU's "+
+			strings.Join(rep.Machine.Build.Unused, ", "))
+	} else {
+		assert.NotContains(t, res.Stdout, "portable build")
+	}
 
 	var names []string
 	for _, r := range m.Results {

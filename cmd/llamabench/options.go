@@ -118,6 +118,7 @@ Usage:
   llamabench                         the generated benchmark model, build/models/` + defaultModel + `
   llamabench -m model.gguf [-m ...]  given GGUF models
   llamabench --json out.json --chart out.svg
+  llamabench -m model.gguf -p 512 -n 128 -t 1,2 -o csv   llama-bench's options: its tests
 
 For each model it measures, repeating each measurement -r times and reporting
 the median and the minimum:
@@ -162,6 +163,19 @@ of those pairs. When llama-batched-bench lies beside it,
 it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
 the same size) and sets its generation speed beside them. Build both from the
 llama.cpp commit that llamabench --version names for a fair ratio.
+
+With any of llama-bench's own options (-p, -n, -pg, -d, -b, -ub, -fa, -ctk, -ctv,
+-o) it runs llama-bench's tests instead, as llama-bench runs them, on
+llamaloop's llamacpp package: every combination of the values given (a list
+128,512 or a range first-last, first-last+step, first-last*mult; -m, -t and -ngl
+take several too), each test in a context of its own after a warm-up, -r times:
+-p prompt tokens in batches of -b, and -n tokens generated one a decode, after
+-d tokens already in the KV cache, timed together. -o writes them with
+llama-bench's fields (md: its table, t/s the mean ± the standard deviation)
+and llamabench's own: llamaloop, portable_build, median_ts and min_ts. The
+defaults are llama-bench's (-p 512 -n 128 -d 0 -b 2048 -ub 512 -fa 0 -ctk f16
+-ctv f16 -r 5) but the threads (all cores) and -ngl (-1, every layer); the
+table's options are refused there.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
 (a generator with the draft model, or prompt lookup): --tg tokens from a --prompt token prompt, greedy and with
