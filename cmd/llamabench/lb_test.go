@@ -192,14 +192,16 @@ func TestLlamaBenchStyleMarkdownAndSQL(t *testing.T) {
 	assert.Equal(t, "pp16 @ d4", parsed.Rows[0].Test)
 	assert.Equal(t, 1, parsed.Rows[0].Threads)
 
-	res = run(t, "-m", tinyModel, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "sql")
+	// -m takes models separated by commas too, as llama-bench's
+	res = run(t, "-m", tinyModel+","+tiedModel, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "sql")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	fields := append(upstreamFields(t), ownFields...)
 	assert.True(t, strings.HasPrefix(res.Stdout, "CREATE TABLE IF NOT EXISTS llama_bench (\n  build_commit TEXT,\n  build_number INTEGER,\n"), res.Stdout)
 	assert.Contains(t, res.Stdout, "  avg_ts REAL,\n")
 	assert.Contains(t, res.Stdout, "  min_ts REAL\n);\n")
 	inserts := strings.Count(res.Stdout, "INSERT INTO llama_bench ("+strings.Join(fields, ", ")+") VALUES ('ec98e2002', '7416', ")
-	assert.Equal(t, 2, inserts)
+	assert.Equal(t, 4, inserts)
+	assert.Equal(t, 2, strings.Count(res.Stdout, "'"+tiedModel+"'"))
 }
 
 // llama-bench's options and the table's do not mix; a grid of threads or

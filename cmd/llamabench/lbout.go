@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -231,7 +232,8 @@ func (p *jsonPrinter) footer() {
 func jsonValue(t lbFieldType, v string) string {
 	switch t {
 	case lbString:
-		return strconv.Quote(v)
+		b, _ := json.Marshal(v) // strconv.Quote's \x escapes are not JSON
+		return string(b)
 	case lbBool:
 		return strconv.FormatBool(v != "0")
 	}
