@@ -308,6 +308,9 @@ func TestChartSVGAndPNGFromData(t *testing.T) {
 
 func TestStatistics(t *testing.T) {
 	s := newStat([]float64{5, 1, 4})
+	assert.InDelta(t, 10.0/3, s.Mean, 1e-12)
+	assert.InDelta(t, math.Sqrt((25+1+16-3*10.0/3*10.0/3)/2), s.Stddev, 1e-12)
+	s.Mean, s.Stddev = 0, 0
 	assert.Equal(t, stat{Samples: []float64{5, 1, 4}, Min: 1, Median: 4, Max: 5}, s)
 	assert.Equal(t, 2.5, newStat([]float64{4, 1, 2, 3}).Median)
 	assert.Equal(t, "Q8_0", quantization("llama ?B Q8_0"))
@@ -321,9 +324,9 @@ func TestParseLlamaBenchJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ec98e2002", run.Build)
 	assert.Equal(t, []llamaBenchRow{
-		{Test: "pp128", Threads: 2, TokensPerS: stat{Samples: []float64{2500, 2374.77, 2461.54}, Min: 2374.77, Median: 2461.54, Max: 2500}},
-		{Test: "pp512", Threads: 2, TokensPerS: stat{Samples: []float64{1673.2, 1662.3}, Min: 1662.3, Median: 1667.75, Max: 1673.2}},
-		{Test: "tg32", Threads: 2, TokensPerS: stat{Samples: []float64{395.06, 385.54, 390.24}, Min: 385.54, Median: 390.24, Max: 395.06}},
+		{Test: "pp128", Threads: 2, TokensPerS: withMean(stat{Samples: []float64{2500, 2374.77, 2461.54}, Min: 2374.77, Median: 2461.54, Max: 2500})},
+		{Test: "pp512", Threads: 2, TokensPerS: withMean(stat{Samples: []float64{1673.2, 1662.3}, Min: 1662.3, Median: 1667.75, Max: 1673.2})},
+		{Test: "tg32", Threads: 2, TokensPerS: withMean(stat{Samples: []float64{395.06, 385.54, 390.24}, Min: 385.54, Median: 390.24, Max: 395.06})},
 	}, run.Rows)
 	row, ok := run.find("tg32", 2)
 	assert.True(t, ok)
@@ -332,6 +335,12 @@ func TestParseLlamaBenchJSON(t *testing.T) {
 	assert.False(t, ok, "another thread count")
 	_, ok = run.find("tg128", 2)
 	assert.False(t, ok)
+}
+
+// withMean adds its samples' mean and standard deviation to s.
+func withMean(s stat) stat {
+	s.Mean, s.Stddev = meanStddev(s.Samples)
+	return s
 }
 
 func TestParseLlamaBenchMarkdown(t *testing.T) {
