@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -227,6 +228,7 @@ func TestLlamaBenchStyleErrors(t *testing.T) {
 		{"no test", []string{"-p", "0", "-n", "0"}, "no test to run"},
 		{"zero threads", []string{"-p", "8", "-t", "0,1"}, "-t 0: must be from 1 to 512"},
 		{"bad layers", []string{"-p", "8", "-ngl", "-2"}, "-ngl -2: must be -1 (all) or from 0 up"},
+		{"text layers", []string{"-p", "8", "-ngl", "all"}, `-ngl "all": not a comma-separated list`},
 		{"zero batch", []string{"-p", "8", "-b", "0"}, "-b 0: must be from 1 to 1048576"},
 		{"too deep", []string{"-p", "8", "-d", "16777216"}, "pp8 @ d16777216: the test and its depth take 16777224 tokens, more than 16776960"},
 		{"too many tests", []string{"-p", "1-1000", "-t", "1-100"}, "the options make 100100 tests; at most 100000"},
@@ -316,4 +318,62 @@ func TestMeanStddev(t *testing.T) {
 	assert.InDelta(t, math.Sqrt(32.0/7), sd, 1e-12)
 	m, sd = meanStddev([]float64{3})
 	assert.Equal(t, [2]float64{3, 0}, [2]float64{m, sd})
+}
+
+func TestStatistics(t *testing.T) {
+	s := newStat([]float64{5, 1, 4})
+	assert.InDelta(t, 10.0/3, s.Mean, 1e-12)
+	assert.InDelta(t, math.Sqrt((25+1+16-3*10.0/3*10.0/3)/2), s.Stddev, 1e-12)
+	s.Mean, s.Stddev = 0, 0
+	assert.Equal(t, stat{Samples: []float64{5, 1, 4}, Min: 1, Median: 4, Max: 5}, s)
+	assert.Equal(t, 2.5, newStat([]float64{4, 1, 2, 3}).Median)
+	assert.Equal(t, "Q8_0", quantization("llama ?B Q8_0"))
+	assert.Equal(t, "F32", quantization("llama ?B all F32"))
+}
+
+// withMean adds its samples' mean and standard deviation to s.
+func withMean(s stat) stat {
+	s.Mean, s.Stddev = meanStddev(s.Samples)
+	return s
+}
+
+func TestHelpDocumentsEveryOptionWithItsDefault(t *testing.T) {
+	res := run(t, "--help")
+	require.Equal(t, 0, res.Code)
+	documented := map[string]string{}
+	var cur []string
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  -"):
+			cur = nil
+			for _, f := range strings.Fields(line) {
+				if !strings.HasPrefix(f, "-") {
+					break
+				}
+				cur = append(cur, strings.TrimSuffix(f, ","))
+			}
+			for _, n := range cur {
+				documented[n] = line
+			}
+		case strings.HasPrefix(line, "    ") && cur != nil:
+			for _, n := range cur {
+				documented[n] += line
+			}
+		default:
+			cur = nil
+		}
+	}
+	fs := newFlagSet(&options{})
+	fs.VisitAll(func(f *flag.Flag) {
+		// one dash for -m, and for llama.cpp's -ngl, -ctk...
+		spelled := "--" + f.Name
+		text, ok := documented[spelled]
+		if !ok {
+			spelled = "-" + f.Name
+			text, ok = documented[spelled]
+		}
+		if assert.True(t, ok, "option %s is not in the help", spelled) {
+			assert.Contains(t, text, "(default: ", spelled)
+		}
+	})
 }

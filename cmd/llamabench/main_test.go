@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
 	"fmt"
 	"image/png"
 	"io"
@@ -306,17 +305,6 @@ func TestChartSVGAndPNGFromData(t *testing.T) {
 	assert.Equal(t, 1000.0, niceCeil(999))
 }
 
-func TestStatistics(t *testing.T) {
-	s := newStat([]float64{5, 1, 4})
-	assert.InDelta(t, 10.0/3, s.Mean, 1e-12)
-	assert.InDelta(t, math.Sqrt((25+1+16-3*10.0/3*10.0/3)/2), s.Stddev, 1e-12)
-	s.Mean, s.Stddev = 0, 0
-	assert.Equal(t, stat{Samples: []float64{5, 1, 4}, Min: 1, Median: 4, Max: 5}, s)
-	assert.Equal(t, 2.5, newStat([]float64{4, 1, 2, 3}).Median)
-	assert.Equal(t, "Q8_0", quantization("llama ?B Q8_0"))
-	assert.Equal(t, "F32", quantization("llama ?B all F32"))
-}
-
 func TestParseLlamaBenchJSON(t *testing.T) {
 	data, err := os.ReadFile("testdata/llama-bench.json")
 	require.NoError(t, err)
@@ -335,12 +323,6 @@ func TestParseLlamaBenchJSON(t *testing.T) {
 	assert.False(t, ok, "another thread count")
 	_, ok = run.find("tg128", 2)
 	assert.False(t, ok)
-}
-
-// withMean adds its samples' mean and standard deviation to s.
-func withMean(s stat) stat {
-	s.Mean, s.Stddev = meanStddev(s.Samples)
-	return s
 }
 
 func TestParseLlamaBenchMarkdown(t *testing.T) {
@@ -674,47 +656,6 @@ func TestLostOutputFails(t *testing.T) {
 	res := clitest.RunToDevFull(t, bin, append([]string{"-m", tinyModel}, small...)...)
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "llamabench: writing the output: write /dev/stdout: no space left on device")
-}
-
-func TestHelpDocumentsEveryOptionWithItsDefault(t *testing.T) {
-	res := run(t, "--help")
-	require.Equal(t, 0, res.Code)
-	documented := map[string]string{}
-	var cur []string
-	for _, line := range strings.Split(res.Stdout, "\n") {
-		switch {
-		case strings.HasPrefix(line, "  -"):
-			cur = nil
-			for _, f := range strings.Fields(line) {
-				if !strings.HasPrefix(f, "-") {
-					break
-				}
-				cur = append(cur, strings.TrimSuffix(f, ","))
-			}
-			for _, n := range cur {
-				documented[n] = line
-			}
-		case strings.HasPrefix(line, "    ") && cur != nil:
-			for _, n := range cur {
-				documented[n] += line
-			}
-		default:
-			cur = nil
-		}
-	}
-	fs := newFlagSet(&options{})
-	fs.VisitAll(func(f *flag.Flag) {
-		// one dash for -m, and for llama.cpp's -ngl, -ctk...
-		spelled := "--" + f.Name
-		text, ok := documented[spelled]
-		if !ok {
-			spelled = "-" + f.Name
-			text, ok = documented[spelled]
-		}
-		if assert.True(t, ok, "option %s is not in the help", spelled) {
-			assert.Contains(t, text, "(default: ", spelled)
-		}
-	})
 }
 
 func TestProgressOnlyOnATerminal(t *testing.T) {
