@@ -193,6 +193,26 @@ func TestLlamaBenchStyleMarkdownAndSQL(t *testing.T) {
 	assert.Equal(t, "pp16 @ d4", parsed.Rows[0].Test)
 	assert.Equal(t, 1, parsed.Rows[0].Threads)
 
+	// issue 37's command's table has upstream's columns, then llamabench's
+	res = run(t, "-m", tinyModel, "-p", "64", "-n", "16", "-r", "2", "-t", "1")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	up, err := os.ReadFile("testdata/upstream-llama-bench.md")
+	require.NoError(t, err)
+	upLines, ours := strings.Split(string(up), "\n"), strings.Split(res.Stdout, "\n")
+	assert.Equal(t, upLines[0]+" median t/s |    min t/s |", ours[0])
+	assert.Equal(t, upLines[1]+" ---------: | ---------: |", ours[1])
+	for i := 2; i < 4; i++ {
+		// the same model (demo.gguf there, whose 1.7M parameters are 2M
+		// too: ?B labelled), backend, threads and test cells, each as wide;
+		// t/s as wide and written alike
+		theirs, mine := strings.Split(strings.Replace(upLines[i], "llama ?B", "llama 2M", 1), "|"), strings.Split(ours[i], "|")
+		for _, c := range []int{1, 4, 5, 6} {
+			assert.Equal(t, theirs[c], mine[c], ours[i])
+		}
+		assert.Equal(t, len(theirs[7]), len(mine[7]))
+		assert.Regexp(t, `^ +\d+\.\d\d ± \d+\.\d\d $`, mine[7])
+	}
+
 	// -m takes models separated by commas too, as llama-bench's
 	res = run(t, "-m", tinyModel+","+tiedModel, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "sql")
 	require.Equal(t, 0, res.Code, res.Stderr)
