@@ -164,18 +164,18 @@ it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
 the same size) and sets its generation speed beside them. Build both from the
 llama.cpp commit that llamabench --version names for a fair ratio.
 
-With any of llama-bench's own options (-p, -n, -pg, -d, -b, -ub, -fa, -ctk, -ctv,
--o) it runs llama-bench's tests instead, as llama-bench runs them, on
-llamaloop's llamacpp package: every combination of the values given (a list
-128,512 or a range first-last, first-last+step, first-last*mult; -m, -t and -ngl
-take several too), each test in a context of its own after a warm-up, -r times:
--p prompt tokens in batches of -b, and -n tokens generated one a decode, after
--d tokens already in the KV cache, timed together. -o writes them with
-llama-bench's fields (md: its table, t/s the mean ± the standard deviation)
-and llamabench's own: llamaloop, portable_build, median_ts and min_ts. The
-defaults are llama-bench's (-p 512 -n 128 -d 0 -b 2048 -ub 512 -fa 0 -ctk f16
--ctv f16 -r 5) but the threads (all cores) and -ngl (-1, every layer); the
-table's options are refused there.
+With any of llama-bench's own options, -p -n -pg -d -b -ub -fa -ctk -ctv or -o,
+it runs llama-bench's tests instead, as llama-bench runs them, on llamaloop's
+llamacpp package: every combination of the values given (a list such as
+128,512, or a range first-last, first-last+step or first-last*mult; -m, -t and
+-ngl take several too), each test in a context of its own after a warm-up, and
+-r times: the -p prompt tokens in batches of -b and the -n tokens generated one
+a decode, timed together, after the -d tokens already in the KV cache. The -o
+format has llama-bench's fields (md: its table, t/s the mean ± the standard
+deviation) and llamabench's own: llamaloop, portable_build, median_ts, min_ts.
+The defaults are llama-bench's, -p 512 -n 128 -d 0 -b 2048 -ub 512 -fa 0
+-ctk f16 -ctv f16 -r 5, but for the threads (all cores) and -ngl (-1: every
+layer); the table's options are refused there.
 
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
 (a generator with the draft model, or prompt lookup): --tg tokens from a --prompt token prompt, greedy and with
