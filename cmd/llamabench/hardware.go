@@ -103,7 +103,8 @@ func (b buildFeatures) portable() bool { return len(b.Unused) > 0 }
 // note says so in a line under a table.
 func (b buildFeatures) note() string {
 	return fmt.Sprintf("portable build: llama.cpp was compiled for a baseline CPU and does not use this CPU's %s "+
-		"(make build compiles for this CPU; make cpu-variants gives a portable build this CPU's kernels)", strings.Join(b.Unused, ", "))
+		"(make build compiles for this CPU; a portable build loads kernels for it from make cpu-variants' libraries "+
+		"with LLAMALOOP_BACKEND_DIR=build/lib)", strings.Join(b.Unused, ", "))
 }
 
 // ggmlCPUFlags maps the x86 features that llama.cpp's system info lists to
