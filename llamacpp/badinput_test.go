@@ -154,9 +154,11 @@ func TestBadParameters(t *testing.T) {
 		_, err := m.NewContext(p)
 		assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument, name)
 	}
-	// A quantized V cache without flash attention is llama.cpp's refusal.
+	// A quantized V cache without flash attention, which llama.cpp refuses
+	// too, is refused naming both.
 	_, err := m.NewContext(llamacpp.ContextParams{TypeV: llamacpp.KVQ8_0, FlashAttention: llamacpp.FlashAttentionOff})
-	assert.ErrorContains(t, err, "cannot create context")
+	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "TypeV q8_0: a quantized V cache needs flash attention")
 }
 
 func TestClosed(t *testing.T) {

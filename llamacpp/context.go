@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,29 +44,55 @@ func (f FlashAttention) String() string {
 // KVType is the element type of the KV cache.
 type KVType string
 
-// KV cache element types. A quantized V cache requires flash attention.
+// KV cache element types: the ones llama-bench's -ctk and -ctv accept, and
+// f32. A quantized V cache requires flash attention (on or auto).
 const (
 	KVDefault KVType = ""
 	KVF32     KVType = "f32"
 	KVF16     KVType = "f16"
+	KVBF16    KVType = "bf16"
 	KVQ8_0    KVType = "q8_0"
 	KVQ4_0    KVType = "q4_0"
+	KVQ4_1    KVType = "q4_1"
+	KVQ5_0    KVType = "q5_0"
+	KVQ5_1    KVType = "q5_1"
+	KVIQ4_NL  KVType = "iq4_nl"
 )
 
-func (t KVType) ggml() (int32, error) {
+// kvTypes maps each KV type to its ggml_type and the size of one element in
+// thirty-seconds of a byte (the quantized types store blocks of 32).
+var kvTypes = map[KVType]struct{ ggml, size int32 }{
+	KVF32: {0, 32 * 4}, KVF16: {1, 32 * 2}, KVQ4_0: {2, 18}, KVQ4_1: {3, 20}, KVQ5_0: {6, 22},
+	KVQ5_1: {7, 24}, KVQ8_0: {8, 34}, KVIQ4_NL: {20, 18}, KVBF16: {30, 32 * 2},
+}
+
+// KVTypes lists the KV cache element types NewContext accepts.
+func KVTypes() []KVType {
+	return []KVType{KVF32, KVF16, KVBF16, KVQ8_0, KVQ4_0, KVQ4_1, KVQ5_0, KVQ5_1, KVIQ4_NL}
+}
+
+// Quantized reports whether t stores blocks of quantized values (a V cache
+// of such a type needs flash attention).
+func (t KVType) Quantized() bool {
 	switch t {
-	case KVDefault:
-		return -1, nil
-	case KVF32:
-		return 0, nil
-	case KVF16:
-		return 1, nil
-	case KVQ4_0:
-		return 2, nil
-	case KVQ8_0:
-		return 8, nil
+	case KVDefault, KVF32, KVF16, KVBF16:
+		return false
 	}
-	return 0, invalid("KV cache type %q (want f32, f16, q8_0 or q4_0)", string(t))
+	return true
+}
+
+func (t KVType) ggml() (int32, error) {
+	if t == KVDefault {
+		return -1, nil
+	}
+	if k, ok := kvTypes[t]; ok {
+		return k.ggml, nil
+	}
+	names := make([]string, 0, len(kvTypes))
+	for _, k := range KVTypes() {
+		names = append(names, string(k))
+	}
+	return 0, invalid("KV cache type %q (want one of %s)", string(t), strings.Join(names, ", "))
 }
 
 // ContextParams configure NewContext. Zero fields take the defaults noted.
@@ -327,6 +354,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	if cp.TypeV, err = p.TypeV.ggml(); err != nil {
 		return nil, err
+	}
+	if p.TypeV.Quantized() && p.FlashAttention == FlashAttentionOff {
+		return nil, invalid("TypeV %s: a quantized V cache needs flash attention (FlashAttention on or auto)", p.TypeV)
 	}
 	cp.KVUnified = p.UnifiedKV
 	cp.NoPerf = !p.Perf

@@ -31,15 +31,13 @@ func readKVShape(c cgo.Model, info ModelInfo, gpuLayers int) kvShape {
 }
 
 // kvTypeBytes is the size of one cached element of ggml type t, in
-// thirty-seconds of a byte (q8_0 and q4_0 store blocks of 32).
+// thirty-seconds of a byte, and the type's name; -1 is llama.cpp's default,
+// f16.
 func kvTypeBytes(t int32) (num uint64, name string) {
-	switch t {
-	case 0:
-		return 32 * 4, "f32"
-	case 2:
-		return 18, "q4_0"
-	case 8:
-		return 34, "q8_0"
+	for name, k := range kvTypes {
+		if k.ggml == t {
+			return uint64(k.size), string(name)
+		}
 	}
 	return 32 * 2, "f16"
 }

@@ -3,6 +3,7 @@ package llamacpp_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
@@ -158,4 +159,44 @@ func TestSeqRemoveForgets(t *testing.T) {
 	require.NoError(t, ctx.ClearCache())
 	hi, _ = ctx.SeqPosMax(1)
 	require.Equal(t, int32(-1), hi)
+}
+
+// Every KV cache type llama-bench's -ctk and -ctv accept evaluates a
+// sequence near the float64 reference: the 16-bit types about as near as
+// llama.cpp's default context, 8-bit blocks within 0.5, and the 5 and 4-bit
+// ones with a root-mean-square error under 12% and 25% of the logits' own
+// (measured 7% and 13-15%: each bit less about doubles it; their largest
+// errors reach 3 on this model).
+func TestEveryKVTypeNearReference(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ref := loadReference(t, "tiny-f32")
+	tokens := randomTokens(5, 40, m.Vocab().Size())
+	want, err := ref.Logits(tokens)
+	require.NoError(t, err)
+	for _, kv := range llamacpp.KVTypes() {
+		t.Run(string(kv), func(t *testing.T) {
+			ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, BatchSize: 64, TypeK: kv, TypeV: kv,
+				FlashAttention: llamacpp.FlashAttentionOn})
+			got := decodeSeq(t, ctx, newBatch(t, 64, 1), 0, 0, tokens)
+			var sumD, sumW float64
+			for i := range got {
+				for j := range got[i] {
+					d := float64(got[i][j]) - want[i][j]
+					sumD, sumW = sumD+d*d, sumW+want[i][j]*want[i][j]
+				}
+			}
+			d, rel := maxDiff(t, got, want), math.Sqrt(sumD/sumW)
+			t.Logf("%s: largest |llama.cpp - reference| %.3g, relative RMS error %.3g", kv, d, rel)
+			switch kv {
+			case llamacpp.KVF32, llamacpp.KVF16, llamacpp.KVBF16:
+				require.LessOrEqual(t, d, 2*llamatest.Tolerance(t, llamatest.DefaultContext))
+			case llamacpp.KVQ8_0:
+				require.LessOrEqual(t, d, 0.5)
+			case llamacpp.KVQ5_0, llamacpp.KVQ5_1:
+				require.Less(t, rel, 0.12)
+			default:
+				require.Less(t, rel, 0.25)
+			}
+		})
+	}
 }

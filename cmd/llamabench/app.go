@@ -89,6 +89,9 @@ func (a *app) run(ctx context.Context, o *options) error {
 	if o.replay != "" {
 		return a.runReplay(ctx, o)
 	}
+	if o.lb != nil {
+		return a.runLlamaBenchStyle(ctx, o)
+	}
 	for _, path := range o.models {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && len(o.models) == 1 && filepath.Base(path) == defaultModel {
 			return fmt.Errorf("model file %s does not exist: run make bench-models, or give a model with -m", path)
@@ -156,12 +159,14 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 	}
 	defer m.Close()
 	info := m.Info()
-	mr := &modelReport{Path: path, File: filepath.Base(path), Description: info.Description,
+	mr := &modelReport{Path: path, File: filepath.Base(path), Description: info.Description, Label: modelLabel(info.Description, info.Params),
 		Quantization: quantization(info.Description), SizeBytes: info.Size, Params: info.Params,
 		VocabSize: info.VocabSize, Layers: info.Layers, Device: cli.DeviceSummary(o.gpuLayers, info.Layers),
 		BytesPerToken: bytesPerToken(path, info.Size), Results: []result{}, Sampler: []samplerResult{}}
 	if mr.Device == "CPU" && bandwidth > 0 && mr.BytesPerToken > 0 {
 		mr.BoundTokensPerS = bandwidth / float64(mr.BytesPerToken)
+		llc := lastLevelCache(cpuCacheDir)
+		mr.CacheResident = llc.Bytes > 0 && mr.BytesPerToken <= llc.Bytes
 	}
 	var cmp *comparison
 	if o.llamaBench != "" && !o.speculativeOnly() {

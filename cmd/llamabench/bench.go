@@ -43,12 +43,17 @@ type stat struct {
 	Min     float64   `json:"min"`
 	Median  float64   `json:"median"`
 	Max     float64   `json:"max"`
+	// Mean and Stddev (the sample standard deviation, n-1) are what
+	// llama-bench reports: avg ± stddev.
+	Mean   float64 `json:"mean"`
+	Stddev float64 `json:"stddev"`
 }
 
 func newStat(samples []float64) stat {
 	s := slices.Clone(samples)
 	slices.Sort(s)
 	st := stat{Samples: samples}
+	st.Mean, st.Stddev = meanStddev(samples)
 	if n := len(s); n > 0 {
 		st.Min, st.Max = s[0], s[n-1]
 		st.Median = s[n/2]

@@ -25,7 +25,15 @@ type machine struct {
 	// measured): bytes read plus bytes written per second by a parallel copy.
 	Bandwidth  float64 `json:"memory_bandwidth_bytes_per_s"`
 	SystemInfo string  `json:"llama_cpp_system_info"`
+	// Build says which of the CPU's vector features llama.cpp was not
+	// compiled for: a portable (baseline) build when any.
+	Build buildFeatures `json:"build"`
+	// LastLevelCache is CPU 0's largest cache (zero when unknown).
+	LastLevelCache cpuCache `json:"last_level_cache"`
 }
+
+// cpuCacheDir is where Linux describes CPU 0's caches.
+const cpuCacheDir = "/sys/devices/system/cpu/cpu0/cache"
 
 type gpu struct {
 	Name        string `json:"name"`
@@ -35,7 +43,7 @@ type gpu struct {
 
 func describeMachine() machine {
 	m := machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), Cores: runtime.NumCPU(),
-		GPUs: []gpu{}, SystemInfo: strings.TrimSpace(llamacpp.SystemInfo())}
+		GPUs: []gpu{}, SystemInfo: strings.TrimSpace(llamacpp.SystemInfo()), Build: detectBuild(), LastLevelCache: lastLevelCache(cpuCacheDir)}
 	for _, d := range cli.GPUs() {
 		m.GPUs = append(m.GPUs, gpu{Name: d.Name, Description: d.Description, MemoryBytes: d.TotalMemory})
 	}

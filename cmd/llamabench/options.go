@@ -32,8 +32,15 @@ type options struct {
 	samplerIters  int
 	bandwidthMB   int
 
-	threads   int
-	gpuLayers int
+	// threads and gpuLayers are the table's: the one value of their grids
+	threads      int
+	gpuLayers    int
+	threadGrid   intGrid
+	gpuLayerGrid intGrid
+
+	// lb holds llama-bench's options; nil unless one of them starts the
+	// llama-bench-style run (see llamaBenchStyle).
+	lb *lbOptions
 
 	replay     string
 	llamaBench string
@@ -79,19 +86,27 @@ func (l *intList) Set(v string) error {
 	return nil
 }
 
-// stringList collects a repeatable option.
+// stringList collects a repeatable option whose values may also be
+// comma-separated, as llama-bench's -m.
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
+	for _, f := range strings.Split(v, ",") {
+		if f != "" {
+			*l = append(*l, f)
+		}
+	}
 	return nil
 }
 
 var usageGroups = []cli.Group{
 	{Title: "Models", Flags: []string{"m,model", "models"}},
 	{Title: "Measurements", Flags: []string{"r,repetitions", "pp", "prompt", "tg", "batch", "beams", "sampler-iters", "bandwidth-mb"}},
-	{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "replay"}},
+	{Title: "Runtime", Flags: []string{"t,threads", "ngl,n-gpu-layers,gpu-layers", "replay"}},
+	{Title: "llama-bench's options (any of them makes the llama-bench-style run)", Flags: []string{
+		"p,n-prompt", "n,n-gen", "pg", "d,n-depth", "b,batch-size", "ub,ubatch-size", "fa,flash-attn",
+		"ctk,cache-type-k", "ctv,cache-type-v", "o,output"}},
 	{Title: "Comparison", Flags: []string{"llama-bench", "settle"}},
 	{Title: "Speculative decoding", Flags: []string{"draft", "draft-tokens", "draft-threshold", "prompt-lookup"}},
 	{Title: "Output", Flags: []string{"json", "chart", "quiet", "version", "h,help"}},
@@ -103,6 +118,7 @@ Usage:
   llamabench                         the generated benchmark model, build/models/` + defaultModel + `
   llamabench -m model.gguf [-m ...]  given GGUF models
   llamabench --json out.json --chart out.svg
+  llamabench -m model.gguf -p 512 -n 128 -t 1,2 -o csv   llama-bench's options: its tests
 
 For each model it measures, repeating each measurement -r times and reporting
 the median and the minimum:
@@ -148,6 +164,19 @@ it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
 the same size) and sets its generation speed beside them. Build both from the
 llama.cpp commit that llamabench --version names for a fair ratio.
 
+With any of llama-bench's own options, -p -n -pg -d -b -ub -fa -ctk -ctv or -o,
+it runs llama-bench's tests instead, as llama-bench runs them, on llamaloop's
+llamacpp package: every combination of the values given (a list such as
+128,512, or a range first-last, first-last+step or first-last*mult; -m, -t and
+-ngl take several too), each test in a context of its own after a warm-up, and
+-r times: the -p prompt tokens in batches of -b and the -n tokens generated one
+a decode, timed together, after the -d tokens already in the KV cache. The -o
+format has llama-bench's fields (md: its table, t/s the mean ± the standard
+deviation) and llamabench's own: llamaloop, portable_build, median_ts, min_ts.
+The defaults are llama-bench's, -p 512 -n 128 -d 0 -b 2048 -ub 512 -fa 0
+-ctk f16 -ctv f16 -r 5, but for the threads (all cores) and -ngl (-1: every
+layer); the table's options are refused there.
+
 With --draft FILE or --prompt-lookup N it measures speculative decoding only
 (a generator with the draft model, or prompt lookup): --tg tokens from a --prompt token prompt, greedy and with
 the sampling chain, plainly and speculatively, interleaved on the same prompts,
@@ -176,9 +205,16 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*intList)(&o.beams), "beams", "beam search `BEAMS`, comma-separated, 2 to 256 each")
 	fs.IntVar(&o.samplerIters, "sampler-iters", 200, "tokens `N` chosen per sampler measurement")
 	fs.IntVar(&o.bandwidthMB, "bandwidth-mb", 256, "size `MB` of the memory bandwidth copy (0: skip it); its two buffers must fit in half the memory available")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "CPU `THREADS`, 1 to 512; more than the CPUs available is allowed with a warning")
-	fs.Lookup("threads").DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
-	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
+	o.threadGrid = intGrid{vals: []int{runtime.NumCPU()}}
+	for _, n := range []string{"t", "threads"} {
+		fs.Var(&o.threadGrid, n, "CPU `THREADS`, 1 to 512 (the llama-bench-style run takes a grid: 1,2 or 1-8*2); more than the CPUs available is allowed with a warning")
+		fs.Lookup(n).DefValue = fmt.Sprintf("all cores, %d", runtime.NumCPU())
+	}
+	o.gpuLayerGrid = intGrid{vals: []int{-1}, negative: true}
+	for _, n := range []string{"ngl", "n-gpu-layers", "gpu-layers"} {
+		fs.Var(&o.gpuLayerGrid, n, "layers to offload to a GPU (`N`, -1: all; a grid in the llama-bench-style run); ignored without a GPU backend")
+	}
+	lbFlags(fs, o)
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "with --llama-bench, wait `DURATION` (up to 1m) after each run of llama.cpp's tools before the repetition it pairs with: "+
@@ -207,6 +243,12 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	}
 	if len(o.models) == 0 {
 		o.models = []string{filepath.Join(o.modelsDir, defaultModel)}
+	}
+	if err := o.chooseMode(fs); err != nil {
+		return nil, err
+	}
+	if o.lb != nil {
+		return o, o.lb.check(o)
 	}
 	if err := o.check(); err != nil {
 		return nil, err

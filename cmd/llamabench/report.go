@@ -40,9 +40,11 @@ type settings struct {
 
 // modelReport holds one model's description and measurements.
 type modelReport struct {
-	Path         string `json:"path"`
-	File         string `json:"file"`
-	Description  string `json:"description"`
+	Path        string `json:"path"`
+	File        string `json:"file"`
+	Description string `json:"description"`
+	// Label is Description with the parameter count for llama.cpp's "?B".
+	Label        string `json:"label"`
 	Quantization string `json:"quantization"`
 	SizeBytes    uint64 `json:"size_bytes"`
 	Params       uint64 `json:"params"`
@@ -55,6 +57,9 @@ type modelReport struct {
 	// BoundTokensPerS is memory bandwidth / BytesPerToken (CPU runs with a
 	// measured bandwidth only).
 	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
+	// CacheResident: the weights one token reads fit in the last-level
+	// cache, so generation may beat the memory-bandwidth bound.
+	CacheResident bool `json:"cache_resident,omitempty"`
 	// LlamaBenchBuild is the build_commit of the llama-bench run on this
 	// model (with --llama-bench).
 	LlamaBenchBuild string `json:"llama_bench_build,omitempty"`
@@ -88,6 +93,10 @@ type table struct {
 	headerDone bool
 	// compared: the current model has llama-bench columns
 	compared bool
+	// resident: the current model fits in the last-level cache, whose size
+	// llc is; its bound fractions carry a footnote mark
+	resident bool
+	llc      cpuCache
 }
 
 func (t *table) machine(m machine, threads int, v cli.Version) {
@@ -101,12 +110,16 @@ func (t *table) machine(m machine, threads int, v cli.Version) {
 		fmt.Fprintf(t.w, "memory bandwidth: %s/s (parallel copy, read + write)\n", formatBytes(m.Bandwidth))
 	}
 	fmt.Fprintf(t.w, "threads: %d\n", threads)
+	if m.Build.portable() {
+		fmt.Fprintln(t.w, m.Build.note())
+	}
+	t.llc = m.LastLevelCache
 }
 
 // model starts a model's table; compared says whether it has llama.cpp's
 // columns.
 func (t *table) model(mr *modelReport, threads int, compared bool) {
-	fmt.Fprintf(t.w, "\nmodel %s: %s, %s of weights, %s parameters, vocabulary %d\n", mr.File, mr.Description,
+	fmt.Fprintf(t.w, "\nmodel %s: %s, %s of weights, %s parameters, vocabulary %d\n", mr.File, mr.Label,
 		formatBytes(float64(mr.SizeBytes)), formatCount(float64(mr.Params)), mr.VocabSize)
 	fmt.Fprintf(t.w, "ran on %s", mr.Device)
 	if mr.Device == "CPU" {
@@ -118,6 +131,7 @@ func (t *table) model(mr *modelReport, threads int, compared bool) {
 	fmt.Fprintln(t.w)
 	t.headerDone = false
 	t.compared = compared
+	t.resident = mr.CacheResident
 }
 
 func (t *table) result(r result) {
@@ -132,6 +146,9 @@ func (t *table) result(r result) {
 	bound := ""
 	if r.BoundFraction != nil {
 		bound = fmt.Sprintf("%.0f%%", 100**r.BoundFraction)
+		if t.resident {
+			bound += "*"
+		}
 	}
 	upstream, ratio := "", ""
 	if r.LlamaCpp != nil && r.Ratio != nil {
@@ -156,6 +173,11 @@ func (t *table) result(r result) {
 // comparison says under a model's measurements what they were compared
 // with: llama-bench's build and what the ratio is, or how to get one.
 func (t *table) comparison(mr *modelReport, o *options) {
+	if mr.CacheResident && mr.BoundTokensPerS > 0 {
+		fmt.Fprintf(t.w, "\n* the %s of weights read per token fit in the %s L%d cache: generation reads them from the cache, "+
+			"and the memory-bandwidth bound does not hold (above 100%% is no error); a model larger than the cache measures the bound\n",
+			formatBytes(float64(mr.BytesPerToken)), formatBytes(float64(t.llc.Bytes)), t.llc.Level)
+	}
 	if mr.LlamaBenchBuild == "" {
 		fmt.Fprintln(t.w, "\nllama.cpp: not compared; --llama-bench PATH runs llama.cpp's llama-bench on the same model and threads")
 		return

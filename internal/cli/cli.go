@@ -105,12 +105,21 @@ func flagReason(f *flag.Flag, reason string) string {
 	return reason
 }
 
-// dashes spells a flag name as the help does: -m, --model.
+// dashes spells a flag name as the help does: -m, --model, and -ngl (the
+// options llama.cpp's tools spell with one dash).
 func dashes(name string) string {
-	if len(name) == 1 {
+	if len(name) == 1 || llamaCppShort[name] {
 		return "-" + name
 	}
 	return "--" + name
+}
+
+// llamaCppShort are the multi-letter options that llama.cpp's tools spell
+// with one dash (-ngl, -ub, -ctk), which the commands that take them as
+// aliases spell so too.
+var llamaCppShort = map[string]bool{
+	"ngl": true, "ub": true, "np": true, "pg": true, "fa": true, "ctk": true, "ctv": true, "nkvo": true,
+	"sm": true, "mg": true, "ts": true, "dev": true, "mmp": true, "embd": true, "ncmoe": true, "oe": true,
 }
 
 // ExitCode maps an error to the command's exit status: ExitOK for nil,

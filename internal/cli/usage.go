@@ -80,11 +80,7 @@ func printFlag(w io.Writer, fs *flag.FlagSet, names []string) {
 	}
 	var spelled []string
 	for _, n := range names {
-		dash := "--"
-		if len(n) == 1 {
-			dash = "-"
-		}
-		spelled = append(spelled, dash+n)
+		spelled = append(spelled, dashes(n))
 	}
 	left := "  " + strings.Join(spelled, ", ")
 	if arg != "" {
