@@ -124,8 +124,12 @@ func (r *renderer) method(obj Value, name string, pos []Value, kw []Kwarg, line 
 		}
 		v, err = fn(r, obj.s, a)
 	case KindDict:
-		if obj.p.(*Dict).namespace {
+		d := obj.p.(*Dict)
+		if d.namespace {
 			return Value{}, false, nil
+		}
+		if i, ok := d.Get("index0"); ok && name == "cycle" && len(pos) > 0 { // loop.cycle
+			return pos[i.i%int64(len(pos))], true, nil
 		}
 		fn, ok := dictMethods[name]
 		if !ok {

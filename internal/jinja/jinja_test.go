@@ -26,6 +26,13 @@ func TestGenerationBlock(t *testing.T) {
 	assert.Equal(t, "ab1c", out)
 }
 
+// loop.cycle walks its arguments.
+func TestLoopCycle(t *testing.T) {
+	out, err := render(t, "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ababa", out)
+}
+
 // Errors of the template are *Error with the line, and raise_exception's
 // message is the template's own.
 func TestTemplateErrors(t *testing.T) {

@@ -298,23 +298,27 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 		if err := r.assign(n.targets, x, inner, n.line); err != nil {
 			return err
 		}
-		loop := &Dict{keys: make([]Value, 0, 11), vals: make([]Value, 0, 11)}
 		idx := int64(i)
-		loop.Set("index", NewInt(idx+1))
-		loop.Set("index0", NewInt(idx))
-		loop.Set("revindex", NewInt(length-idx))
-		loop.Set("revindex0", NewInt(length-idx-1))
-		loop.Set("first", NewBool(i == 0))
-		loop.Set("last", NewBool(idx == length-1))
-		loop.Set("length", NewInt(length))
-		loop.Set("depth", NewInt(1))
-		loop.Set("depth0", NewInt(0))
+		vals := make([]Value, len(loopKeys))
+		vals[0], vals[1] = NewInt(idx+1), NewInt(idx)
+		vals[2], vals[3] = NewInt(length-idx), NewInt(length-idx-1)
+		vals[4], vals[5], vals[6] = NewBool(i == 0), NewBool(idx == length-1), NewInt(length)
+		vals[7], vals[8] = NewInt(1), NewInt(0)
+		nk := 9
 		if i > 0 {
-			loop.Set("previtem", items[i-1])
+			vals[nk] = items[i-1]
+			nk++
 		}
+		keys := loopKeys[:nk:nk]
 		if idx < length-1 {
-			loop.Set("nextitem", items[i+1])
+			vals[nk] = items[i+1]
+			keys = loopKeys[: nk+1 : nk+1]
+			if i == 0 {
+				keys = loopKeysFirst
+			}
+			nk++
 		}
+		loop := &Dict{keys: keys, vals: vals[:nk:nk]}
 		inner.vars["loop"] = Value{kind: KindDict, p: loop}
 		c, err := r.execBody(n.body, inner, w)
 		if err != nil {
@@ -325,6 +329,21 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 		}
 	}
 	return nil
+}
+
+// The keys of a loop's dict, shared by every iteration's (a dict never
+// writes into its keys' array: the slices end at their capacity).
+var (
+	loopKeys      = stringValues("index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem")
+	loopKeysFirst = stringValues("index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "nextitem")
+)
+
+func stringValues(ss ...string) []Value {
+	vs := make([]Value, len(ss))
+	for i, s := range ss {
+		vs[i] = NewString(s)
+	}
+	return vs
 }
 
 // iterate returns the items a for loop walks: a list's items (a copy, so
