@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // test runs the test name (x is name(args)).
@@ -128,7 +129,7 @@ func (r *renderer) method(obj Value, name string, pos []Value, kw []Kwarg, line 
 		if d.namespace {
 			return Value{}, false, nil
 		}
-		if i, ok := d.Get("index0"); ok && name == "cycle" && len(pos) > 0 { // loop.cycle
+		if i, ok := d.Get("index0"); ok && name == "cycle" && len(pos) > 0 && i.kind == KindInt && i.i >= 0 { // loop.cycle
 			return pos[i.i%int64(len(pos))], true, nil
 		}
 		fn, ok := dictMethods[name]
@@ -161,6 +162,9 @@ var stringMethods map[string]stringMethod
 
 func strip(f func(string, string) string, g func(string) string) stringMethod {
 	return func(r *renderer, s string, a args) (Value, error) {
+		if err := r.scan(len(s)); err != nil {
+			return Value{}, err
+		}
 		chars, ok, err := a.str(0, "chars", "")
 		if err != nil {
 			return Value{}, err
@@ -274,9 +278,12 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
+			if err := r.scan(len(s)); err != nil {
+				return Value{}, err
+			}
 			i := strings.Index(s, sub)
 			if i > 0 {
-				i = len([]rune(s[:i]))
+				i = utf8.RuneCountInString(s[:i])
 			}
 			return NewInt(int64(i)), nil
 		},
@@ -285,8 +292,11 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
+			if err := r.scan(len(s)); err != nil {
+				return Value{}, err
+			}
 			if sub == "" {
-				return NewInt(int64(len([]rune(s))) + 1), nil
+				return NewInt(int64(utf8.RuneCountInString(s)) + 1), nil
 			}
 			return NewInt(int64(strings.Count(s, sub))), nil
 		},
@@ -310,6 +320,9 @@ func (r *renderer) stringList(parts []string) (Value, error) {
 }
 
 func sSplit(r *renderer, s string, a args) (Value, error) {
+	if err := r.scan(len(s)); err != nil {
+		return Value{}, err
+	}
 	sep, hasSep, err := a.str(0, "sep", "")
 	if err != nil {
 		return Value{}, err
@@ -375,7 +388,7 @@ func init() {
 		"update": func(r *renderer, d *Dict, a args) (Value, error) {
 			if o, ok := a.get(0, "other"); ok && o.kind == KindDict {
 				od := o.p.(*Dict)
-				if err := r.checkItems(int64(len(d.keys)) + int64(len(od.keys))); err != nil {
+				if err := r.growItems(int64(len(d.keys)), int64(len(od.keys))); err != nil {
 					return Value{}, err
 				}
 				keys, vals := append([]Value(nil), od.keys...), append([]Value(nil), od.vals...)
@@ -386,7 +399,7 @@ func init() {
 			for _, kw := range a.kw {
 				d.Set(kw.Name, kw.Value)
 			}
-			return None(), r.checkItems(int64(len(d.keys)))
+			return None(), r.growItems(int64(len(d.keys)), int64(len(a.kw)))
 		},
 		"pop": func(r *renderer, d *Dict, a args) (Value, error) {
 			k, _ := a.get(0, "key")
@@ -418,7 +431,7 @@ var listMethods map[string]listMethod
 func init() {
 	listMethods = map[string]listMethod{
 		"append": func(r *renderer, l *List, a args) (Value, error) {
-			if err := r.checkItems(int64(len(l.Items)) + 1); err != nil {
+			if err := r.growItems(int64(len(l.Items)), 1); err != nil {
 				return Value{}, err
 			}
 			x, _ := a.get(0, "object")
@@ -431,7 +444,7 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			if err := r.checkItems(int64(len(l.Items)) + int64(len(items))); err != nil {
+			if err := r.growItems(int64(len(l.Items)), int64(len(items))); err != nil {
 				return Value{}, err
 			}
 			l.Items = append(l.Items, items...)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 type filterFunc func(r *renderer, v Value, a args) (Value, error)
@@ -168,6 +169,9 @@ func fTrim(r *renderer, v Value, a args) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
+	if err := r.scan(len(s)); err != nil {
+		return Value{}, err
+	}
 	if ok {
 		return NewString(strings.Trim(s, chars)), nil
 	}
@@ -177,7 +181,7 @@ func fTrim(r *renderer, v Value, a args) (Value, error) {
 func (r *renderer) length(v Value) (int64, error) {
 	switch v.kind {
 	case KindString:
-		return int64(len([]rune(v.s))), nil
+		return int64(utf8.RuneCountInString(v.s)), r.scanRunes(len(v.s))
 	case KindList:
 		return int64(len(v.p.(*List).Items)), nil
 	case KindDict:
@@ -211,11 +215,11 @@ func fFirst(r *renderer, v Value, a args) (Value, error) {
 
 func fLast(r *renderer, v Value, a args) (Value, error) {
 	if v.kind == KindString {
-		rs := []rune(v.s)
-		if len(rs) == 0 {
+		if v.s == "" {
 			return Value{}, nil
 		}
-		return NewString(string(rs[len(rs)-1])), nil
+		c, _ := utf8.DecodeLastRuneInString(v.s)
+		return NewString(string(c)), nil
 	}
 	items, err := r.seq(v)
 	if err != nil || len(items) == 0 {
@@ -279,6 +283,9 @@ func fDefault(r *renderer, v Value, a args) (Value, error) {
 }
 
 func (r *renderer) replace(s, old, new string, count int64) (Value, error) {
+	if err := r.scan(len(s)); err != nil {
+		return Value{}, err
+	}
 	n := int64(strings.Count(s, old))
 	if count >= 0 && count < n {
 		n = count
@@ -594,6 +601,9 @@ func fUnique(r *renderer, v Value, a args) (Value, error) {
 
 func fReverse(r *renderer, v Value, a args) (Value, error) {
 	if v.kind == KindString {
+		if err := r.checkString(int64(len(v.s)) * 5); err != nil { // the runes and the result
+			return Value{}, err
+		}
 		rs := []rune(v.s)
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
 			rs[i], rs[j] = rs[j], rs[i]

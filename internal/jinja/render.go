@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"context"
+	"unicode/utf8"
 )
 
 // renderer is the state of one render: its counters against Limits.
@@ -61,6 +62,14 @@ func (r *renderer) account(n int64) error {
 	return nil
 }
 
+// scan counts the steps of a pass over n bytes of a string: operations
+// linear in a string's length (search, comparison, trimming) count one
+// step per 256 bytes, so that MaxSteps bounds them too.
+func (r *renderer) scan(n int) error { return r.charge(int64(n) / 256) }
+
+// scanRunes counts a pass over n bytes decoding UTF-8, which is slower.
+func (r *renderer) scanRunes(n int) error { return r.charge(int64(n) / 64) }
+
 // itemBytes is what one list or dict item counts in MaxAllocBytes.
 const itemBytes = 64
 
@@ -85,6 +94,18 @@ func (r *renderer) checkItems(n int64) error {
 		return err
 	}
 	return r.account(n * itemBytes)
+}
+
+// growItems tells whether a list or dict of n items may grow by k in
+// place, and counts the k.
+func (r *renderer) growItems(n, k int64) error {
+	if n+k > r.lim.MaxValueItems || k < 0 {
+		return &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
+	}
+	if err := r.charge(k / 64); err != nil {
+		return err
+	}
+	return r.account(k * itemBytes)
 }
 
 func (r *renderer) depthError() error {
@@ -366,10 +387,13 @@ func (r *renderer) iterate(v Value, line int) ([]Value, error) {
 		}
 		return append([]Value(nil), d.keys...), nil
 	case KindString:
-		rs := []rune(v.s)
-		if err := r.checkItems(int64(len(rs))); err != nil {
+		if err := r.scanRunes(len(v.s)); err != nil {
 			return nil, err
 		}
+		if err := r.checkItems(int64(utf8.RuneCountInString(v.s))); err != nil {
+			return nil, err
+		}
+		rs := []rune(v.s)
 		items := make([]Value, len(rs))
 		for i, c := range rs {
 			items[i] = NewString(string(c))
