@@ -25,7 +25,12 @@ type Template struct {
 
 // Compile parses src under lim (a zero field takes its default). Compiling
 // is linear in the source and its recursion bounded by lim.MaxNesting.
-func Compile(src string, lim Limits) (*Template, error) {
+func Compile(src string, lim Limits) (t *Template, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a bug of the engine, never the process's end
+			t, err = nil, fmt.Errorf("jinja: internal error: %v", p)
+		}
+	}()
 	lim = lim.withDefaults()
 	if int64(len(src)) > lim.MaxSourceBytes {
 		return nil, &LimitError{Limit: "MaxSourceBytes", Value: lim.MaxSourceBytes}
