@@ -41,3 +41,15 @@ func BenchmarkCompileLlama32(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoopSteps renders a million steps of nested loops: the cost of
+// a step where a hostile template spends its MaxSteps.
+func BenchmarkLoopSteps(b *testing.B) {
+	tmpl, err := Compile("{% for a in range(1000) %}{% for b in range(1000) %}x{% endfor %}{% endfor %}", Limits{MaxSteps: 1_000_000})
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := tmpl.Render(context.Background(), nil); err == nil {
+			b.Fatal("the render ended within its steps")
+		}
+	}
+}

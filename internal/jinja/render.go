@@ -18,21 +18,74 @@ type renderer struct {
 // ctxEvery is how many steps pass between two checks of the context.
 const ctxEvery = 1024
 
+// scope is a frame of variables: a loop iteration's, a macro call's, the
+// template's. A frame of a few names keeps them in slices (a loop's
+// iteration allocates no map); one of many, in a map.
 type scope struct {
-	vars   map[string]Value
+	names  []string
+	vals   []Value
+	vars   map[string]Value // beyond smallScope names
 	parent *scope
+	// The first names' room, in the frame itself (a loop's target and
+	// its loop).
+	nameBuf [2]string
+	valBuf  [2]Value
+}
+
+// smallScope is the number of names a frame keeps without a map.
+const smallScope = 16
+
+func (s *scope) own(name string) (Value, bool) {
+	if s.vars != nil {
+		v, ok := s.vars[name]
+		return v, ok
+	}
+	for i, n := range s.names {
+		if n == name {
+			return s.vals[i], true
+		}
+	}
+	return Value{}, false
 }
 
 func (s *scope) lookup(name string) (Value, bool) {
 	for ; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
+		if v, ok := s.own(name); ok {
 			return v, true
 		}
 	}
 	return Value{}, false
 }
 
-func (s *scope) child() *scope { return &scope{vars: map[string]Value{}, parent: s} }
+func (s *scope) set(name string, v Value) {
+	if s.vars != nil {
+		s.vars[name] = v
+		return
+	}
+	for i, n := range s.names {
+		if n == name {
+			s.vals[i] = v
+			return
+		}
+	}
+	if len(s.names) == smallScope {
+		s.vars = make(map[string]Value, 2*smallScope)
+		for i, n := range s.names {
+			s.vars[n] = s.vals[i]
+		}
+		s.names, s.vals = nil, nil
+		s.vars[name] = v
+		return
+	}
+	s.names = append(s.names, name)
+	s.vals = append(s.vals, v)
+}
+
+func (s *scope) child() *scope {
+	c := &scope{parent: s}
+	c.names, c.vals = c.nameBuf[:0], c.valBuf[:0]
+	return c
+}
 
 // step counts one evaluation step.
 func (r *renderer) step() error { return r.charge(1) }
@@ -167,7 +220,7 @@ func (r *renderer) exec(n node, sc *scope, w *sink) (control, error) {
 	case *setNode:
 		return 0, r.execSet(n, sc)
 	case *macroNode:
-		sc.vars[n.m.name] = r.macroValue(n.m, sc, nil)
+		sc.set(n.m.name, r.macroValue(n.m, sc, nil))
 		return 0, nil
 	case *callBlockNode:
 		caller := r.macroValue(n.caller, sc, nil)
@@ -237,7 +290,7 @@ func (r *renderer) execSet(n *setNode, sc *scope) error {
 		if err != nil {
 			return err
 		}
-		sc.vars[n.targets[0]] = v
+		sc.set(n.targets[0], v)
 		return nil
 	}
 	v, err := r.eval(n.e, sc)
@@ -258,7 +311,7 @@ func (r *renderer) execSet(n *setNode, sc *scope) error {
 
 func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error {
 	if len(targets) == 1 {
-		sc.vars[targets[0]] = v
+		sc.set(targets[0], v)
 		return nil
 	}
 	items, err := r.iterate(v, line)
@@ -269,7 +322,7 @@ func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error 
 		return newError(line, "cannot unpack %d values into %d names", len(items), len(targets))
 	}
 	for i, t := range targets {
-		sc.vars[t] = items[i]
+		sc.set(t, items[i])
 	}
 	return nil
 }
@@ -340,7 +393,7 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 			nk++
 		}
 		loop := &Dict{keys: keys, vals: vals[:nk:nk]}
-		inner.vars["loop"] = Value{kind: KindDict, p: loop}
+		inner.set("loop", Value{kind: KindDict, p: loop})
 		c, err := r.execBody(n.body, inner, w)
 		if err != nil {
 			return err
@@ -421,7 +474,7 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 	var varargs []Value
 	for i, a := range c.Args {
 		if i < len(m.params) {
-			sc.vars[m.params[i]] = a
+			sc.set(m.params[i], a)
 		} else {
 			varargs = append(varargs, a)
 		}
@@ -429,13 +482,13 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 	kwargs := NewDict()
 	for _, kw := range c.Kwargs {
 		if kw.Name == "caller" {
-			sc.vars["caller"] = kw.Value
+			sc.set("caller", kw.Value)
 			continue
 		}
 		found := false
 		for _, p := range m.params {
 			if p == kw.Name {
-				sc.vars[p] = kw.Value
+				sc.set(p, kw.Value)
 				found = true
 			}
 		}
@@ -444,7 +497,7 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 		}
 	}
 	for i, p := range m.params {
-		if _, ok := sc.vars[p]; ok {
+		if _, ok := sc.own(p); ok {
 			continue
 		}
 		if m.defaults[i] != nil {
@@ -452,13 +505,13 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 			if err != nil {
 				return Value{}, err
 			}
-			sc.vars[p] = v
+			sc.set(p, v)
 		} else {
-			sc.vars[p] = Value{}
+			sc.set(p, Value{})
 		}
 	}
-	sc.vars["varargs"] = newTuple(varargs)
-	sc.vars["kwargs"] = kwargs
+	sc.set("varargs", newTuple(varargs))
+	sc.set("kwargs", kwargs)
 	s, err := r.capture(m.body, sc)
 	if err != nil {
 		return Value{}, err

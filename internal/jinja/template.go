@@ -78,7 +78,7 @@ func (t *Template) RenderStats(ctx context.Context, vars map[string]Value) (out 
 	if err := ctx.Err(); err != nil {
 		return "", st, &ctxError{err}
 	}
-	root := &scope{vars: make(map[string]Value, len(vars)+8)}
+	root := &scope{vars: make(map[string]Value, len(vars)+len(globals))}
 	for k, f := range globals {
 		root.vars[k] = Value{kind: KindFunc, p: f}
 	}
