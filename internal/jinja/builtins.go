@@ -510,32 +510,48 @@ func init() {
 }
 
 func gRange(c *Call) (Value, error) {
-	r := c.r
-	var ints [3]int64
-	if len(c.Args) == 0 || len(c.Args) > 3 {
-		return Value{}, newError(0, "range expects 1 to 3 arguments")
+	start, step, count, err := c.r.rangeBounds(c.Args)
+	if err != nil {
+		return Value{}, err
 	}
-	for i, a := range c.Args {
+	if err := c.r.checkItems(count); err != nil {
+		return Value{}, err
+	}
+	items := make([]Value, count)
+	for i := int64(0); i < count; i++ {
+		items[i] = NewInt(start + i*step)
+	}
+	return NewList(items), nil
+}
+
+// rangeBounds reads range()'s arguments: its first item, its step and its
+// length, which is at most MaxValueItems.
+func (r *renderer) rangeBounds(args []Value) (start, step, count int64, err error) {
+	var ints [3]int64
+	if len(args) == 0 || len(args) > 3 {
+		return 0, 0, 0, newError(0, "range expects 1 to 3 arguments")
+	}
+	for i, a := range args {
 		if a.kind != KindInt && a.kind != KindBool {
-			return Value{}, newError(0, "range: '%s' is not an integer", typeName(a))
+			return 0, 0, 0, newError(0, "range: '%s' is not an integer", typeName(a))
 		}
 		ints[i] = a.i
 	}
-	start, stop, step := int64(0), ints[0], int64(1)
-	if len(c.Args) >= 2 {
+	stop := ints[0]
+	step = 1
+	if len(args) >= 2 {
 		start, stop = ints[0], ints[1]
 	}
-	if len(c.Args) == 3 {
+	if len(args) == 3 {
 		step = ints[2]
 	}
 	if step == 0 {
-		return Value{}, newError(0, "range() arg 3 must not be zero")
+		return 0, 0, 0, newError(0, "range() arg 3 must not be zero")
 	}
 	// The count in float64 first: the int64 difference may overflow.
-	var count int64
 	span := float64(stop) - float64(start)
 	if span/float64(step) > float64(r.lim.MaxValueItems)+1 {
-		return Value{}, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
+		return 0, 0, 0, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
 	}
 	switch {
 	case step > 0 && start < stop:
@@ -547,14 +563,10 @@ func gRange(c *Call) (Value, error) {
 			count = (start-stop-1)/(-step) + 1
 		}
 	}
-	if err := r.checkItems(count); err != nil {
-		return Value{}, err
+	if count > r.lim.MaxValueItems {
+		return 0, 0, 0, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
 	}
-	items := make([]Value, count)
-	for i := int64(0); i < count; i++ {
-		items[i] = NewInt(start + i*step)
-	}
-	return NewList(items), nil
+	return start, step, count, nil
 }
 
 func gDict(namespace bool) func(c *Call) (Value, error) {

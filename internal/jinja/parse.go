@@ -15,10 +15,11 @@ type parser struct {
 }
 
 type frame struct {
-	kind string
-	n    any
-	body *[]node
-	els  bool
+	kind     string
+	n        any
+	body     *[]node
+	els      bool
+	tokStart int // where a for's body starts
 }
 
 func parse(toks []token, maxNesting int64) ([]node, error) {
@@ -186,8 +187,16 @@ func (p *parser) statement(stack []*frame) ([]*frame, error) {
 			return nil, err
 		}
 		add(n)
-		return append(stack, &frame{kind: "for", n: n, body: &n.body}), end()
+		return append(stack, &frame{kind: "for", n: n, body: &n.body, tokStart: p.pos}), end()
 	case "endfor":
+		if f, ok := top.n.(*forNode); ok {
+			for _, t := range p.toks[top.tokStart:p.pos] {
+				if t.typ == tokName && t.val == "loop" {
+					f.usesLoop = true
+					break
+				}
+			}
+		}
 		return pop("for")
 	case "set":
 		n, err := p.set(t.line)

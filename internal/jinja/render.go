@@ -328,66 +328,68 @@ func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error 
 }
 
 func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
-	it, err := r.eval(n.iter, sc)
-	if err != nil {
+	var seq loopSeq
+	if lr, ok, err := r.lazyRange(n.iter, sc); err != nil {
 		return err
-	}
-	all, err := r.iterate(it, n.line)
-	if err != nil {
-		return err
-	}
-	items := all
-	if n.cond != nil {
-		items = nil
-		for _, x := range all {
-			if err := r.step(); err != nil {
+	} else if ok && n.cond == nil {
+		seq = lr
+	} else {
+		it, err := r.eval(n.iter, sc)
+		if err != nil {
+			return err
+		}
+		items, err := r.iterate(it, n.line)
+		if err != nil {
+			return err
+		}
+		if n.cond != nil {
+			if items, err = r.filterLoop(n, items, sc); err != nil {
 				return err
-			}
-			inner := sc.child()
-			if err := r.assign(n.targets, x, inner, n.line); err != nil {
-				return err
-			}
-			c, err := r.eval(n.cond, inner)
-			if err != nil {
-				return err
-			}
-			if c.truthy() {
-				items = append(items, x)
 			}
 		}
+		seq = loopSeq{items: items, count: int64(len(items))}
 	}
-	if len(items) == 0 {
+	if seq.count == 0 {
 		if n.els != nil {
 			_, err := r.execBody(n.els, sc, w)
 			return err
 		}
 		return nil
 	}
-	length := int64(len(items))
-	for i, x := range items {
+	length := seq.count
+	for idx := int64(0); idx < length; idx++ {
 		if err := r.step(); err != nil {
 			return err
 		}
 		inner := sc.child()
-		if err := r.assign(n.targets, x, inner, n.line); err != nil {
+		if err := r.assign(n.targets, seq.at(idx), inner, n.line); err != nil {
 			return err
 		}
-		idx := int64(i)
+		if !n.usesLoop {
+			c, err := r.execBody(n.body, inner, w)
+			if err != nil {
+				return err
+			}
+			if c == ctrlBreak {
+				break
+			}
+			continue
+		}
 		vals := make([]Value, len(loopKeys))
 		vals[0], vals[1] = NewInt(idx+1), NewInt(idx)
 		vals[2], vals[3] = NewInt(length-idx), NewInt(length-idx-1)
-		vals[4], vals[5], vals[6] = NewBool(i == 0), NewBool(idx == length-1), NewInt(length)
+		vals[4], vals[5], vals[6] = NewBool(idx == 0), NewBool(idx == length-1), NewInt(length)
 		vals[7], vals[8] = NewInt(1), NewInt(0)
 		nk := 9
-		if i > 0 {
-			vals[nk] = items[i-1]
+		if idx > 0 {
+			vals[nk] = seq.at(idx - 1)
 			nk++
 		}
 		keys := loopKeys[:nk:nk]
 		if idx < length-1 {
-			vals[nk] = items[i+1]
+			vals[nk] = seq.at(idx + 1)
 			keys = loopKeys[: nk+1 : nk+1]
-			if i == 0 {
+			if idx == 0 {
 				keys = loopKeysFirst
 			}
 			nk++
@@ -403,6 +405,72 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 		}
 	}
 	return nil
+}
+
+// loopSeq is what a loop walks: items, or a range's integers (start +
+// i*step), which need not be built.
+type loopSeq struct {
+	items       []Value
+	start, step int64
+	count       int64
+}
+
+func (s loopSeq) at(i int64) Value {
+	if s.items != nil {
+		return s.items[i]
+	}
+	return NewInt(s.start + i*s.step)
+}
+
+// lazyRange reads a loop over range(...) (the builtin, not shadowed) as
+// the range's bounds, checked as range() checks them, without building
+// its list.
+func (r *renderer) lazyRange(e expr, sc *scope) (loopSeq, bool, error) {
+	c, ok := e.(*callExpr)
+	if !ok || len(c.kwargs) > 0 {
+		return loopSeq{}, false, nil
+	}
+	name, ok := c.fn.(*nameExpr)
+	if !ok || name.name != "range" {
+		return loopSeq{}, false, nil
+	}
+	if fn, _ := sc.lookup("range"); fn.p != globals["range"] {
+		return loopSeq{}, false, nil
+	}
+	args, err := r.evalArgs(c.args, sc)
+	if err != nil {
+		return loopSeq{}, false, err
+	}
+	start, step, count, err := r.rangeBounds(args)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Line == 0 {
+			e.Line = c.line
+		}
+		return loopSeq{}, false, err
+	}
+	return loopSeq{start: start, step: step, count: count}, true, nil
+}
+
+// filterLoop keeps the items for which the loop's if holds.
+func (r *renderer) filterLoop(n *forNode, all []Value, sc *scope) ([]Value, error) {
+	var items []Value
+	for _, x := range all {
+		if err := r.step(); err != nil {
+			return nil, err
+		}
+		inner := sc.child()
+		if err := r.assign(n.targets, x, inner, n.line); err != nil {
+			return nil, err
+		}
+		c, err := r.eval(n.cond, inner)
+		if err != nil {
+			return nil, err
+		}
+		if c.truthy() {
+			items = append(items, x)
+		}
+	}
+	return items, nil
 }
 
 // The keys of a loop's dict, shared by every iteration's (a dict never
