@@ -15,12 +15,16 @@ type (
 		els    *[]node
 	}
 	forNode struct {
-		targets []string
-		iter    expr
-		cond    expr
-		body    []node
-		els     []node
-		line    int
+		// usesLoop tells whether the body names loop (or a template
+		// text there could): a loop whose body does not gets no loop
+		// object.
+		usesLoop bool
+		targets  []string
+		iter     expr
+		cond     expr
+		body     []node
+		els      []node
+		line     int
 	}
 	setNode struct {
 		targets []string

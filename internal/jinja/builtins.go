@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // test runs the test name (x is name(args)).
@@ -124,8 +125,12 @@ func (r *renderer) method(obj Value, name string, pos []Value, kw []Kwarg, line 
 		}
 		v, err = fn(r, obj.s, a)
 	case KindDict:
-		if obj.p.(*Dict).namespace {
+		d := obj.p.(*Dict)
+		if d.namespace {
 			return Value{}, false, nil
+		}
+		if i, ok := d.Get("index0"); ok && name == "cycle" && len(pos) > 0 && i.kind == KindInt && i.i >= 0 { // loop.cycle
+			return pos[i.i%int64(len(pos))], true, nil
 		}
 		fn, ok := dictMethods[name]
 		if !ok {
@@ -157,6 +162,9 @@ var stringMethods map[string]stringMethod
 
 func strip(f func(string, string) string, g func(string) string) stringMethod {
 	return func(r *renderer, s string, a args) (Value, error) {
+		if err := r.scan(len(s)); err != nil {
+			return Value{}, err
+		}
 		chars, ok, err := a.str(0, "chars", "")
 		if err != nil {
 			return Value{}, err
@@ -270,9 +278,12 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
+			if err := r.scan(len(s)); err != nil {
+				return Value{}, err
+			}
 			i := strings.Index(s, sub)
 			if i > 0 {
-				i = len([]rune(s[:i]))
+				i = utf8.RuneCountInString(s[:i])
 			}
 			return NewInt(int64(i)), nil
 		},
@@ -281,8 +292,11 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
+			if err := r.scan(len(s)); err != nil {
+				return Value{}, err
+			}
 			if sub == "" {
-				return NewInt(int64(len([]rune(s))) + 1), nil
+				return NewInt(int64(utf8.RuneCountInString(s)) + 1), nil
 			}
 			return NewInt(int64(strings.Count(s, sub))), nil
 		},
@@ -306,6 +320,9 @@ func (r *renderer) stringList(parts []string) (Value, error) {
 }
 
 func sSplit(r *renderer, s string, a args) (Value, error) {
+	if err := r.scan(len(s)); err != nil {
+		return Value{}, err
+	}
 	sep, hasSep, err := a.str(0, "sep", "")
 	if err != nil {
 		return Value{}, err
@@ -371,7 +388,7 @@ func init() {
 		"update": func(r *renderer, d *Dict, a args) (Value, error) {
 			if o, ok := a.get(0, "other"); ok && o.kind == KindDict {
 				od := o.p.(*Dict)
-				if err := r.checkItems(int64(len(d.keys)) + int64(len(od.keys))); err != nil {
+				if err := r.growItems(int64(len(d.keys)), int64(len(od.keys))); err != nil {
 					return Value{}, err
 				}
 				keys, vals := append([]Value(nil), od.keys...), append([]Value(nil), od.vals...)
@@ -382,7 +399,7 @@ func init() {
 			for _, kw := range a.kw {
 				d.Set(kw.Name, kw.Value)
 			}
-			return None(), r.checkItems(int64(len(d.keys)))
+			return None(), r.growItems(int64(len(d.keys)), int64(len(a.kw)))
 		},
 		"pop": func(r *renderer, d *Dict, a args) (Value, error) {
 			k, _ := a.get(0, "key")
@@ -414,7 +431,7 @@ var listMethods map[string]listMethod
 func init() {
 	listMethods = map[string]listMethod{
 		"append": func(r *renderer, l *List, a args) (Value, error) {
-			if err := r.checkItems(int64(len(l.Items)) + 1); err != nil {
+			if err := r.growItems(int64(len(l.Items)), 1); err != nil {
 				return Value{}, err
 			}
 			x, _ := a.get(0, "object")
@@ -427,7 +444,7 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			if err := r.checkItems(int64(len(l.Items)) + int64(len(items))); err != nil {
+			if err := r.growItems(int64(len(l.Items)), int64(len(items))); err != nil {
 				return Value{}, err
 			}
 			l.Items = append(l.Items, items...)
@@ -493,32 +510,48 @@ func init() {
 }
 
 func gRange(c *Call) (Value, error) {
-	r := c.r
-	var ints [3]int64
-	if len(c.Args) == 0 || len(c.Args) > 3 {
-		return Value{}, newError(0, "range expects 1 to 3 arguments")
+	start, step, count, err := c.r.rangeBounds(c.Args)
+	if err != nil {
+		return Value{}, err
 	}
-	for i, a := range c.Args {
+	if err := c.r.checkItems(count); err != nil {
+		return Value{}, err
+	}
+	items := make([]Value, count)
+	for i := int64(0); i < count; i++ {
+		items[i] = NewInt(start + i*step)
+	}
+	return NewList(items), nil
+}
+
+// rangeBounds reads range()'s arguments: its first item, its step and its
+// length, which is at most MaxValueItems.
+func (r *renderer) rangeBounds(args []Value) (start, step, count int64, err error) {
+	var ints [3]int64
+	if len(args) == 0 || len(args) > 3 {
+		return 0, 0, 0, newError(0, "range expects 1 to 3 arguments")
+	}
+	for i, a := range args {
 		if a.kind != KindInt && a.kind != KindBool {
-			return Value{}, newError(0, "range: '%s' is not an integer", typeName(a))
+			return 0, 0, 0, newError(0, "range: '%s' is not an integer", typeName(a))
 		}
 		ints[i] = a.i
 	}
-	start, stop, step := int64(0), ints[0], int64(1)
-	if len(c.Args) >= 2 {
+	stop := ints[0]
+	step = 1
+	if len(args) >= 2 {
 		start, stop = ints[0], ints[1]
 	}
-	if len(c.Args) == 3 {
+	if len(args) == 3 {
 		step = ints[2]
 	}
 	if step == 0 {
-		return Value{}, newError(0, "range() arg 3 must not be zero")
+		return 0, 0, 0, newError(0, "range() arg 3 must not be zero")
 	}
 	// The count in float64 first: the int64 difference may overflow.
-	var count int64
 	span := float64(stop) - float64(start)
 	if span/float64(step) > float64(r.lim.MaxValueItems)+1 {
-		return Value{}, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
+		return 0, 0, 0, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
 	}
 	switch {
 	case step > 0 && start < stop:
@@ -530,14 +563,10 @@ func gRange(c *Call) (Value, error) {
 			count = (start-stop-1)/(-step) + 1
 		}
 	}
-	if err := r.checkItems(count); err != nil {
-		return Value{}, err
+	if count > r.lim.MaxValueItems {
+		return 0, 0, 0, &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
 	}
-	items := make([]Value, count)
-	for i := int64(0); i < count; i++ {
-		items[i] = NewInt(start + i*step)
-	}
-	return NewList(items), nil
+	return start, step, count, nil
 }
 
 func gDict(namespace bool) func(c *Call) (Value, error) {

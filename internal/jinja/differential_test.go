@@ -81,7 +81,7 @@ func TestDifferentialHuggingFaceJinja(t *testing.T) {
 	// @huggingface/jinja's strftime_now is its own (the clock's), which
 	// a render cannot replace: this engine's reads the clock too.
 	same := differential(t, exec.Command("node", "render.mjs"), knownDifferences, Value{})
-	assert.GreaterOrEqual(t, same, 160)
+	assert.GreaterOrEqual(t, same, 170)
 }
 
 // Every vendored real template renders every conversation byte for byte
@@ -94,7 +94,7 @@ func TestDifferentialJinja2(t *testing.T) {
 		t.Skip("python3 with jinja2 is not installed (Debian: apt-get install python3-jinja2)")
 	}
 	same := differential(t, exec.Command("python3", "render_jinja2.py"), nil, fixedStrftime)
-	assert.GreaterOrEqual(t, same, 180)
+	assert.GreaterOrEqual(t, same, 185)
 }
 
 // fixedStrftime is strftime_now at 26 July 2024, as the reference

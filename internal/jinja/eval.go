@@ -239,6 +239,9 @@ func (r *renderer) getItem(obj, key Value) Value {
 		if key.kind != KindInt && key.kind != KindBool {
 			return Value{}
 		}
+		if r.scan(len(obj.s)) != nil {
+			return Value{} // the step counter is over: the next step says so
+		}
 		if isASCII(obj.s) {
 			i := key.i
 			if i < 0 {
@@ -249,15 +252,24 @@ func (r *renderer) getItem(obj, key Value) Value {
 			}
 			return NewString(obj.s[i : i+1])
 		}
-		rs := []rune(obj.s)
-		i := key.i
-		if i < 0 {
-			i += int64(len(rs))
-		}
-		if i < 0 || i >= int64(len(rs)) {
+		if r.scanRunes(2*len(obj.s)) != nil {
 			return Value{}
 		}
-		return NewString(string(rs[i]))
+		n := int64(utf8.RuneCountInString(obj.s))
+		i := key.i
+		if i < 0 {
+			i += n
+		}
+		if i < 0 || i >= n {
+			return Value{}
+		}
+		for _, c := range obj.s {
+			if i == 0 {
+				return NewString(string(c))
+			}
+			i--
+		}
+		return Value{}
 	}
 	return Value{}
 }
@@ -356,6 +368,9 @@ func (r *renderer) evalSlice(e *sliceExpr, sc *scope) (Value, error) {
 		}
 		return Value{kind: KindList, p: &List{Items: items, tuple: l.tuple}}, nil
 	case KindString:
+		if err := r.scan(len(obj.s)); err != nil {
+			return Value{}, err
+		}
 		if isASCII(obj.s) {
 			b, _, st, count := sliceIndices(parts[0], parts[1], parts[2], int64(len(obj.s)))
 			if st == 1 {
@@ -369,6 +384,12 @@ func (r *renderer) evalSlice(e *sliceExpr, sc *scope) (Value, error) {
 				out[i] = obj.s[b+i*st]
 			}
 			return NewString(string(out)), nil
+		}
+		if err := r.checkString(int64(len(obj.s)) * 4); err != nil { // the runes
+			return Value{}, err
+		}
+		if err := r.scanRunes(len(obj.s)); err != nil {
+			return Value{}, err
 		}
 		rs := []rune(obj.s)
 		b, _, st, count := sliceIndices(parts[0], parts[1], parts[2], int64(len(rs)))

@@ -262,6 +262,11 @@ func (r *renderer) equal(a, b Value, depth int64) (bool, error) {
 	case KindUndefined, KindNone:
 		return true, nil
 	case KindString:
+		if len(a.s) == len(b.s) {
+			if err := r.scan(len(a.s)); err != nil {
+				return false, err
+			}
+		}
 		return a.s == b.s, nil
 	case KindList:
 		x, y := a.p.(*List), b.p.(*List)
@@ -312,6 +317,9 @@ func (r *renderer) order(a, b Value, depth int64, line int) (int, error) {
 		x, y := a.toFloat(), b.toFloat()
 		return cmp3(x < y, x > y), nil
 	case a.kind == KindString && b.kind == KindString:
+		if err := r.scan(min(len(a.s), len(b.s))); err != nil {
+			return 0, err
+		}
 		return strings.Compare(a.s, b.s), nil
 	case a.kind == KindList && b.kind == KindList:
 		x, y := a.p.(*List).Items, b.p.(*List).Items
@@ -345,6 +353,9 @@ func (r *renderer) contains(container, x Value, line int) (bool, error) {
 	case KindString:
 		if x.kind != KindString {
 			return false, newError(line, "'in <string>' requires string as left operand, not %s", typeName(x))
+		}
+		if err := r.scan(len(container.s)); err != nil {
+			return false, err
 		}
 		return strings.Contains(container.s, x.s), nil
 	case KindList:

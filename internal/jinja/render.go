@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"context"
+	"unicode/utf8"
 )
 
 // renderer is the state of one render: its counters against Limits.
@@ -17,21 +18,74 @@ type renderer struct {
 // ctxEvery is how many steps pass between two checks of the context.
 const ctxEvery = 1024
 
+// scope is a frame of variables: a loop iteration's, a macro call's, the
+// template's. A frame of a few names keeps them in slices (a loop's
+// iteration allocates no map); one of many, in a map.
 type scope struct {
-	vars   map[string]Value
+	names  []string
+	vals   []Value
+	vars   map[string]Value // beyond smallScope names
 	parent *scope
+	// The first names' room, in the frame itself (a loop's target and
+	// its loop).
+	nameBuf [2]string
+	valBuf  [2]Value
+}
+
+// smallScope is the number of names a frame keeps without a map.
+const smallScope = 16
+
+func (s *scope) own(name string) (Value, bool) {
+	if s.vars != nil {
+		v, ok := s.vars[name]
+		return v, ok
+	}
+	for i, n := range s.names {
+		if n == name {
+			return s.vals[i], true
+		}
+	}
+	return Value{}, false
 }
 
 func (s *scope) lookup(name string) (Value, bool) {
 	for ; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
+		if v, ok := s.own(name); ok {
 			return v, true
 		}
 	}
 	return Value{}, false
 }
 
-func (s *scope) child() *scope { return &scope{vars: map[string]Value{}, parent: s} }
+func (s *scope) set(name string, v Value) {
+	if s.vars != nil {
+		s.vars[name] = v
+		return
+	}
+	for i, n := range s.names {
+		if n == name {
+			s.vals[i] = v
+			return
+		}
+	}
+	if len(s.names) == smallScope {
+		s.vars = make(map[string]Value, 2*smallScope)
+		for i, n := range s.names {
+			s.vars[n] = s.vals[i]
+		}
+		s.names, s.vals = nil, nil
+		s.vars[name] = v
+		return
+	}
+	s.names = append(s.names, name)
+	s.vals = append(s.vals, v)
+}
+
+func (s *scope) child() *scope {
+	c := &scope{parent: s}
+	c.names, c.vals = c.nameBuf[:0], c.valBuf[:0]
+	return c
+}
 
 // step counts one evaluation step.
 func (r *renderer) step() error { return r.charge(1) }
@@ -61,6 +115,14 @@ func (r *renderer) account(n int64) error {
 	return nil
 }
 
+// scan counts the steps of a pass over n bytes of a string: operations
+// linear in a string's length (search, comparison, trimming) count one
+// step per 256 bytes, so that MaxSteps bounds them too.
+func (r *renderer) scan(n int) error { return r.charge(int64(n) / 256) }
+
+// scanRunes counts a pass over n bytes decoding UTF-8, which is slower.
+func (r *renderer) scanRunes(n int) error { return r.charge(int64(n) / 64) }
+
 // itemBytes is what one list or dict item counts in MaxAllocBytes.
 const itemBytes = 64
 
@@ -85,6 +147,18 @@ func (r *renderer) checkItems(n int64) error {
 		return err
 	}
 	return r.account(n * itemBytes)
+}
+
+// growItems tells whether a list or dict of n items may grow by k in
+// place, and counts the k.
+func (r *renderer) growItems(n, k int64) error {
+	if n+k > r.lim.MaxValueItems || k < 0 {
+		return &LimitError{Limit: "MaxValueItems", Value: r.lim.MaxValueItems}
+	}
+	if err := r.charge(k / 64); err != nil {
+		return err
+	}
+	return r.account(k * itemBytes)
 }
 
 func (r *renderer) depthError() error {
@@ -146,7 +220,7 @@ func (r *renderer) exec(n node, sc *scope, w *sink) (control, error) {
 	case *setNode:
 		return 0, r.execSet(n, sc)
 	case *macroNode:
-		sc.vars[n.m.name] = r.macroValue(n.m, sc, nil)
+		sc.set(n.m.name, r.macroValue(n.m, sc, nil))
 		return 0, nil
 	case *callBlockNode:
 		caller := r.macroValue(n.caller, sc, nil)
@@ -216,7 +290,7 @@ func (r *renderer) execSet(n *setNode, sc *scope) error {
 		if err != nil {
 			return err
 		}
-		sc.vars[n.targets[0]] = v
+		sc.set(n.targets[0], v)
 		return nil
 	}
 	v, err := r.eval(n.e, sc)
@@ -237,7 +311,7 @@ func (r *renderer) execSet(n *setNode, sc *scope) error {
 
 func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error {
 	if len(targets) == 1 {
-		sc.vars[targets[0]] = v
+		sc.set(targets[0], v)
 		return nil
 	}
 	items, err := r.iterate(v, line)
@@ -248,74 +322,80 @@ func (r *renderer) assign(targets []string, v Value, sc *scope, line int) error 
 		return newError(line, "cannot unpack %d values into %d names", len(items), len(targets))
 	}
 	for i, t := range targets {
-		sc.vars[t] = items[i]
+		sc.set(t, items[i])
 	}
 	return nil
 }
 
 func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
-	it, err := r.eval(n.iter, sc)
-	if err != nil {
+	var seq loopSeq
+	if lr, ok, err := r.lazyRange(n.iter, sc); err != nil {
 		return err
-	}
-	all, err := r.iterate(it, n.line)
-	if err != nil {
-		return err
-	}
-	items := all
-	if n.cond != nil {
-		items = nil
-		for _, x := range all {
-			if err := r.step(); err != nil {
+	} else if ok && n.cond == nil {
+		seq = lr
+	} else {
+		it, err := r.eval(n.iter, sc)
+		if err != nil {
+			return err
+		}
+		items, err := r.iterate(it, n.line)
+		if err != nil {
+			return err
+		}
+		if n.cond != nil {
+			if items, err = r.filterLoop(n, items, sc); err != nil {
 				return err
-			}
-			inner := sc.child()
-			if err := r.assign(n.targets, x, inner, n.line); err != nil {
-				return err
-			}
-			c, err := r.eval(n.cond, inner)
-			if err != nil {
-				return err
-			}
-			if c.truthy() {
-				items = append(items, x)
 			}
 		}
+		seq = loopSeq{items: items, count: int64(len(items))}
 	}
-	if len(items) == 0 {
+	if seq.count == 0 {
 		if n.els != nil {
 			_, err := r.execBody(n.els, sc, w)
 			return err
 		}
 		return nil
 	}
-	length := int64(len(items))
-	for i, x := range items {
+	length := seq.count
+	for idx := int64(0); idx < length; idx++ {
 		if err := r.step(); err != nil {
 			return err
 		}
 		inner := sc.child()
-		if err := r.assign(n.targets, x, inner, n.line); err != nil {
+		if err := r.assign(n.targets, seq.at(idx), inner, n.line); err != nil {
 			return err
 		}
-		loop := &Dict{keys: make([]Value, 0, 11), vals: make([]Value, 0, 11)}
-		idx := int64(i)
-		loop.Set("index", NewInt(idx+1))
-		loop.Set("index0", NewInt(idx))
-		loop.Set("revindex", NewInt(length-idx))
-		loop.Set("revindex0", NewInt(length-idx-1))
-		loop.Set("first", NewBool(i == 0))
-		loop.Set("last", NewBool(idx == length-1))
-		loop.Set("length", NewInt(length))
-		loop.Set("depth", NewInt(1))
-		loop.Set("depth0", NewInt(0))
-		if i > 0 {
-			loop.Set("previtem", items[i-1])
+		if !n.usesLoop {
+			c, err := r.execBody(n.body, inner, w)
+			if err != nil {
+				return err
+			}
+			if c == ctrlBreak {
+				break
+			}
+			continue
 		}
+		vals := make([]Value, len(loopKeys))
+		vals[0], vals[1] = NewInt(idx+1), NewInt(idx)
+		vals[2], vals[3] = NewInt(length-idx), NewInt(length-idx-1)
+		vals[4], vals[5], vals[6] = NewBool(idx == 0), NewBool(idx == length-1), NewInt(length)
+		vals[7], vals[8] = NewInt(1), NewInt(0)
+		nk := 9
+		if idx > 0 {
+			vals[nk] = seq.at(idx - 1)
+			nk++
+		}
+		keys := loopKeys[:nk:nk]
 		if idx < length-1 {
-			loop.Set("nextitem", items[i+1])
+			vals[nk] = seq.at(idx + 1)
+			keys = loopKeys[: nk+1 : nk+1]
+			if idx == 0 {
+				keys = loopKeysFirst
+			}
+			nk++
 		}
-		inner.vars["loop"] = Value{kind: KindDict, p: loop}
+		loop := &Dict{keys: keys, vals: vals[:nk:nk]}
+		inner.set("loop", Value{kind: KindDict, p: loop})
 		c, err := r.execBody(n.body, inner, w)
 		if err != nil {
 			return err
@@ -325,6 +405,87 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *sink) error {
 		}
 	}
 	return nil
+}
+
+// loopSeq is what a loop walks: items, or a range's integers (start +
+// i*step), which need not be built.
+type loopSeq struct {
+	items       []Value
+	start, step int64
+	count       int64
+}
+
+func (s loopSeq) at(i int64) Value {
+	if s.items != nil {
+		return s.items[i]
+	}
+	return NewInt(s.start + i*s.step)
+}
+
+// lazyRange reads a loop over range(...) (the builtin, not shadowed) as
+// the range's bounds, checked as range() checks them, without building
+// its list.
+func (r *renderer) lazyRange(e expr, sc *scope) (loopSeq, bool, error) {
+	c, ok := e.(*callExpr)
+	if !ok || len(c.kwargs) > 0 {
+		return loopSeq{}, false, nil
+	}
+	name, ok := c.fn.(*nameExpr)
+	if !ok || name.name != "range" {
+		return loopSeq{}, false, nil
+	}
+	if fn, _ := sc.lookup("range"); fn.p != globals["range"] {
+		return loopSeq{}, false, nil
+	}
+	args, err := r.evalArgs(c.args, sc)
+	if err != nil {
+		return loopSeq{}, false, err
+	}
+	start, step, count, err := r.rangeBounds(args)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Line == 0 {
+			e.Line = c.line
+		}
+		return loopSeq{}, false, err
+	}
+	return loopSeq{start: start, step: step, count: count}, true, nil
+}
+
+// filterLoop keeps the items for which the loop's if holds.
+func (r *renderer) filterLoop(n *forNode, all []Value, sc *scope) ([]Value, error) {
+	var items []Value
+	for _, x := range all {
+		if err := r.step(); err != nil {
+			return nil, err
+		}
+		inner := sc.child()
+		if err := r.assign(n.targets, x, inner, n.line); err != nil {
+			return nil, err
+		}
+		c, err := r.eval(n.cond, inner)
+		if err != nil {
+			return nil, err
+		}
+		if c.truthy() {
+			items = append(items, x)
+		}
+	}
+	return items, nil
+}
+
+// The keys of a loop's dict, shared by every iteration's (a dict never
+// writes into its keys' array: the slices end at their capacity).
+var (
+	loopKeys      = stringValues("index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem")
+	loopKeysFirst = stringValues("index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "nextitem")
+)
+
+func stringValues(ss ...string) []Value {
+	vs := make([]Value, len(ss))
+	for i, s := range ss {
+		vs[i] = NewString(s)
+	}
+	return vs
 }
 
 // iterate returns the items a for loop walks: a list's items (a copy, so
@@ -347,10 +508,13 @@ func (r *renderer) iterate(v Value, line int) ([]Value, error) {
 		}
 		return append([]Value(nil), d.keys...), nil
 	case KindString:
-		rs := []rune(v.s)
-		if err := r.checkItems(int64(len(rs))); err != nil {
+		if err := r.scanRunes(len(v.s)); err != nil {
 			return nil, err
 		}
+		if err := r.checkItems(int64(utf8.RuneCountInString(v.s))); err != nil {
+			return nil, err
+		}
+		rs := []rune(v.s)
 		items := make([]Value, len(rs))
 		for i, c := range rs {
 			items[i] = NewString(string(c))
@@ -378,7 +542,7 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 	var varargs []Value
 	for i, a := range c.Args {
 		if i < len(m.params) {
-			sc.vars[m.params[i]] = a
+			sc.set(m.params[i], a)
 		} else {
 			varargs = append(varargs, a)
 		}
@@ -386,13 +550,13 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 	kwargs := NewDict()
 	for _, kw := range c.Kwargs {
 		if kw.Name == "caller" {
-			sc.vars["caller"] = kw.Value
+			sc.set("caller", kw.Value)
 			continue
 		}
 		found := false
 		for _, p := range m.params {
 			if p == kw.Name {
-				sc.vars[p] = kw.Value
+				sc.set(p, kw.Value)
 				found = true
 			}
 		}
@@ -401,7 +565,7 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 		}
 	}
 	for i, p := range m.params {
-		if _, ok := sc.vars[p]; ok {
+		if _, ok := sc.own(p); ok {
 			continue
 		}
 		if m.defaults[i] != nil {
@@ -409,13 +573,13 @@ func (r *renderer) callMacro(m *macroDef, defScope *scope, c *Call) (Value, erro
 			if err != nil {
 				return Value{}, err
 			}
-			sc.vars[p] = v
+			sc.set(p, v)
 		} else {
-			sc.vars[p] = Value{}
+			sc.set(p, Value{})
 		}
 	}
-	sc.vars["varargs"] = newTuple(varargs)
-	sc.vars["kwargs"] = kwargs
+	sc.set("varargs", newTuple(varargs))
+	sc.set("kwargs", kwargs)
 	s, err := r.capture(m.body, sc)
 	if err != nil {
 		return Value{}, err

@@ -25,7 +25,12 @@ type Template struct {
 
 // Compile parses src under lim (a zero field takes its default). Compiling
 // is linear in the source and its recursion bounded by lim.MaxNesting.
-func Compile(src string, lim Limits) (*Template, error) {
+func Compile(src string, lim Limits) (t *Template, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a bug of the engine, never the process's end
+			t, err = nil, fmt.Errorf("jinja: internal error: %v", p)
+		}
+	}()
 	lim = lim.withDefaults()
 	if int64(len(src)) > lim.MaxSourceBytes {
 		return nil, &LimitError{Limit: "MaxSourceBytes", Value: lim.MaxSourceBytes}
@@ -73,7 +78,7 @@ func (t *Template) RenderStats(ctx context.Context, vars map[string]Value) (out 
 	if err := ctx.Err(); err != nil {
 		return "", st, &ctxError{err}
 	}
-	root := &scope{vars: make(map[string]Value, len(vars)+8)}
+	root := &scope{vars: make(map[string]Value, len(vars)+len(globals))}
 	for k, f := range globals {
 		root.vars[k] = Value{kind: KindFunc, p: f}
 	}

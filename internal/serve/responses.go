@@ -452,7 +452,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var chat *apiRequest
 		if chat, err = req.chatRequest(); err == nil {
-			p, err = s.params.plan(r.Context(), chat, true)
+			ctx, done := s.planContext(r)
+			p, err = s.params.plan(ctx, chat, true)
+			done()
 			err = responsesParam(err)
 		}
 	}

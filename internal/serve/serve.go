@@ -405,6 +405,14 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	return false
 }
 
+// planContext is the context of a request's plan (its chat template's
+// render): it ends when the client leaves or the server aborts.
+func (s *Server) planContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.stopping, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
 func (s *Server) completions(w http.ResponseWriter, r *http.Request)     { s.generate(w, r, false) }
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) }
 
@@ -417,7 +425,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	req, err := decodeRequest(body, chat)
 	if err == nil {
 		var p *plan
-		if p, err = s.params.plan(r.Context(), req, chat); err == nil {
+		ctx, done := s.planContext(r)
+		p, err = s.params.plan(ctx, req, chat)
+		done()
+		if err == nil {
 			s.run(w, r, req, p, chat)
 			return
 		}

@@ -39,6 +39,13 @@ var demoPath = sync.OnceValues(func() (string, error) {
 // 256 tokens.
 func newServer(t *testing.T, slots int, cfg Config) (*httptest.Server, *generation.Engine) {
 	t.Helper()
+	ts, _, e := newServerOf(t, slots, cfg)
+	return ts, e
+}
+
+// newServerOf is newServer that also returns the Server.
+func newServerOf(t *testing.T, slots int, cfg Config) (*httptest.Server, *Server, *generation.Engine) {
+	t.Helper()
 	path, err := demoPath()
 	require.NoError(t, err)
 	m, err := llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
@@ -55,9 +62,10 @@ func newServer(t *testing.T, slots int, cfg Config) (*httptest.Server, *generati
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close() })
 	cfg.Engine, cfg.Tokenizer, cfg.ModelID, cfg.SequenceSize = e, tok, "demo", b.Room(0)
-	ts := httptest.NewServer(New(cfg))
+	srv := New(cfg)
+	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return ts, e
+	return ts, srv, e
 }
 
 func post(t *testing.T, url, body string) *http.Response {

@@ -126,6 +126,34 @@ func TestHostileTemplateServerGoesOn(t *testing.T) {
 	assert.ErrorIs(t, <-done, context.Canceled)
 }
 
+// When the server aborts (SIGTERM past --shutdown-timeout), a render that
+// does not end stops with it.
+func TestHostileTemplateStopsOnAbort(t *testing.T) {
+	tmpl, err := NewChatTemplateLimits("{{ started() }}{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "", "",
+		jinja.Limits{MaxSteps: 1 << 62, MaxAllocBytes: 1 << 50})
+	require.NoError(t, err)
+	started := make(chan struct{}, 1)
+	tmpl.globals = map[string]jinja.Value{"started": jinja.NewFunc("started", func(c *jinja.Call) (jinja.Value, error) {
+		started <- struct{}{}
+		return jinja.NewString(""), nil
+	})}
+	ts, srv, _ := newServerOf(t, 1, Config{ChatTemplate: tmpl})
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`))
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-started
+	srv.Abort()
+	assert.Equal(t, http.StatusServiceUnavailable, <-done)
+}
+
 // A template over a limit answers 500 chat_template_limit naming it.
 func TestTemplateLimitReply(t *testing.T) {
 	tmpl, err := NewChatTemplateLimits("{{ messages[0].content * 10000000000 }}", "", "", jinja.Limits{})
