@@ -25,6 +25,29 @@ type ChatTemplate struct {
 	// globals are variables every render sees beside the chat's (tests
 	// hook a render with them).
 	globals map[string]jinja.Value
+	// check is the template under checkLimits, for Check.
+	check *jinja.Template
+}
+
+// checkShare is the share of a render's step and allocation budgets that
+// Check's one-message chat may use: real templates render it in a few
+// thousand steps, and a hostile one then costs a server's start-up a
+// tenth of what it may cost a request.
+const checkShare = 10
+
+// checkLimits returns lim with its step and allocation budgets cut to
+// their checkShare.
+func checkLimits(lim jinja.Limits) jinja.Limits {
+	d := jinja.DefaultLimits()
+	if lim.MaxSteps == 0 {
+		lim.MaxSteps = d.MaxSteps
+	}
+	if lim.MaxAllocBytes == 0 {
+		lim.MaxAllocBytes = d.MaxAllocBytes
+	}
+	lim.MaxSteps = max(1, lim.MaxSteps/checkShare)
+	lim.MaxAllocBytes = max(1, lim.MaxAllocBytes/checkShare)
+	return lim
 }
 
 // NewChatTemplate compiles src, a Jinja chat template, under the default
@@ -41,7 +64,11 @@ func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplat
 	if err != nil {
 		return nil, err
 	}
-	ct := &ChatTemplate{tmpl: t, bos: bos, eos: eos, family: familyOf(src),
+	check, err := jinja.Compile(src, checkLimits(lim))
+	if err != nil {
+		return nil, err
+	}
+	ct := &ChatTemplate{tmpl: t, check: check, bos: bos, eos: eos, family: familyOf(src),
 		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls")}
 	if !ct.takesTools {
 		ct.family = familyJSON // it asks for calls as polyfill describes them
@@ -70,6 +97,11 @@ func (t *ChatTemplate) Family() string { return string(t.family) }
 // keeping their keys' order, which tojson keeps as Python's json.dumps
 // does.
 func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGenerationPrompt bool) (string, error) {
+	return t.renderWith(ctx, t.tmpl, messages, tools, addGenerationPrompt)
+}
+
+// renderWith is render with tmpl, the template compiled under some limits.
+func (t *ChatTemplate) renderWith(ctx context.Context, tmpl *jinja.Template, messages, tools []byte, addGenerationPrompt bool) (string, error) {
 	msgs, err := jinja.FromJSON(messages, maxTemplateDepth)
 	if err != nil {
 		return "", err
@@ -90,7 +122,7 @@ func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGe
 	for k, v := range t.globals {
 		data[k] = v
 	}
-	return t.tmpl.Render(ctx, data)
+	return tmpl.Render(ctx, data)
 }
 
 // maxTemplateDepth bounds the nesting of the values a template reads: a
@@ -99,19 +131,20 @@ func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGe
 const maxTemplateDepth = 64
 
 // Check renders a small fixed chat (a user's message, and with a tool if
-// the template renders tools) under the template's limits, as the server
+// the template renders tools) under a checkShare of the template's step
+// and allocation budgets (its other limits as they are), as the server
 // does at start-up: a template that fails on it, or goes over a limit
 // with a tool, is not worth serving.
 func (t *ChatTemplate) Check() error {
 	ctx := context.Background()
 	chat := templateMessages([]chatMessage{{Role: "user", Content: "Hello"}})
-	if _, err := t.render(ctx, chat, nil, true); err != nil {
+	if _, err := t.renderWith(ctx, t.check, chat, nil, true); err != nil {
 		return err
 	}
 	if t.takesTools {
 		tools := []byte(`[{"type":"function","function":{"name":"get_weather","description":"The weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`)
 		var le *jinja.LimitError
-		if _, err := t.render(ctx, chat, tools, true); errors.As(err, &le) {
+		if _, err := t.renderWith(ctx, t.check, chat, tools, true); errors.As(err, &le) {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/jinja"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +190,20 @@ func TestChatTemplateWhitespaceControl(t *testing.T) {
 	out, err := tmpl.render(context.Background(), templateMessages([]chatMessage{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}, {Role: "user", Content: "c"}}), nil, false)
 	require.NoError(t, err)
 	assert.Equal(t, "a, b, cX\n", out)
+}
+
+// Check runs under a checkShare of the step budget: a template that a
+// request may render within its steps, but that spends more than a tenth
+// of them on one message, is refused at start-up, naming the limit.
+func TestChatTemplateCheckShare(t *testing.T) {
+	src := `{% for m in messages %}{% for i in range(200) %}{{ m.content }}{% endfor %}{% endfor %}`
+	ct, err := NewChatTemplateLimits(src, "", "", jinja.Limits{MaxSteps: 2000})
+	require.NoError(t, err)
+	out, err := ct.render(context.Background(), []byte(`[{"role":"user","content":"a"}]`), nil, true)
+	require.NoError(t, err, "a request's render has the whole budget")
+	assert.Equal(t, strings.Repeat("a", 200), out)
+	var le *jinja.LimitError
+	require.ErrorAs(t, ct.Check(), &le)
+	assert.Equal(t, "MaxSteps", le.Limit)
+	assert.Equal(t, int64(200), le.Value)
 }
