@@ -132,7 +132,14 @@ type node struct {
 	s    string          // the value of a string
 	raw  json.RawMessage // compact JSON of the value, strings written by jsonQuote
 	kind byte            // 'o', 'a', 's', 'n', 'b', 'z' (null)
+	// index finds a key of a large object (its first occurrence) without a scan of keys,
+	// which made a schema of many properties cost the square of their number; built by get.
+	index   map[string]int
+	indexed int // the keys that index covers: an object that grew since is indexed again
 }
+
+// indexedKeys is the number of keys from which get indexes an object.
+const indexedKeys = 16
 
 var (
 	trueNode  = &node{kind: 'b', raw: json.RawMessage("true")}
@@ -144,6 +151,20 @@ func isTrue(n *node) bool  { return n != nil && n.kind == 'b' && string(n.raw) =
 
 func (n *node) get(k string) *node {
 	if n == nil || n.kind != 'o' {
+		return nil
+	}
+	if len(n.keys) > indexedKeys {
+		if n.index == nil || n.indexed != len(n.keys) {
+			n.index, n.indexed = make(map[string]int, len(n.keys)), len(n.keys)
+			for i, key := range n.keys {
+				if _, dup := n.index[key]; !dup {
+					n.index[key] = i
+				}
+			}
+		}
+		if i, ok := n.index[k]; ok {
+			return n.vals[i]
+		}
 		return nil
 	}
 	for i, key := range n.keys {
@@ -758,6 +779,7 @@ func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, 
 		m = NewMatcher(g, byteVocabulary())
 	}
 	var alts []string
+	seen := map[string]bool{}
 	for _, v := range vals {
 		t := valueType(v)
 		if t&mask == 0 && !(t == tNumber && mask&tNumber != 0) {
@@ -769,7 +791,8 @@ func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, 
 				continue
 			}
 		}
-		if e := valueExpr(v); !slices.Contains(alts, e) {
+		if e := valueExpr(v); !seen[e] {
+			seen[e] = true
 			alts = append(alts, e)
 		}
 	}
