@@ -310,6 +310,7 @@ type params struct {
 	slotSize int // tokens per sequence
 	tok      backend.Tokenizer
 	chat     *ChatTemplate // the model's Jinja chat template; nil: llama.cpp's
+	limits   Limits
 	logf     func(format string, args ...any)
 }
 
@@ -363,7 +364,7 @@ func (p *params) plan(req *apiRequest, chat bool) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out.tools, err = parseTools(req); err != nil {
+		if out.tools, err = parseTools(req, p.limits); err != nil {
 			return nil, err
 		}
 		var prompt generation.Request
