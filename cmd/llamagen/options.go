@@ -340,6 +340,10 @@ follows transformers' generate(): without --do-sample, --num-beams or
       for every generated token: text is the new text (a character split across tokens comes
       with its last byte; control tokens have none), logprob and top come with --logprobs;
       there are none under beam search, which cannot stream;
+  {"type":"text","row":R,"text":"..."}
+      before a result, when the output ended in the middle of a character: its last bytes, so
+      that the texts of a row's token and text objects join up to its result's text (each byte
+      that is not part of a character is one U+FFFD, in both);
   {"type":"result","row":R,"sequence":S,"prompt":"...","prompt_tokens":N,"text":"...","tokens":[...],
    "finish":"eos|stop|length|max_time|cancelled|context full|error","stop_string":"...","score":X,
    "method":"...","error":"..."}
