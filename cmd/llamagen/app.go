@@ -31,6 +31,8 @@ type app struct {
 	stderrTerminal bool
 	// interrupts delivers SIGINT.
 	interrupts <-chan os.Signal
+	// now is the clock of --max-time under beam search; nil is time.Now.
+	now func() time.Time
 }
 
 // main runs the command and returns its exit status.
@@ -281,6 +283,23 @@ func (s *session) withMaxTime(ctx context.Context) (context.Context, context.Can
 		return context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
 	}
 	return context.WithCancel(ctx)
+}
+
+// overMaxTime returns what reports, after a step of a beam search, whether
+// the config's max_time has passed since the call. As transformers'
+// MaxTimeCriteria, it is checked between steps: a search makes at least
+// one step, and which step it ends after depends on the clock alone.
+func (s *session) overMaxTime() func() bool {
+	t := s.cfg.MaxTime
+	if t == nil || *t >= maxSeconds {
+		return func() bool { return false }
+	}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	limit, start := time.Duration(*t*float64(time.Second)), now()
+	return func() bool { return now().Sub(start) >= limit }
 }
 
 func closeBackend(b *llamabackend.Backend) {

@@ -135,7 +135,7 @@ var configOptions = []configOption{
 	{"max-length", "max_length", kindInt, "20", "the most tokens of prompt plus generation (`N`); --max-new-tokens wins over it"},
 	{"min-new-tokens", "min_new_tokens", kindInt, "none", "end-of-sequence tokens are banned until `N` tokens are generated"},
 	{"min-length", "min_length", kindInt, "0", "end-of-sequence tokens are banned until prompt plus generation reach `N` tokens"},
-	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search then prints the hypotheses found so far)"},
+	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search checks it after each step, at least one, as transformers does, then prints the hypotheses found so far)"},
 	{"stop-strings", "stop_strings", kindStrings, "none", "stop a sequence once its generated text contains `STRING` (repeatable)"},
 	{"do-sample", "do_sample", kindBool, "false", "sample the next token from the processed distribution instead of taking the most probable one"},
 	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1 (at most 256)"},
