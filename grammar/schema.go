@@ -70,7 +70,8 @@ func (e *SchemaError) Error() string {
 //     (bounded numbers written without an exponent).
 //
 // Annotations (title, description, default, examples, $schema, $comment, OpenAPI's
-// discriminator and example, ...) are ignored. Refused: not, if/then/else, multipleOf,
+// discriminator and example, ...) are ignored; so are contentMediaType and contentEncoding,
+// unless the root's $schema is draft 7's, which asserts them: they are refused there. Refused: not, if/then/else, multipleOf,
 // patternProperties, propertyNames, contains, uniqueItems true, min/maxProperties,
 // dependentRequired, dependentSchemas, unevaluated*, remote and $anchor $refs, $dynamicRef,
 // patterns with lookarounds, backreferences, \b or \p, and unknown keywords.
@@ -496,6 +497,32 @@ func literal(s string) string {
 	return b.String()
 }
 
+// contentKeywords are annotations since 2019-09 and assertions in draft 7 (whose optional
+// test suite asserts them): a string's media type and its encoding.
+var contentKeywords = []string{"contentMediaType", "contentEncoding"}
+
+// draft7 reports whether the document's root declares draft 7 in $schema.
+func draft7(root *node) bool {
+	id, ok := root.get("$schema").str()
+	if !ok {
+		return false
+	}
+	id = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(id, "http://"), "https://"), "#")
+	return id == "json-schema.org/draft-07/schema"
+}
+
+// checkDialect refuses what the document's draft asserts and the grammar cannot enforce: the
+// content keywords under draft 7.
+func (c *converter) checkDialect(s *node, path string) error {
+	for _, k := range contentKeywords {
+		if s.get(k) != nil && draft7(c.root) {
+			return fail(path, k, "is an assertion under draft 7 (the $schema of the document), which the grammar "+
+				"cannot enforce; under 2019-09 and 2020-12 (or without $schema) it is an annotation")
+		}
+	}
+	return nil
+}
+
 // check refuses the keywords of s that the converter does not know or cannot express.
 func check(s *node, path string) error {
 	for i, k := range s.keys {
@@ -539,6 +566,9 @@ func (c *converter) visit(s *node, path string) (string, error) {
 		return "", fail(path, "", "a schema must be an object or a boolean")
 	}
 	if err := check(s, path); err != nil {
+		return "", err
+	}
+	if err := c.checkDialect(s, path); err != nil {
 		return "", err
 	}
 	if ref := s.get("$ref"); ref != nil && !constraining(s.with("$ref", nil)) {

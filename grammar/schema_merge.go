@@ -30,6 +30,9 @@ func (c *converter) flat(s *node, path string, depth int) (*node, error) {
 	if err := check(s, path); err != nil {
 		return nil, err
 	}
+	if err := c.checkDialect(s, path); err != nil {
+		return nil, err
+	}
 	acc := &node{kind: 'o'}
 	for i, k := range s.keys {
 		if k != "allOf" && k != "$ref" && !isAnnotationIn(s, k) {

@@ -470,3 +470,31 @@ func TestErrorsQuoteShort(t *testing.T) {
 	assert.Contains(t, err.Error(), "undefined rule")
 	assert.Contains(t, err.Error(), "(200000 bytes)")
 }
+
+// contentMediaType and contentEncoding follow the document's $schema: under
+// draft 7, whose optional suite asserts them, they are refused (naming the
+// keyword and its path); under 2019-09, 2020-12 or without $schema they
+// are annotations, and the grammar is that of the other keywords.
+func TestContentKeywordsFollowTheDraft(t *testing.T) {
+	for _, id := range []string{"", "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"} {
+		head := ""
+		if id != "" {
+			head = `"$schema":"` + id + `",`
+		}
+		g, err := FromJSONSchema([]byte(`{` + head + `"type":"object","properties":{"p":{"type":"string","contentMediaType":"application/json","contentEncoding":"base64"}},"required":["p"]}`))
+		require.NoError(t, err, id)
+		m := NewMatcher(g, byteVocabulary())
+		st := m.AcceptBytes(m.Start(), []byte(`{"p":"%not base64{:}"}`))
+		assert.True(t, !m.Dead(st) && m.Complete(st), "%s: an annotation accepts any string", id)
+	}
+	for _, id := range []string{"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema"} {
+		for _, kw := range []string{"contentMediaType", "contentEncoding"} {
+			_, err := FromJSONSchema([]byte(`{"$schema":"` + id + `","properties":{"p":{"type":"string","` + kw + `":"x"}}}`))
+			var se *SchemaError
+			require.ErrorAs(t, err, &se, "%s %s", id, kw)
+			assert.Equal(t, "/properties/p", se.Path)
+			assert.Equal(t, kw, se.Keyword)
+			assert.Contains(t, err.Error(), "is an assertion under draft 7")
+		}
+	}
+}
