@@ -303,15 +303,24 @@ func TestStopStrings(t *testing.T) {
 	assert.True(t, strings.HasPrefix(full, text), "%q is not a prefix of %q", text, full)
 }
 
+// --max-time is checked after each token on the app's clock: one that
+// moves 10 ms per reading (the first at the start) ends a generation of
+// --max-time 0.05 after its 5th token, whatever the machine's speed.
 func TestMaxTimeStopsGeneration(t *testing.T) {
-	start := time.Now()
-	res := run(t, "", "-m", tinyModel, "-p", "hello", "--max-new-tokens", "1900", "--min-new-tokens", "1900",
-		"--max-time", "0.05", "--json", "--quiet")
-	require.Equal(t, 0, res.Code, res.Stderr)
-	r := ofType(jsonLines(t, res.Stdout), "result")[0]
+	readings := 0
+	var stdout, stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, interrupts: make(chan os.Signal),
+		now: func() time.Time {
+			readings++
+			return time.Unix(0, 0).Add(time.Duration(readings-1) * 10 * time.Millisecond)
+		}}
+	code := a.main([]string{"--threads", "1", "-m", tinyModel, "-p", "hello", "--max-new-tokens", "1900", "--min-new-tokens", "1900",
+		"--max-time", "0.05", "--json", "--quiet"})
+	require.Equal(t, 0, code, stderr.String())
+	r := ofType(jsonLines(t, stdout.String()), "result")[0]
 	assert.Equal(t, "max_time", r["finish"])
-	assert.Less(t, len(r["tokens"].([]any)), 1900)
-	assert.Less(t, time.Since(start), 20*time.Second)
+	assert.Len(t, r["tokens"], 5)
+	assert.Equal(t, 6, readings, "the start and one reading per token")
 }
 
 func TestMirostatRuns(t *testing.T) {
