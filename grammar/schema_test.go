@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -497,4 +498,39 @@ func TestContentKeywordsFollowTheDraft(t *testing.T) {
 			assert.Contains(t, err.Error(), "is an assertion under draft 7")
 		}
 	}
+}
+
+// oneOf branches told apart by one required property's const values, or by
+// their enums, are proven disjoint in one pass, however many; others are
+// compared pairwise, and refused past maxPairwiseBranches.
+func TestOneOfManyBranches(t *testing.T) {
+	branches := func(n int, branch string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, branch, i)
+		}
+		return `{"oneOf":[` + b.String() + `]}`
+	}
+	tagged := branches(2000, `{"type":"object","properties":{"name":{"const":"f%d"}},"required":["name"],"additionalProperties":false}`)
+	g, err := FromJSONSchema([]byte(tagged))
+	require.NoError(t, err)
+	m := NewMatcher(g, byteVocabulary())
+	st := m.AcceptBytes(m.Start(), []byte(`{"name":"f1999"}`))
+	assert.True(t, !m.Dead(st) && m.Complete(st))
+	_, err = FromJSONSchema([]byte(branches(2000, `{"enum":["a%d","b%[1]d"]}`)))
+	require.NoError(t, err)
+	// not required: no tag, and more branches than are compared pairwise
+	_, err = FromJSONSchema([]byte(branches(maxPairwiseBranches+1, `{"type":"object","properties":{"name":{"const":"f%d"}}}`)))
+	var se *SchemaError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "oneOf", se.Keyword)
+	assert.Contains(t, se.Reason, "257 branches are too many to compare pairwise")
+	// a shared tag value: the first pair that shares it
+	_, err = FromJSONSchema([]byte(`{"oneOf":[{"type":"object","properties":{"k":{"const":1}},"required":["k"]},` +
+		`{"type":"object","properties":{"k":{"const":2}},"required":["k"]},{"type":"object","properties":{"k":{"enum":[3,1]}},"required":["k"]}]}`))
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Reason, "branches 0 and 2 are not provably disjoint")
 }
