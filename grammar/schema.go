@@ -70,7 +70,8 @@ func (e *SchemaError) Error() string {
 //     (bounded numbers written without an exponent).
 //
 // Annotations (title, description, default, examples, $schema, $comment, OpenAPI's
-// discriminator and example, ...) are ignored. Refused: not, if/then/else, multipleOf,
+// discriminator and example, ...) are ignored; so are contentMediaType and contentEncoding,
+// unless the root's $schema is draft 7's, which asserts them: they are refused there. Refused: not, if/then/else, multipleOf,
 // patternProperties, propertyNames, contains, uniqueItems true, min/maxProperties,
 // dependentRequired, dependentSchemas, unevaluated*, remote and $anchor $refs, $dynamicRef,
 // patterns with lookarounds, backreferences, \b or \p, and unknown keywords.
@@ -132,7 +133,14 @@ type node struct {
 	s    string          // the value of a string
 	raw  json.RawMessage // compact JSON of the value, strings written by jsonQuote
 	kind byte            // 'o', 'a', 's', 'n', 'b', 'z' (null)
+	// index finds a key of a large object (its first occurrence) without a scan of keys,
+	// which made a schema of many properties cost the square of their number; built by get.
+	index   map[string]int
+	indexed int // the keys that index covers: an object that grew since is indexed again
 }
+
+// indexedKeys is the number of keys from which get indexes an object.
+const indexedKeys = 16
 
 var (
 	trueNode  = &node{kind: 'b', raw: json.RawMessage("true")}
@@ -144,6 +152,20 @@ func isTrue(n *node) bool  { return n != nil && n.kind == 'b' && string(n.raw) =
 
 func (n *node) get(k string) *node {
 	if n == nil || n.kind != 'o' {
+		return nil
+	}
+	if len(n.keys) > indexedKeys {
+		if n.index == nil || n.indexed != len(n.keys) {
+			n.index, n.indexed = make(map[string]int, len(n.keys)), len(n.keys)
+			for i, key := range n.keys {
+				if _, dup := n.index[key]; !dup {
+					n.index[key] = i
+				}
+			}
+		}
+		if i, ok := n.index[k]; ok {
+			return n.vals[i]
+		}
 		return nil
 	}
 	for i, key := range n.keys {
@@ -475,6 +497,32 @@ func literal(s string) string {
 	return b.String()
 }
 
+// contentKeywords are annotations since 2019-09 and assertions in draft 7 (whose optional
+// test suite asserts them): a string's media type and its encoding.
+var contentKeywords = []string{"contentMediaType", "contentEncoding"}
+
+// draft7 reports whether the document's root declares draft 7 in $schema.
+func draft7(root *node) bool {
+	id, ok := root.get("$schema").str()
+	if !ok {
+		return false
+	}
+	id = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(id, "http://"), "https://"), "#")
+	return id == "json-schema.org/draft-07/schema"
+}
+
+// checkDialect refuses what the document's draft asserts and the grammar cannot enforce: the
+// content keywords under draft 7.
+func (c *converter) checkDialect(s *node, path string) error {
+	for _, k := range contentKeywords {
+		if s.get(k) != nil && draft7(c.root) {
+			return fail(path, k, "is an assertion under draft 7 (the $schema of the document), which the grammar "+
+				"cannot enforce; under 2019-09 and 2020-12 (or without $schema) it is an annotation")
+		}
+	}
+	return nil
+}
+
 // check refuses the keywords of s that the converter does not know or cannot express.
 func check(s *node, path string) error {
 	for i, k := range s.keys {
@@ -518,6 +566,9 @@ func (c *converter) visit(s *node, path string) (string, error) {
 		return "", fail(path, "", "a schema must be an object or a boolean")
 	}
 	if err := check(s, path); err != nil {
+		return "", err
+	}
+	if err := c.checkDialect(s, path); err != nil {
 		return "", err
 	}
 	if ref := s.get("$ref"); ref != nil && !constraining(s.with("$ref", nil)) {
@@ -758,6 +809,7 @@ func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, 
 		m = NewMatcher(g, byteVocabulary())
 	}
 	var alts []string
+	seen := map[string]bool{}
 	for _, v := range vals {
 		t := valueType(v)
 		if t&mask == 0 && !(t == tNumber && mask&tNumber != 0) {
@@ -769,7 +821,8 @@ func (c *converter) enum(s *node, vals []*node, mask int, path string) (string, 
 				continue
 			}
 		}
-		if e := valueExpr(v); !slices.Contains(alts, e) {
+		if e := valueExpr(v); !seen[e] {
+			seen[e] = true
 			alts = append(alts, e)
 		}
 	}

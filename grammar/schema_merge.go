@@ -30,6 +30,9 @@ func (c *converter) flat(s *node, path string, depth int) (*node, error) {
 	if err := check(s, path); err != nil {
 		return nil, err
 	}
+	if err := c.checkDialect(s, path); err != nil {
+		return nil, err
+	}
 	acc := &node{kind: 'o'}
 	for i, k := range s.keys {
 		if k != "allOf" && k != "$ref" && !isAnnotationIn(s, k) {
@@ -79,6 +82,7 @@ func (c *converter) flat(s *node, path string, depth int) (*node, error) {
 // conj returns the schema of the values valid under every one of parts.
 func conj(parts ...*node) *node {
 	var keep []*node
+	kept := map[string]bool{}
 	var add func(p *node)
 	add = func(p *node) {
 		switch {
@@ -87,7 +91,8 @@ func conj(parts ...*node) *node {
 			for _, m := range p.vals[0].arr {
 				add(m)
 			}
-		case !slices.ContainsFunc(keep, func(k *node) bool { return string(k.raw) == string(p.raw) }):
+		case !kept[string(p.raw)]:
+			kept[string(p.raw)] = true
 			keep = append(keep, p)
 		}
 	}
@@ -185,8 +190,12 @@ func (m *merger) enums(a, b *node, path string) (empty bool, err error) {
 			vals = eb
 		} else if eb != nil {
 			vals = nil
+			inB := make(map[string]bool, len(eb))
+			for _, w := range eb {
+				inB[w.canon()] = true
+			}
 			for _, v := range ea {
-				if slices.ContainsFunc(eb, func(w *node) bool { return w.canon() == v.canon() }) {
+				if inB[v.canon()] {
 					vals = append(vals, v)
 				}
 			}
@@ -212,12 +221,14 @@ func (m *merger) properties(a, b *node, path string) (empty bool, err error) {
 	if pa != nil || pb != nil {
 		props := &node{kind: 'o'}
 		var names []string
-		if pa != nil {
-			names = append(names, pa.keys...)
-		}
-		if pb != nil {
-			for _, k := range pb.keys {
-				if !slices.Contains(names, k) {
+		named := map[string]bool{}
+		for _, p := range []*node{pa, pb} {
+			if p == nil {
+				continue
+			}
+			for _, k := range p.keys {
+				if !named[k] {
+					named[k] = true
 					names = append(names, k)
 				}
 			}
@@ -246,6 +257,7 @@ func (m *merger) properties(a, b *node, path string) (empty bool, err error) {
 func (m *merger) required(a, b *node, path string) (empty bool, err error) {
 	if ra, rb := a.get("required"), b.get("required"); ra != nil || rb != nil {
 		var names []*node
+		named := map[string]bool{}
 		for _, r := range []*node{ra, rb} {
 			if r == nil {
 				continue
@@ -254,7 +266,8 @@ func (m *merger) required(a, b *node, path string) (empty bool, err error) {
 				return false, fail(path, "required", "required must be an array of names")
 			}
 			for _, n := range r.arr {
-				if !slices.ContainsFunc(names, func(m *node) bool { return m.canon() == n.canon() }) {
+				if c := n.canon(); !named[c] {
+					named[c] = true
 					names = append(names, n)
 				}
 			}
@@ -521,16 +534,16 @@ func (c *converter) alternatives(s *node, kw, path string) (string, error) {
 				return "", err
 			}
 		}
-		for i := range sums {
-			for j := i + 1; j < len(sums); j++ {
-				if !sums[i].disjoint(sums[j]) {
-					return "", fail(path, "oneOf", "branches %d and %d are not provably disjoint, so the grammar cannot enforce that exactly one matches "+
-						"(supported: branches of different types, with different const/enum values, with a required property whose const/enum values differ, or with a key that one requires and the other forbids)", i, j)
-				}
+		if i, j, ok := allDisjoint(sums); !ok {
+			if i < 0 {
+				return "", fail(path, "oneOf", "%d branches are too many to compare pairwise (at most %d, unless one required property's const/enum values or the enum values tell every branch apart)", len(sums), maxPairwiseBranches)
 			}
+			return "", fail(path, "oneOf", "branches %d and %d are not provably disjoint, so the grammar cannot enforce that exactly one matches "+
+				"(supported: branches of different types, with different const/enum values, with a required property whose const/enum values differ, or with a key that one requires and the other forbids)", i, j)
 		}
 	}
 	var alts []string
+	seen := map[string]bool{}
 	for i, b := range branches {
 		at := fmt.Sprintf("%s/%s/%d", path, kw, i)
 		var e string
@@ -543,7 +556,8 @@ func (c *converter) alternatives(s *node, kw, path string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if e != "" && !slices.Contains(alts, e) {
+		if e != "" && !seen[e] {
+			seen[e] = true
 			alts = append(alts, e)
 		}
 	}
@@ -634,6 +648,73 @@ func (c *converter) summarize(b *node, path string) (summary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// maxPairwiseBranches bounds the oneOf branches compared pair by pair (the pairs grow as the
+// square of the branches): more must be told apart by one property or by their enums, which
+// allDisjoint checks in one pass.
+const maxPairwiseBranches = 256
+
+// allDisjoint reports whether every two branches are disjoint, or the first pair (i, j) it
+// cannot prove so; i is -1 when the branches are too many to compare pairwise. Branches of
+// objects all tagged by one required property, or all with an enum, whose values no two
+// branches share, are disjoint in time linear in the values.
+func allDisjoint(sums []summary) (i, j int, ok bool) {
+	if valuesPartition(sums, func(s summary) map[string]bool { return s.enum }) {
+		return 0, 0, true
+	}
+	var first *summary
+	for k := range sums {
+		if !sums[k].empty {
+			first = &sums[k]
+			break
+		}
+	}
+	if first != nil {
+		for name := range first.tags {
+			if valuesPartition(sums, func(s summary) map[string]bool {
+				if s.types != tObject {
+					return nil
+				}
+				return s.tags[name]
+			}) {
+				return 0, 0, true
+			}
+		}
+	}
+	if len(sums) > maxPairwiseBranches {
+		return -1, -1, false
+	}
+	for i := range sums {
+		for j := i + 1; j < len(sums); j++ {
+			if !sums[i].disjoint(sums[j]) {
+				return i, j, false
+			}
+		}
+	}
+	return 0, 0, true
+}
+
+// valuesPartition reports whether set gives every non-empty branch a set of values that no
+// other branch's shares (so that no value satisfies two branches).
+func valuesPartition(sums []summary, set func(summary) map[string]bool) bool {
+	owner := map[string]int{}
+	for i, s := range sums {
+		if s.empty {
+			continue
+		}
+		vals := set(s)
+		if vals == nil {
+			return false
+		}
+		for v := range vals {
+			if _, dup := owner[v]; dup {
+				return false
+			}
+			owner[v] = i
+		}
+	}
+	return true
 }
 
 func disjointSets(a, b map[string]bool) bool {

@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -469,4 +470,67 @@ func TestErrorsQuoteShort(t *testing.T) {
 	assert.Less(t, len(err.Error()), 300)
 	assert.Contains(t, err.Error(), "undefined rule")
 	assert.Contains(t, err.Error(), "(200000 bytes)")
+}
+
+// contentMediaType and contentEncoding follow the document's $schema: under
+// draft 7, whose optional suite asserts them, they are refused (naming the
+// keyword and its path); under 2019-09, 2020-12 or without $schema they
+// are annotations, and the grammar is that of the other keywords.
+func TestContentKeywordsFollowTheDraft(t *testing.T) {
+	for _, id := range []string{"", "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"} {
+		head := ""
+		if id != "" {
+			head = `"$schema":"` + id + `",`
+		}
+		g, err := FromJSONSchema([]byte(`{` + head + `"type":"object","properties":{"p":{"type":"string","contentMediaType":"application/json","contentEncoding":"base64"}},"required":["p"]}`))
+		require.NoError(t, err, id)
+		m := NewMatcher(g, byteVocabulary())
+		st := m.AcceptBytes(m.Start(), []byte(`{"p":"%not base64{:}"}`))
+		assert.True(t, !m.Dead(st) && m.Complete(st), "%s: an annotation accepts any string", id)
+	}
+	for _, id := range []string{"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema"} {
+		for _, kw := range []string{"contentMediaType", "contentEncoding"} {
+			_, err := FromJSONSchema([]byte(`{"$schema":"` + id + `","properties":{"p":{"type":"string","` + kw + `":"x"}}}`))
+			var se *SchemaError
+			require.ErrorAs(t, err, &se, "%s %s", id, kw)
+			assert.Equal(t, "/properties/p", se.Path)
+			assert.Equal(t, kw, se.Keyword)
+			assert.Contains(t, err.Error(), "is an assertion under draft 7")
+		}
+	}
+}
+
+// oneOf branches told apart by one required property's const values, or by
+// their enums, are proven disjoint in one pass, however many; others are
+// compared pairwise, and refused past maxPairwiseBranches.
+func TestOneOfManyBranches(t *testing.T) {
+	branches := func(n int, branch string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, branch, i)
+		}
+		return `{"oneOf":[` + b.String() + `]}`
+	}
+	tagged := branches(2000, `{"type":"object","properties":{"name":{"const":"f%d"}},"required":["name"],"additionalProperties":false}`)
+	g, err := FromJSONSchema([]byte(tagged))
+	require.NoError(t, err)
+	m := NewMatcher(g, byteVocabulary())
+	st := m.AcceptBytes(m.Start(), []byte(`{"name":"f1999"}`))
+	assert.True(t, !m.Dead(st) && m.Complete(st))
+	_, err = FromJSONSchema([]byte(branches(2000, `{"enum":["a%d","b%[1]d"]}`)))
+	require.NoError(t, err)
+	// not required: no tag, and more branches than are compared pairwise
+	_, err = FromJSONSchema([]byte(branches(maxPairwiseBranches+1, `{"type":"object","properties":{"name":{"const":"f%d"}}}`)))
+	var se *SchemaError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "oneOf", se.Keyword)
+	assert.Contains(t, se.Reason, "257 branches are too many to compare pairwise")
+	// a shared tag value: the first pair that shares it
+	_, err = FromJSONSchema([]byte(`{"oneOf":[{"type":"object","properties":{"k":{"const":1}},"required":["k"]},` +
+		`{"type":"object","properties":{"k":{"const":2}},"required":["k"]},{"type":"object","properties":{"k":{"enum":[3,1]}},"required":["k"]}]}`))
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Reason, "branches 0 and 2 are not provably disjoint")
 }

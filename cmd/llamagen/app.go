@@ -31,6 +31,8 @@ type app struct {
 	stderrTerminal bool
 	// interrupts delivers SIGINT.
 	interrupts <-chan os.Signal
+	// now is the clock of --max-time under beam search; nil is time.Now.
+	now func() time.Time
 }
 
 // main runs the command and returns its exit status.
@@ -279,14 +281,23 @@ func (s *session) sizeOptions(slots int) string {
 	return what
 }
 
-// withMaxTime bounds ctx by the config's max_time. A limit beyond what a
-// time.Duration holds (about 292 years) is no limit, rather than one that
-// overflows into the past and ends generation at once.
-func (s *session) withMaxTime(ctx context.Context) (context.Context, context.CancelFunc) {
-	if t := s.cfg.MaxTime; t != nil && *t < maxSeconds {
-		return context.WithTimeout(ctx, time.Duration(*t*float64(time.Second)))
+// overMaxTime returns what reports, after a token (or a step of a beam
+// search), whether the config's max_time has passed since the call. As
+// transformers' MaxTimeCriteria, it is checked between steps: a generation
+// makes at least one, and which step it ends after depends on the clock
+// alone. A limit beyond what a time.Duration holds (about 292 years) is no
+// limit, rather than one that overflows into the past.
+func (s *session) overMaxTime() func() bool {
+	t := s.cfg.MaxTime
+	if t == nil || *t >= maxSeconds {
+		return func() bool { return false }
 	}
-	return context.WithCancel(ctx)
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	limit, start := time.Duration(*t*float64(time.Second)), now()
+	return func() bool { return now().Sub(start) >= limit }
 }
 
 func closeBackend(b *llamabackend.Backend) {

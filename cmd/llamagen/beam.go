@@ -37,9 +37,14 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 		toks = append(toks, t)
 		rows = append(rows, &row{promptIndex: i, prompt: p, promptTokens: len(t)})
 	}
-	searchCtx, cancel := s.withMaxTime(ctx)
-	defer cancel()
-	res, st, err := s.runBeams(searchCtx, cfg, toks, s.o.ctx, s.o.parallel)
+	searchCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	over := s.overMaxTime()
+	res, st, err := s.runBeams(searchCtx, cfg, toks, s.o.ctx, s.o.parallel, func() {
+		if over() {
+			cancel(errMaxTime)
+		}
+	})
 	if res == nil {
 		return err
 	}
@@ -50,7 +55,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	case err == nil:
 	case ctx.Err() != nil:
 		cut = generation.FinishCancelled.String()
-	case errors.Is(err, context.DeadlineExceeded):
+	case context.Cause(searchCtx) == errMaxTime:
 		cut = "max_time"
 	case errors.Is(err, beam.ErrNoRoom):
 		cut = generation.FinishContextFull.String()
@@ -83,7 +88,12 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 // runBeams searches prompts on a unified-cache context sized by beam's
 // rule: each prompt once plus NumBeams cells per step, for the prompts
 // searched at once. ctxCells, when positive, replaces the per-prompt need.
-func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, ctxCells, parallel int) (*beam.Result, stats, error) {
+// errMaxTime is the cause of a beam search that --max-time ends.
+var errMaxTime = errors.New("max_time")
+
+// runBeams searches prompts' beams; step, when set, is called after every
+// step of every prompt.
+func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, ctxCells, parallel int, step func()) (*beam.Result, stats, error) {
 	beams := cfg.NumBeams
 	atOnce := max(1, min(len(prompts), parallel, llamacpp.MaxSequences()/beams))
 	if beams > llamacpp.MaxSequences() {
@@ -118,6 +128,9 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		}
 		if p.Prompt == 0 {
 			bar.Set(float32(p.Step) / float32(maxNew))
+		}
+		if step != nil {
+			step()
 		}
 	}}
 	st.start = time.Now()

@@ -146,8 +146,9 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 // stream runs the generator and feeds the printer. slots is how many rows
 // run at once (their prompts count as prompt evaluation).
 func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []generation.Request, rows []*row, slots int, p printer) (stats, error) {
-	genCtx, cancel := s.withMaxTime(ctx)
+	genCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	over := s.overMaxTime()
 	st := stats{start: time.Now(), rows: len(rows)}
 	for i := range min(slots, len(rows)) {
 		st.promptTokens += rows[i].promptTokens
@@ -166,6 +167,9 @@ func (s *session) stream(ctx context.Context, gen *generation.Generator, reqs []
 		now := time.Now()
 		if st.first.IsZero() {
 			st.first = now
+		}
+		if ev.Token >= 0 && over() {
+			cancel() // the rows still running end with max_time
 		}
 		r := rows[ev.Request]
 		st.spec.Add(ev)

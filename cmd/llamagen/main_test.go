@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -302,15 +303,24 @@ func TestStopStrings(t *testing.T) {
 	assert.True(t, strings.HasPrefix(full, text), "%q is not a prefix of %q", text, full)
 }
 
+// --max-time is checked after each token on the app's clock: one that
+// moves 10 ms per reading (the first at the start) ends a generation of
+// --max-time 0.05 after its 5th token, whatever the machine's speed.
 func TestMaxTimeStopsGeneration(t *testing.T) {
-	start := time.Now()
-	res := run(t, "", "-m", tinyModel, "-p", "hello", "--max-new-tokens", "1900", "--min-new-tokens", "1900",
-		"--max-time", "0.05", "--json", "--quiet")
-	require.Equal(t, 0, res.Code, res.Stderr)
-	r := ofType(jsonLines(t, res.Stdout), "result")[0]
+	readings := 0
+	var stdout, stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, interrupts: make(chan os.Signal),
+		now: func() time.Time {
+			readings++
+			return time.Unix(0, 0).Add(time.Duration(readings-1) * 10 * time.Millisecond)
+		}}
+	code := a.main([]string{"--threads", "1", "-m", tinyModel, "-p", "hello", "--max-new-tokens", "1900", "--min-new-tokens", "1900",
+		"--max-time", "0.05", "--json", "--quiet"})
+	require.Equal(t, 0, code, stderr.String())
+	r := ofType(jsonLines(t, stdout.String()), "result")[0]
 	assert.Equal(t, "max_time", r["finish"])
-	assert.Less(t, len(r["tokens"].([]any)), 1900)
-	assert.Less(t, time.Since(start), 20*time.Second)
+	assert.Len(t, r["tokens"], 5)
+	assert.Equal(t, 6, readings, "the start and one reading per token")
 }
 
 func TestMirostatRuns(t *testing.T) {
@@ -631,4 +641,42 @@ func TestSettingErrorsNameTheOption(t *testing.T) {
 func TestWrapWords(t *testing.T) {
 	assert.Equal(t, []string{"aa bb", "cc", "dddddddd"}, wrapWords("aa bb cc dddddddd", 6))
 	assert.Equal(t, []string{""}, wrapWords("", 6))
+}
+
+// An output of invalid UTF-8 (byte tokens biased to spell E2 82 41, the
+// first two bytes of a three-byte character then "A", over and over): the
+// texts of the token (and text) objects join up to the result's text, each
+// byte outside a character one U+FFFD, as the bytes of the tokens say.
+func TestJSONInvalidUTF8(t *testing.T) {
+	b := func(x byte) int32 { return testmodel.FirstByte + int32(x) }
+	bias := fmt.Sprintf("[[[%d],100.0],[[%d,%d],200.0],[[%d,%d],200.0],[[%d,%d],200.0]]",
+		b(0xE2), b(0xE2), b(0x82), b(0x82), b('A'), b('A'), b(0xE2))
+	for _, n := range []string{"7", "8", "9"} {
+		res := run(t, "", "-m", demoModel, "-p", "The model", "--max-new-tokens", n, "--sequence-bias", bias, "--json", "--quiet")
+		require.Equal(t, 0, res.Code, res.Stderr)
+		objs := jsonLines(t, res.Stdout)
+		results := ofType(objs, "result")
+		require.Len(t, results, 1)
+		var raw []byte
+		for _, id := range ints(results[0]["tokens"]) {
+			require.GreaterOrEqual(t, id, testmodel.FirstByte, "a byte token")
+			require.Less(t, id, testmodel.FirstByte+256, "a byte token")
+			raw = append(raw, byte(id-testmodel.FirstByte))
+		}
+		require.Equal(t, []byte("\xe2\x82A\xe2\x82A\xe2\x82A")[:len(raw)], raw, "the bias spells E2 82 41")
+		var want strings.Builder
+		for i := 0; i < len(raw); {
+			r, size := utf8.DecodeRune(raw[i:])
+			want.WriteRune(r) // utf8.RuneError for each byte outside a character
+			i += size
+		}
+		var joined string
+		for _, o := range objs {
+			if o["type"] == "token" || o["type"] == "text" {
+				joined += o["text"].(string)
+			}
+		}
+		assert.Equal(t, want.String(), results[0]["text"], n)
+		assert.Equal(t, want.String(), joined, n)
+	}
 }

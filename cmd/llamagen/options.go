@@ -136,7 +136,7 @@ var configOptions = []configOption{
 	{"max-length", "max_length", kindInt, "20", "the most tokens of prompt plus generation (`N`); --max-new-tokens wins over it"},
 	{"min-new-tokens", "min_new_tokens", kindInt, "none", "end-of-sequence tokens are banned until `N` tokens are generated"},
 	{"min-length", "min_length", kindInt, "0", "end-of-sequence tokens are banned until prompt plus generation reach `N` tokens"},
-	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search then prints the hypotheses found so far)"},
+	{"max-time", "max_time", kindFloat, "none", "stop generating after `SECONDS` (more than 0; beam search checks it after each step, at least one, as transformers does, then prints the hypotheses found so far)"},
 	{"stop-strings", "stop_strings", kindStrings, "none", "stop a sequence once its generated text contains `STRING` (repeatable)"},
 	{"do-sample", "do_sample", kindBool, "false", "sample the next token from the processed distribution instead of taking the most probable one"},
 	{"num-beams", "num_beams", kindInt, "1", "beam search with `N` beams when N > 1 (at most 256)"},
@@ -344,6 +344,10 @@ follows transformers' generate(): without --do-sample, --num-beams or
       for every generated token: text is the new text (a character split across tokens comes
       with its last byte; control tokens have none), logprob and top come with --logprobs;
       there are none under beam search, which cannot stream;
+  {"type":"text","row":R,"text":"..."}
+      before a result, when the output ended in the middle of a character: its last bytes, so
+      that the texts of a row's token and text objects join up to its result's text (each byte
+      that is not part of a character is one U+FFFD, in both);
   {"type":"result","row":R,"sequence":S,"prompt":"...","prompt_tokens":N,"text":"...","tokens":[...],
    "finish":"eos|stop|length|max_time|cancelled|context full|error","stop_string":"...","score":X,
    "method":"...","error":"..."}

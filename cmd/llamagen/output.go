@@ -61,20 +61,36 @@ type resultJSON struct {
 	Error        string   `json:"error,omitempty"`
 }
 
+// textJSON is the "text" object of --json: the bytes a row's output ended
+// with after its last token event (the first bytes of a character that
+// the output ended in the middle of), so that the texts of a row's token
+// and text objects join up to its result's text.
+type textJSON struct {
+	Type string `json:"type"`
+	Row  int    `json:"row"`
+	Text string `json:"text"`
+}
+
+// jsonPrinter writes --json. Texts are written as encoding/json writes a
+// string with invalid UTF-8, one U+FFFD per byte that is not part of a
+// character, in the events as in the result (an event never ends inside a
+// character, see generation.Event.Text), as llamaserve's stream does.
 type jsonPrinter struct {
 	enc      *json.Encoder
 	vocab    *llamacpp.Vocab
 	logprobs bool
+	sent     map[int]int // bytes of a row's text in its token objects
 }
 
 func newJSONPrinter(w io.Writer, v *llamacpp.Vocab, logprobs bool) *jsonPrinter {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &jsonPrinter{enc: enc, vocab: v, logprobs: logprobs}
+	return &jsonPrinter{enc: enc, vocab: v, logprobs: logprobs, sent: map[int]int{}}
 }
 
 func (p *jsonPrinter) token(r *row, ev *generation.Event) {
-	t := tokenJSON{Type: "token", Row: r.index, Token: ev.Token, Text: string(bytes.ToValidUTF8(ev.Text, []byte("\uFFFD")))}
+	p.sent[r.index] += len(ev.Text)
+	t := tokenJSON{Type: "token", Row: r.index, Token: ev.Token, Text: string(ev.Text)}
 	if p.logprobs {
 		lp := ev.Logprob
 		t.Logprob = &lp
@@ -86,6 +102,9 @@ func (p *jsonPrinter) token(r *row, ev *generation.Event) {
 }
 
 func (p *jsonPrinter) finish(r *row) {
+	if sent, ok := p.sent[r.index]; ok && sent < len(r.text) {
+		p.enc.Encode(textJSON{Type: "text", Row: r.index, Text: string(r.text[sent:])})
+	}
 	res := resultJSON{Type: "result", Row: r.index, PromptIndex: r.promptIndex, Sequence: r.sequence, Method: r.method,
 		Prompt: r.prompt.label(), PromptTokens: r.promptTokens, Text: string(r.text), Tokens: r.tokens,
 		Finish: r.finish, StopString: r.stopString, Score: r.score}

@@ -174,7 +174,7 @@ func TestServeEmbeddingsFormatsAndErrors(t *testing.T) {
 	for _, c := range []struct{ body, param, msg string }{
 		{`{"model":"demo"}`, "input", "input is required"},
 		{`{"input":""}`, "input", "input 0 is an empty string"},
-		{`{"input":[]}`, "input", "0 inputs (want 1 to 2048)"},
+		{`{"input":[]}`, "input", "input is an empty array"},
 		{`{"input":[[1,2],[]]}`, "input", "input 1 is empty"},
 		{`{"input":[1,100000]}`, "input", "input 0: token 1 is 100000, not a token id"},
 		{`{"input":{"a":1}}`, "input", "input must be a string, an array of strings"},

@@ -61,6 +61,7 @@ type options struct {
 	maxConcurrent int
 	writeTimeout  time.Duration
 	maxBuffer     int64
+	limits        serve.Limits
 	apiKey        string
 	corsOrigins   []string
 	embeddings    bool
@@ -93,6 +94,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
+	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
@@ -117,6 +119,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", serve.DefaultMaxConcurrent, "the most sequences (choices) of requests in progress, running or waiting (`N`; more: 429); a reply counts until its generation ends, not until it is written")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "cut a connection whose client reads nothing of its reply for `DURATION`")
 	fs.Int64Var(&o.maxBuffer, "max-buffer", serve.DefaultMaxBufferedBytes, "cut a stream whose events waiting for a slow client exceed `BYTES`")
+	fs.IntVar(&o.limits.MaxTools, "max-tools", serve.DefaultMaxTools, "the most tools of a request (`N`; more: 400 too_many_tools)")
+	fs.IntVar(&o.limits.MaxSchemaBytes, "max-schema-bytes", serve.DefaultMaxSchemaBytes, "the largest response_format schema, and tool parameters of a request together, in `BYTES` (larger: 400 schema_too_large); their grammar takes about a second per MB to compile")
+	fs.IntVar(&o.limits.MaxEmbeddingInputs, "max-embedding-inputs", serve.DefaultMaxEmbeddingInputs, "the most inputs of an embeddings request (`N`; more: 400 too_many_inputs)")
+	fs.IntVar(&o.limits.MaxEmbeddingTokens, "max-embedding-tokens", serve.DefaultMaxEmbeddingTokens, "the most tokens of an embeddings request's inputs together (`N`; more: 400 too_many_tokens)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
 	fs.Func("cors-origin", "let pages of `ORIGIN` call the server from a browser (CORS; * for any origin; repeat it or give a comma-separated list); without it, same-origin only", func(v string) error {
 		for _, origin := range strings.Split(v, ",") {
@@ -201,6 +207,14 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--write-timeout %v: must be positive", o.writeTimeout)
 	case o.maxBuffer < 1:
 		return nil, cli.Usagef("--max-buffer %d: must be at least 1", o.maxBuffer)
+	case o.limits.MaxTools < 1:
+		return nil, cli.Usagef("--max-tools %d: must be at least 1", o.limits.MaxTools)
+	case o.limits.MaxSchemaBytes < 1:
+		return nil, cli.Usagef("--max-schema-bytes %d: must be at least 1", o.limits.MaxSchemaBytes)
+	case o.limits.MaxEmbeddingInputs < 1:
+		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
+	case o.limits.MaxEmbeddingTokens < 1:
+		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
@@ -327,6 +341,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
 		APIKey: o.apiKey, CORSOrigins: o.corsOrigins, Embedder: emb, Matryoshka: o.matryoshka,
+		Limits: o.limits,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

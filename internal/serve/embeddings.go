@@ -26,10 +26,6 @@ type Embedder interface {
 	MaxTokens() int
 }
 
-// MaxEmbeddingInputs is the most inputs of one /v1/embeddings request, as
-// OpenAI has it.
-const MaxEmbeddingInputs = 2048
-
 // embeddingsRequest is the body of /v1/embeddings.
 type embeddingsRequest struct {
 	Input          json.RawMessage `json:"input"`
@@ -72,6 +68,13 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 			msg: "this server computes no embeddings: start llamaserve with --embeddings"})
 		return
 	}
+	// The request counts against --max-concurrent from here: its inputs'
+	// tokenization is work too.
+	h := s.hold(w, 1)
+	if h == nil {
+		return
+	}
+	defer h.release()
 	var req embeddingsRequest
 	if e := decodeStrict(body, []string{"input", "model", "encoding_format", "dimensions", "user"}, &req); e != nil {
 		writeError(w, e)
@@ -100,23 +103,12 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		dims = *d
 	}
-	if s.stopping.Err() != nil {
-		writeError(w, errShuttingDown)
-		return
-	}
-	if s.inFlight.Add(1) > int64(s.cfg.MaxConcurrent) {
-		s.inFlight.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		writeError(w, &requestError{status: http.StatusTooManyRequests, code: "server_busy",
-			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(s.stopping, cancel)
-	vecs, err := emb.Embed(ctx, inputs)
+	vecs, err := s.embed(ctx, emb, inputs)
 	stop()
 	cancel()
-	s.inFlight.Add(-1)
+	h.release()
 	if err != nil {
 		switch {
 		case s.stopping.Err() != nil:
@@ -146,6 +138,29 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	s.writeReply(w, data)
 }
 
+// embed computes the embeddings of inputs one at a time, each in a turn of
+// s.embedTurns: the requests that wait for the embeddings context take
+// turns input by input, and a small request waits for an input of a large
+// one, not for all of them.
+func (s *Server) embed(ctx context.Context, emb Embedder, inputs [][]int32) ([][]float32, error) {
+	vecs := make([][]float32, 0, len(inputs))
+	for _, in := range inputs {
+		if err := s.embedTurns.acquire(ctx); err != nil {
+			return nil, err
+		}
+		v, err := emb.Embed(ctx, [][]int32{in})
+		s.embedTurns.release()
+		if err != nil {
+			return nil, err
+		}
+		if len(v) != 1 {
+			return nil, fmt.Errorf("the embedder returned %d embeddings for one input", len(v))
+		}
+		vecs = append(vecs, v[0])
+	}
+	return vecs, nil
+}
+
 // embeddingInputs reads input: a string, an array of strings, an array of
 // token ids or an array of such arrays. A text is tokenized with the
 // model's BOS (and EOS) where it wants them, its special tokens' texts as
@@ -172,6 +187,16 @@ func (s *Server) embeddingInputs(raw json.RawMessage, maxTokens int) ([][]int32,
 	default:
 		return nil, badRequest("input", "input must be a string, an array of strings, an array of token ids or an array of such arrays")
 	}
+	lim := s.cfg.Limits
+	if n := len(texts) + len(inputs); n > lim.MaxEmbeddingInputs {
+		return nil, &requestError{status: http.StatusBadRequest, param: "input", code: "too_many_inputs",
+			msg: fmt.Sprintf("%d inputs: a request takes at most %d (llamaserve --max-embedding-inputs)", n, lim.MaxEmbeddingInputs)}
+	}
+	total := 0
+	tooManyTokens := func(i int) *requestError {
+		return &requestError{status: http.StatusBadRequest, param: "input", code: "too_many_tokens",
+			msg: fmt.Sprintf("the inputs up to input %d have %d tokens: a request takes at most %d (llamaserve --max-embedding-tokens)", i, total, lim.MaxEmbeddingTokens)}
+	}
 	for _, t := range texts {
 		if t == "" {
 			return nil, badRequest("input", "input %d is an empty string", len(inputs))
@@ -180,10 +205,20 @@ func (s *Server) embeddingInputs(raw json.RawMessage, maxTokens int) ([][]int32,
 		if err != nil {
 			return nil, badRequest("input", "input %d: %v", len(inputs), err)
 		}
+		if total += len(toks); total > lim.MaxEmbeddingTokens {
+			return nil, tooManyTokens(len(inputs))
+		}
 		inputs = append(inputs, toks)
 	}
-	if len(inputs) == 0 || len(inputs) > MaxEmbeddingInputs {
-		return nil, badRequest("input", "%d inputs (want 1 to %d)", len(inputs), MaxEmbeddingInputs)
+	if len(inputs) == 0 {
+		return nil, badRequest("input", "input is an empty array")
+	}
+	if texts == nil {
+		for i, in := range inputs {
+			if total += len(in); total > lim.MaxEmbeddingTokens {
+				return nil, tooManyTokens(i)
+			}
+		}
 	}
 	for i, in := range inputs {
 		if len(in) == 0 {

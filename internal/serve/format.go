@@ -40,8 +40,9 @@ const formatBudget = 256 << 20
 // schema, since a server meets the same few schemas again and again and
 // a warm matcher's masks cost microseconds.
 type formats struct {
-	tok   backend.Tokenizer
-	vocab int
+	tok            backend.Tokenizer
+	vocab          int
+	maxSchemaBytes int
 
 	once   sync.Once
 	voc    *grammar.Vocabulary
@@ -49,6 +50,9 @@ type formats struct {
 
 	mu       sync.Mutex
 	matchers map[string]*grammar.Matcher
+
+	// building, when set (by tests), is called before a grammar is built.
+	building func()
 }
 
 // processor returns the grammar processor of rf; nil for text.
@@ -69,6 +73,9 @@ func (f *formats) processor(rf *responseFormat) (logits.Processor, error) {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, rf.JSONSchema.Schema); err != nil {
 			return nil, badRequest("response_format", "response_format: the schema is not JSON: %v", err)
+		}
+		if limit := (Limits{MaxSchemaBytes: f.maxSchemaBytes}).withDefaults().MaxSchemaBytes; compact.Len() > limit {
+			return nil, schemaTooLarge("response_format", "response_format", compact.Len(), limit)
 		}
 		schema = compact.Bytes()
 	default:
@@ -115,28 +122,38 @@ func (f *formats) gbnfProcessor(src string) (logits.Processor, error) {
 }
 
 // kept returns the matcher kept under key, building its grammar when new.
+// The grammar is built without the lock: a request whose schema takes long
+// to compile does not hold up the requests of other schemas.
 func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*grammar.Matcher, error) {
 	f.once.Do(func() { f.voc, f.vocErr = grammar.VocabularyFrom(f.tok, f.vocab) })
 	if f.vocErr != nil {
 		return nil, f.vocErr
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	var g *grammar.Grammar
 	if m, ok := f.matchers[key]; ok {
 		// Half-way to its budget, a kept matcher is replaced for the requests to come: one
 		// request that grew it (deep nesting, an ambiguous grammar) does not leave the next
 		// ones of the same schema without room. The requests that hold it keep it.
 		if m.Footprint() < grammar.DefaultMaxBytes/2 {
+			f.mu.Unlock()
 			return m, nil
 		}
 		g = m.Grammar()
-	} else {
+	}
+	f.mu.Unlock()
+	if g == nil {
+		if f.building != nil {
+			f.building()
+		}
 		var err error
 		if g, err = build(); err != nil {
 			return nil, err
 		}
 	}
+	m := grammar.NewMatcher(g, f.voc)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	total := 0
 	for _, m := range f.matchers {
 		total += m.Footprint()
@@ -144,7 +161,6 @@ func (f *formats) kept(key string, build func() (*grammar.Grammar, error)) (*gra
 	if f.matchers == nil || total > formatBudget {
 		f.matchers = map[string]*grammar.Matcher{}
 	}
-	m := grammar.NewMatcher(g, f.voc)
 	f.matchers[key] = m
 	return m, nil
 }

@@ -311,6 +311,7 @@ type params struct {
 	slotSize int // tokens per sequence
 	tok      backend.Tokenizer
 	chat     *ChatTemplate // the model's Jinja chat template; nil: llama.cpp's
+	limits   Limits
 	logf     func(format string, args ...any)
 }
 
@@ -364,7 +365,7 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 		if err != nil {
 			return nil, err
 		}
-		if out.tools, err = parseTools(req); err != nil {
+		if out.tools, err = parseTools(req, p.limits); err != nil {
 			return nil, err
 		}
 		var prompt generation.Request

@@ -447,6 +447,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
+	h := s.hold(w, 1)
+	if h == nil {
+		return
+	}
+	defer h.release()
 	req, err := decodeResponsesRequest(body)
 	var p *plan
 	if err == nil {
@@ -466,17 +471,17 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, re)
 		return
 	}
-	s.runResponse(w, r, req, p)
+	s.runResponse(w, r, h, req, p)
 }
 
 // runResponse runs the one choice of p and writes it as a response
 // object, or as the Responses API's stream of events.
-func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, req *responsesRequest, p *plan) {
-	ctx, release, cancel, ok := s.admit(w, r, p)
+func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, h *holding, req *responsesRequest, p *plan) {
+	ctx, cancel, ok := s.admit(w, r, h, p)
 	if !ok {
 		return
 	}
-	defer release()
+	release := h.release
 	defer cancel()
 	task, err := s.cfg.Engine.Submit(ctx, p.reqs[0])
 	if err != nil {

@@ -142,6 +142,9 @@ type Config struct {
 	// Matryoshka says the model's embeddings keep their meaning cut to
 	// their first values, so that /v1/embeddings may take dimensions.
 	Matryoshka bool
+	// Limits bound the work of preparing a request; zero fields take
+	// their defaults.
+	Limits Limits
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -153,8 +156,9 @@ type Server struct {
 
 	apiKeyHash []byte // the digest of Config.APIKey; nil without one
 
-	inFlight atomic.Int64 // sequences of the requests in progress
-	metrics  metrics
+	inFlight   atomic.Int64 // sequences of the requests in progress
+	embedTurns turns        // the embeddings context's, input by input
+	metrics    metrics
 
 	// stopping ends when Abort is called: every request in progress ends.
 	stopping context.Context
@@ -175,6 +179,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxBufferedBytes <= 0 {
 		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	base := cfg.Base
 	if base == nil {
 		base = OpenAIBase()
@@ -182,8 +187,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg,
 		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
-			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize()},
-			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate},
+			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize(), maxSchemaBytes: cfg.Limits.MaxSchemaBytes},
+			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate, limits: cfg.Limits},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 
@@ -422,6 +427,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if body == nil {
 		return
 	}
+	h := s.hold(w, 1)
+	if h == nil {
+		return
+	}
+	defer h.release()
 	req, err := decodeRequest(body, chat)
 	if err == nil {
 		var p *plan
@@ -429,7 +439,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		p, err = s.params.plan(ctx, req, chat)
 		done()
 		if err == nil {
-			s.run(w, r, req, p, chat)
+			s.run(w, r, h, req, p, chat)
 			return
 		}
 	}
@@ -444,41 +454,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 var errShuttingDown = &requestError{status: http.StatusServiceUnavailable, code: "server_shutting_down",
 	msg: "the server is shutting down: the request was cut"}
 
-// admit counts p's sequences against --max-concurrent, or answers the
-// request itself (shutting down, busy) and reports false. The sequences
-// count until release, which the caller calls when they end, not when the
-// response is written: a client slow to read its reply holds nothing but its
-// connection. ctx ends with the client, at shutdown and at cancel, which
-// ends every choice still running whatever ends the response.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, p *plan) (ctx context.Context, release, cancel func(), ok bool) {
-	if s.stopping.Err() != nil {
-		writeError(w, errShuttingDown)
-		return nil, nil, nil, false
-	}
-	n := int64(len(p.reqs))
-	if s.inFlight.Add(n) > int64(s.cfg.MaxConcurrent) {
-		s.inFlight.Add(-n)
-		w.Header().Set("Retry-After", "1")
-		writeError(w, &requestError{status: http.StatusTooManyRequests, code: "server_busy",
-			msg: fmt.Sprintf("the server runs %d sequences at most; try again", s.cfg.MaxConcurrent)})
-		return nil, nil, nil, false
-	}
-	if p.template != "" {
-		w.Header().Set("X-Chat-Template", p.template)
-	}
-	release = sync.OnceFunc(func() { s.inFlight.Add(-n) })
-	ctx, cancelCtx := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.stopping, cancelCtx)
-	return ctx, release, func() { stop(); cancelCtx() }, true
-}
-
 // run submits the choices of p and writes the response.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, req *apiRequest, p *plan, chat bool) {
-	ctx, release, cancel, ok := s.admit(w, r, p)
+func (s *Server) run(w http.ResponseWriter, r *http.Request, h *holding, req *apiRequest, p *plan, chat bool) {
+	ctx, cancel, ok := s.admit(w, r, h, p)
 	if !ok {
 		return
 	}
-	defer release()
+	release := h.release
 	defer cancel()
 	choices := make([]*choice, len(p.reqs))
 	promptTokens := 0

@@ -96,6 +96,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
+	h := s.hold(w, 1) // tokenizing is work too
+	if h == nil {
+		return
+	}
+	defer h.release()
 	var req tokenizeRequest
 	if e := decodeStrict(body, []string{"content", "add_special", "parse_special", "with_pieces", "model"}, &req); e != nil {
 		writeError(w, e)
@@ -175,6 +180,11 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
+	h := s.hold(w, 1) // tokenizing is work too
+	if h == nil {
+		return
+	}
+	defer h.release()
 	var req struct {
 		Tokens []int32 `json:"tokens"`
 	}

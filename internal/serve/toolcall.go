@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,11 +87,18 @@ type toolPlan struct {
 
 // parseTools reads tools, tool_choice and parallel_tool_calls; nil when no
 // tool may be called (none, or tool_choice "none").
-func parseTools(req *apiRequest) (*toolPlan, error) {
+func parseTools(req *apiRequest, lim Limits) (*toolPlan, error) {
 	tp := &toolPlan{mode: "auto", parallel: true}
+	lim = lim.withDefaults()
 	if req.ParallelToolCalls != nil {
 		tp.parallel = *req.ParallelToolCalls
 	}
+	if len(req.Tools) > lim.MaxTools {
+		return nil, &requestError{status: http.StatusBadRequest, param: "tools", code: "too_many_tools",
+			msg: fmt.Sprintf("%d tools: a request takes at most %d (llamaserve --max-tools)", len(req.Tools), lim.MaxTools)}
+	}
+	names := make(map[string]bool, len(req.Tools))
+	schemaBytes := 0
 	for i, raw := range req.Tools {
 		var t apiTool
 		if err := json.Unmarshal(raw, &t); err != nil {
@@ -105,12 +113,14 @@ func parseTools(req *apiRequest) (*toolPlan, error) {
 		if !functionName.MatchString(t.Function.Name) {
 			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function name %s: must be 1 to 64 of a-z, A-Z, 0-9, _ and -", i, quote.String(t.Function.Name))
 		}
-		for _, o := range tp.tools {
-			if o.Function.Name == t.Function.Name {
-				return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function %q is defined twice", i, t.Function.Name)
-			}
+		if names[t.Function.Name] {
+			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function %q is defined twice", i, t.Function.Name)
 		}
+		names[t.Function.Name] = true
 		if p := bytes.TrimSpace(t.Function.Parameters); len(p) > 0 && string(p) != "null" {
+			if schemaBytes += len(p); schemaBytes > lim.MaxSchemaBytes {
+				return nil, schemaTooLarge(fmt.Sprintf("tools[%d].function.parameters", i), "the tools' parameters", schemaBytes, lim.MaxSchemaBytes)
+			}
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(p, &obj) != nil {
 				return nil, badRequest(fmt.Sprintf("tools[%d].function.parameters", i), "tools[%d]: parameters must be a JSON Schema object", i)

@@ -17,7 +17,7 @@ func weatherPlan(t *testing.T, extra string) *toolPlan {
 		`,{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}]` + extra + `}`
 	req, err := decodeRequest([]byte(body), true)
 	require.NoError(t, err)
-	tp, err := parseTools(req)
+	tp, err := parseTools(req, Limits{}.withDefaults())
 	require.NoError(t, err)
 	require.NotNil(t, tp)
 	return tp
@@ -82,7 +82,7 @@ func TestParseToolCalls(t *testing.T) {
 func TestParseToolChoice(t *testing.T) {
 	req, err := decodeRequest([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":`+weatherTools+`,"tool_choice":"none"}`), true)
 	require.NoError(t, err)
-	tp, err := parseTools(req)
+	tp, err := parseTools(req, Limits{}.withDefaults())
 	require.NoError(t, err)
 	assert.Nil(t, tp)
 	assert.Equal(t, "auto", weatherPlan(t, "").mode)
