@@ -510,7 +510,7 @@ func TestServeErrorStatuses(t *testing.T) {
 		{"too many stops", "POST", "/v1/completions", `{"prompt":"x","stop":["a","b","c","d","e"]}`, 400, "stop"},
 		{"token out of range", "POST", "/v1/completions", `{"prompt":[1,2,999999]}`, 400, "prompt"},
 		{"body too large", "POST", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 3000) + `"}`, 413, ""},
-		{"n above the limit", "POST", "/v1/completions", `{"prompt":"x","n":3}`, 429, ""},
+		{"n above the limit", "POST", "/v1/completions", `{"prompt":"x","n":3}`, 400, "n"},
 		{"wrong method", "GET", "/v1/completions", ``, 405, ""},
 		{"no such endpoint", "POST", "/v1/images/generations", `{}`, 404, ""},
 	} {

@@ -45,11 +45,18 @@ func (s *Server) take(w http.ResponseWriter, n int64) bool {
 	return true
 }
 
-// grow makes the holding n sequences, or answers 429 and reports false
-// (the holding stays as it was, for release).
+// grow makes the holding n sequences, or answers 429 (400 for more than
+// the server ever runs) and reports false (the holding stays as it was,
+// for release).
 func (h *holding) grow(w http.ResponseWriter, n int64) bool {
 	if n <= h.n {
 		return true
+	}
+	if limit := int64(h.s.cfg.MaxConcurrent); n > limit {
+		// More choices than the server ever runs at once would get 429
+		// "try again" forever.
+		writeError(w, badRequest("n", "n %d: more choices than the %d sequences the server runs at once (--max-concurrent)", n, limit))
+		return false
 	}
 	if !h.s.take(w, n-h.n) {
 		return false

@@ -225,6 +225,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// go).
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, timeout: s.cfg.WriteTimeout}
 	sw.deadline()
+	// A path with a trailing slash is the same endpoint, as OpenAI's
+	// clients and llama-server have it.
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r.URL.Path, r.URL.RawPath = "/"+strings.Trim(p, "/"), ""
+	}
 	// The pattern, not the path, labels the metrics: their number stays
 	// bounded whatever paths clients ask for.
 	_, path := s.mux.Handler(r)

@@ -83,13 +83,17 @@ func errorOf(t *testing.T, resp *http.Response) apiError {
 	return e
 }
 
-// More sequences than the limit is 429; a closed engine is 503.
+// More choices than the server ever runs at once is a 400 naming the
+// bound (a 429 would have the client try again forever); a closed engine
+// is 503. (429 for a busy server: TestPreparationCountsAgainstMaxConcurrent.)
 func TestBusyAndClosed(t *testing.T) {
 	ts, e := newServer(t, 1, Config{MaxConcurrent: 2})
 	resp := post(t, ts.URL+"/v1/completions", `{"prompt":"The model","n":3}`)
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	assert.Equal(t, "rate_limit_error", errorOf(t, resp).Error.Type)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	apiErr := errorOf(t, resp)
+	require.NotNil(t, apiErr.Error.Param)
+	assert.Equal(t, "n", *apiErr.Error.Param)
+	assert.Contains(t, apiErr.Error.Message, "n 3: more choices than the 2 sequences the server runs at once (--max-concurrent)")
 
 	resp = post(t, ts.URL+"/v1/completions", `{"prompt":"The model","n":2,"max_tokens":3}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -263,4 +267,27 @@ func TestPlanConfig(t *testing.T) {
 		assert.Equal(t, 400, re.status, body)
 		assert.Equal(t, param, re.param, body)
 	}
+}
+
+// A trailing slash names the same endpoint (OpenAI's clients send one when
+// their base URL ends with a slash); an unknown path is still 404.
+func TestTrailingSlash(t *testing.T) {
+	ts, _ := newServer(t, 1, Config{})
+	for _, path := range []string{"/v1/chat/completions/", "/chat/completions//"} {
+		resp := post(t, ts.URL+path, `{"messages":[{"role":"user","content":"Hello"}],"max_tokens":2}`)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+		var reply struct {
+			Object string `json:"object"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
+		resp.Body.Close()
+		assert.Equal(t, "chat.completion", reply.Object, path)
+	}
+	resp, err := http.Get(ts.URL + "/v1/models/")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	resp = post(t, ts.URL+"/v1/nothing/", `{}`)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp.Body.Close()
 }
