@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/spectok"
+	"github.com/llamaloop/llamaloop/internal/testhook"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -149,14 +150,21 @@ func TestDecodeCancel(t *testing.T) {
 	p, _ := ctx.SeqPosMax(0)
 	require.Equal(t, int32(-1), p)
 
-	// Cancelled while llama.cpp computes.
+	// Cancelled once Decode has passed its own check: llama.cpp's abort
+	// check stops the evaluation (a DecodeError, which the pre-check does
+	// not give).
 	gctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	start := time.Now()
+	defer testhook.SetDecoding(func(c context.Context) {
+		if c == gctx {
+			cancel()
+		}
+	})()
 	err := ctx.Decode(gctx, b)
 	require.ErrorIs(t, err, llamacpp.ErrAborted)
 	require.ErrorIs(t, err, context.Canceled)
-	t.Logf("aborted after %v", time.Since(start))
+	var de *llamacpp.DecodeError
+	require.ErrorAs(t, err, &de, "llama.cpp's abort, not Decode's check before it")
+	assert.Equal(t, int32(2), de.Code)
 	p, _ = ctx.SeqPosMax(0)
 	require.Less(t, p, int32(2047), "some micro-batches were left out")
 

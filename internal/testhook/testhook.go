@@ -1,0 +1,27 @@
+// Package testhook holds the points at which tests observe and steer the
+// library's progress without timing it. Outside tests every hook is unset
+// and costs one atomic load.
+package testhook
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+var decoding atomic.Pointer[func(context.Context)]
+
+// SetDecoding makes llamacpp's Decode call f with its Go context once the
+// context's cancellation is armed and right before llama.cpp evaluates
+// the batch: a cancellation f makes is seen by llama.cpp's abort check.
+// The returned function unsets it.
+func SetDecoding(f func(gctx context.Context)) (unset func()) {
+	decoding.Store(&f)
+	return func() { decoding.Store(nil) }
+}
+
+// Decoding calls the function SetDecoding set, if any.
+func Decoding(gctx context.Context) {
+	if f := decoding.Load(); f != nil {
+		(*f)(gctx)
+	}
+}
