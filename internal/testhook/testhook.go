@@ -25,3 +25,20 @@ func Decoding(gctx context.Context) {
 		(*f)(gctx)
 	}
 }
+
+var generated atomic.Pointer[func()]
+
+// SetGenerated makes the generation engine's loop call f after each token
+// it generates, before the token's request sees it: a test can hold the
+// loop there until the state it needs. The returned function unsets it.
+func SetGenerated(f func()) (unset func()) {
+	generated.Store(&f)
+	return func() { generated.Store(nil) }
+}
+
+// Generated calls the function SetGenerated set, if any.
+func Generated() {
+	if f := generated.Load(); f != nil {
+		(*f)()
+	}
+}
