@@ -42,3 +42,21 @@ func Generated() {
 		(*f)()
 	}
 }
+
+var partitioned atomic.Pointer[func(int)]
+
+// SetPartitioned makes spectok's Partition call f with the work it did:
+// the steps of its scanning and claiming loops and the occurrences it
+// ordered, which a test compares across lengths instead of timing them.
+// The returned function unsets it.
+func SetPartitioned(f func(steps int)) (unset func()) {
+	partitioned.Store(&f)
+	return func() { partitioned.Store(nil) }
+}
+
+// Partitioned calls the function SetPartitioned set, if any.
+func Partitioned(steps int) {
+	if f := partitioned.Load(); f != nil {
+		(*f)(steps)
+	}
+}
