@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/spectok"
@@ -415,25 +414,30 @@ func TestTokenizeChatKeepsMessagesText(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-// Tokenizing a long chat takes time linear in its length: 80,000 messages
-// (which llama.cpp's own partition would take minutes over) tokenize in
-// about as many times longer than 8,000 as there are more of them.
+// Tokenizing a long chat is linear in its length: the special tokens of
+// 80,000 messages (which llama.cpp's own partition would take minutes over)
+// are found by spectok's partition in ten times the steps of 8,000,
+// counted, not timed.
 func TestTokenizeChatLinear(t *testing.T) {
 	v := loadModel(t, "tiny-f32").Vocab()
-	timeOf := func(n int) time.Duration {
+	var steps, calls int
+	defer testhook.SetPartitioned(func(n int) { steps += n; calls++ })()
+	stepsOf := func(n int) int {
 		roles, contents := make([]string, n), make([]string, n)
 		for i := range n {
 			roles[i], contents[i] = []string{"user", "assistant"}[i%2], "Hello world, the model said."
 		}
-		start := time.Now()
+		steps, calls = 0, 0
 		toks, err := v.TokenizeChat(chatmlRender(v, roles), contents, false)
 		require.NoError(t, err)
 		require.Greater(t, len(toks), 5*n)
-		return time.Since(start)
+		require.Equal(t, 1, calls, "one partition of the whole chat")
+		return steps
 	}
-	small, large := timeOf(8_000), timeOf(80_000)
-	t.Logf("8,000 messages: %v; 80,000: %v", small, large)
-	assert.Less(t, large, 50*small)
+	small, large := stepsOf(8_000), stepsOf(80_000)
+	t.Logf("8,000 messages: %d steps; 80,000: %d", small, large)
+	assert.Positive(t, small)
+	assert.LessOrEqual(t, large, 10*small+100)
 }
 
 // BenchmarkTokenizeMarkers sets Tokenize beside llama.cpp's own partition
