@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
+	"github.com/llamaloop/llamaloop/internal/testhook"
 )
 
 // ErrClosed reports a request submitted to an Engine that was closed.
@@ -163,6 +164,7 @@ func (e *Engine) emit(r *seq, ev Event) bool {
 	t := r.task
 	if ev.Token >= 0 {
 		e.stats.generatedTokens.Add(1)
+		testhook.Generated()
 	}
 	if ev.Finish != NotFinished {
 		// The counters change before the consumer sees the end.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/cgo"
 	"github.com/llamaloop/llamaloop/embedding"
+	"github.com/llamaloop/llamaloop/internal/testhook"
 )
 
 // MaxThreads is the most threads a context may use (GGML_MAX_N_THREADS).
@@ -590,6 +591,13 @@ func (ctx *Context) decode(gctx context.Context, b *Batch) error {
 		return fmt.Errorf("%w: %w", ErrAborted, err)
 	}
 	ctx.arm(gctx)
+	testhook.Decoding(gctx)
+	if gctx.Err() != nil {
+		// Cancelled since the check above: AfterFunc's goroutine may not
+		// have set the flag yet, and llama.cpp should stop at its first
+		// check rather than evaluate the batch.
+		atomic.StoreInt32(ctx.abort, 1)
+	}
 	ctx.lastN = 0
 	b.c.SetNTokens(b.n)
 	ctx.pools.decoded = true

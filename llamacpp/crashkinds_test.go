@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -299,11 +298,9 @@ func TestCrashKinds(t *testing.T) {
 			path := filepath.Join(dir, "kind"+string(rune('a'+i))+".gguf")
 			require.NoError(t, p.write(path))
 			requireRefused(t, path, c.want)
-			start := time.Now()
-			_, err := llamacpp.LoadModel(path, llamacpp.ModelParams{})
+			err := loadReadingHeaderOnly(t, path)
 			require.ErrorIs(t, err, llamacpp.ErrLoad)
 			assert.Contains(t, err.Error(), c.want)
-			assert.Less(t, time.Since(start), time.Second, "validation reads only the header")
 		})
 	}
 }

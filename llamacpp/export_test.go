@@ -88,3 +88,10 @@ func MoEGating() map[string]bool { return moeGating }
 
 // KVStateLen is the length of the KV-cache part of a sequence state.
 func KVStateLen(state []byte) (int, error) { return kvStateLen(state) }
+
+// ObserveValidationReads makes every read the validation makes from a
+// model file call f until the returned function restores the default.
+func ObserveValidationReads(f func(path string, off int64, n int)) (restore func()) {
+	readsForTests = f
+	return func() { readsForTests = nil }
+}

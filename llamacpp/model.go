@@ -234,7 +234,7 @@ type modelResources struct {
 
 // checkGGUF gives clear errors for the common mistakes (a folder, a file of
 // another kind) before the GGUF reader parses the header.
-func checkGGUF(f *os.File, st os.FileInfo, path string) error {
+func checkGGUF(f io.Reader, st os.FileInfo, path string) error {
 	if st.IsDir() {
 		return fmt.Errorf("%w %s: is a directory", ErrLoad, path)
 	}

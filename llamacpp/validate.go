@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -66,7 +67,7 @@ func validateModel(path string, p ModelParams, full bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLoad, err)
 	}
-	file, err := readHeader(f, st, path)
+	file, err := readHeader(observed(f, path), st, path)
 	if err != nil {
 		return err
 	}
@@ -99,8 +100,48 @@ func validateModel(path string, p ModelParams, full bool) error {
 	return nil
 }
 
+// readsForTests, set only by the test binary, is told of every read the
+// validation makes from a model file: where it starts and how many bytes
+// it returned. A test shows with it that the validation reads the header
+// only, whatever the machine's speed.
+var readsForTests func(path string, off int64, n int)
+
+// modelFile is what the validation reads a model file through.
+type modelFile interface {
+	io.Reader
+	io.ReaderAt
+}
+
+// observed is f, reporting its reads to readsForTests where that is set.
+func observed(f *os.File, path string) modelFile {
+	if readsForTests == nil {
+		return f
+	}
+	return &observedFile{f: f, path: path}
+}
+
+// observedFile reports each read of f to readsForTests.
+type observedFile struct {
+	f    *os.File
+	path string
+	off  int64 // of the next Read
+}
+
+func (o *observedFile) Read(p []byte) (int, error) {
+	n, err := o.f.Read(p)
+	readsForTests(o.path, o.off, n)
+	o.off += int64(n)
+	return n, err
+}
+
+func (o *observedFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.f.ReadAt(p, off)
+	readsForTests(o.path, off, n)
+	return n, err
+}
+
 // readHeader parses the header of the GGUF file f at path.
-func readHeader(f *os.File, st os.FileInfo, path string) (*gguf.File, error) {
+func readHeader(f modelFile, st os.FileInfo, path string) (*gguf.File, error) {
 	if err := checkGGUF(f, st, path); err != nil {
 		return nil, err
 	}
@@ -123,7 +164,7 @@ func readSplit(path string) (*gguf.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
 	}
-	return readHeader(f, st, path)
+	return readHeader(observed(f, path), st, path)
 }
 
 // splitPaths returns the other files of a model that file's split.count

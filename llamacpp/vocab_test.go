@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/spectok"
+	"github.com/llamaloop/llamaloop/internal/testhook"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -149,14 +149,21 @@ func TestDecodeCancel(t *testing.T) {
 	p, _ := ctx.SeqPosMax(0)
 	require.Equal(t, int32(-1), p)
 
-	// Cancelled while llama.cpp computes.
+	// Cancelled once Decode has passed its own check: llama.cpp's abort
+	// check stops the evaluation (a DecodeError, which the pre-check does
+	// not give).
 	gctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	start := time.Now()
+	defer testhook.SetDecoding(func(c context.Context) {
+		if c == gctx {
+			cancel()
+		}
+	})()
 	err := ctx.Decode(gctx, b)
 	require.ErrorIs(t, err, llamacpp.ErrAborted)
 	require.ErrorIs(t, err, context.Canceled)
-	t.Logf("aborted after %v", time.Since(start))
+	var de *llamacpp.DecodeError
+	require.ErrorAs(t, err, &de, "llama.cpp's abort, not Decode's check before it")
+	assert.Equal(t, int32(2), de.Code)
 	p, _ = ctx.SeqPosMax(0)
 	require.Less(t, p, int32(2047), "some micro-batches were left out")
 
@@ -407,25 +414,30 @@ func TestTokenizeChatKeepsMessagesText(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-// Tokenizing a long chat takes time linear in its length: 80,000 messages
-// (which llama.cpp's own partition would take minutes over) tokenize in
-// about as many times longer than 8,000 as there are more of them.
+// Tokenizing a long chat is linear in its length: the special tokens of
+// 80,000 messages (which llama.cpp's own partition would take minutes over)
+// are found by spectok's partition in ten times the steps of 8,000,
+// counted, not timed.
 func TestTokenizeChatLinear(t *testing.T) {
 	v := loadModel(t, "tiny-f32").Vocab()
-	timeOf := func(n int) time.Duration {
+	var steps, calls int
+	defer testhook.SetPartitioned(func(n int) { steps += n; calls++ })()
+	stepsOf := func(n int) int {
 		roles, contents := make([]string, n), make([]string, n)
 		for i := range n {
 			roles[i], contents[i] = []string{"user", "assistant"}[i%2], "Hello world, the model said."
 		}
-		start := time.Now()
+		steps, calls = 0, 0
 		toks, err := v.TokenizeChat(chatmlRender(v, roles), contents, false)
 		require.NoError(t, err)
 		require.Greater(t, len(toks), 5*n)
-		return time.Since(start)
+		require.Equal(t, 1, calls, "one partition of the whole chat")
+		return steps
 	}
-	small, large := timeOf(8_000), timeOf(80_000)
-	t.Logf("8,000 messages: %v; 80,000: %v", small, large)
-	assert.Less(t, large, 50*small)
+	small, large := stepsOf(8_000), stepsOf(80_000)
+	t.Logf("8,000 messages: %d steps; 80,000: %d", small, large)
+	assert.Positive(t, small)
+	assert.LessOrEqual(t, large, 10*small+100)
 }
 
 // BenchmarkTokenizeMarkers sets Tokenize beside llama.cpp's own partition

@@ -673,11 +673,12 @@ func TestInterrupt(t *testing.T) {
 	var stdout, stderr clitest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
+	// Bounded by the test's own deadline only: a loaded machine makes the
+	// wait longer, not the test failed.
 	for !strings.Contains(stdout.String(), "pp8 generation") {
-		if time.Now().After(deadline) {
+		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second {
 			cmd.Process.Kill()
-			t.Fatalf("no measurement in time: %s", stderr.String())
+			t.Fatalf("no measurement by the test's deadline: %s", stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -366,10 +365,34 @@ func TestCtrlCKeepsBeamHypotheses(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
 	slave.Close()
+	// Signalled once the terminal shows progress, not after a time: the
+	// reader says when the line is drawn or the terminal closed.
 	var term clitest.LockedBuffer
-	go io.Copy(&term, master)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(term.String(), "beam search (2 beams) ["); time.Sleep(5 * time.Millisecond) {
-		require.True(t, time.Now().Before(deadline), "no beam search progress: %q", term.String())
+	progress, closed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(closed)
+		buf := make([]byte, 4096)
+		shown := false
+		for {
+			n, err := master.Read(buf)
+			term.Write(buf[:n])
+			if !shown && strings.Contains(term.String(), "beam search (2 beams) [") {
+				shown = true
+				close(progress)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-progress:
+	case <-closed:
+		select {
+		case <-progress:
+		default:
+			require.Fail(t, "no beam search progress", "%q", term.String())
+		}
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err = cmd.Wait()

@@ -500,14 +500,12 @@ func TestInterruptKeepsWhatWasPrinted(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	rest := new(bytes.Buffer)
 	_, _ = rest.ReadFrom(stdout)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("llamagen did not stop after SIGINT")
+	// A hang is killed near the test's own deadline, not after a fixed
+	// 30 s that a loaded machine could pass; the exit code then says so.
+	if d, ok := t.Deadline(); ok {
+		defer time.AfterFunc(time.Until(d)-5*time.Second, func() { cmd.Process.Kill() }).Stop()
 	}
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode())

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/clicommon"
@@ -108,9 +107,14 @@ func TestChatSessionMessageCap(t *testing.T) {
 	f.App, err = json.Marshal(saved)
 	require.NoError(t, err)
 	require.NoError(t, statefile.Write(file, f))
-	start := time.Now()
+	written, err := os.ReadFile(file)
+	require.NoError(t, err)
 	res = run(t, "hello\n", "-m", demoModel, "--chat", "--session", file)
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "8193 messages, more than the 8192 a conversation may hold")
-	assert.Less(t, time.Since(start), 10*time.Second)
+	// Refused before the turn: nothing generated, the file not rewritten.
+	assert.Empty(t, res.Stdout)
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, written, after)
 }

@@ -8,6 +8,8 @@ package spectok
 
 import (
 	"slices"
+
+	"github.com/llamaloop/llamaloop/internal/testhook"
 )
 
 // Token is a special token: one that llama.cpp matches in a text before it
@@ -159,6 +161,8 @@ func (s *Set) Partition(spans []Span) []Piece {
 		return []Piece{{Token: -1, Text: str}}
 	}
 
+	// steps counts the work of the loops below, for testhook.Partitioned.
+	steps := 0
 	// Every occurrence of every token where it may be read, by start.
 	var occ []occurrence
 	counts := make([]int32, len(s.toks))
@@ -168,6 +172,7 @@ func (s *Set) Partition(spans []Span) []Piece {
 		for i := pos; i < end; i++ {
 			n := s.root[text[i]]
 			for j := i + 1; n >= 0; j++ {
+				steps++
 				if t := s.nodes[n].tok; t >= 0 && (!s.toks[t].Control || sp.Special && j <= end) {
 					occ = append(occ, occurrence{start: int32(i), tok: t})
 					counts[t]++
@@ -207,6 +212,7 @@ next:
 		t := &s.toks[o.tok]
 		start, end := int(o.start), int(o.start)+len(t.Text)
 		for i := start; i < end; i++ {
+			steps++
 			if state[i] != free {
 				continue next
 			}
@@ -216,11 +222,13 @@ next:
 		}
 		if t.LStrip {
 			for i := start - 1; i >= 0 && state[i] == free && isSpace(text[i]); i-- {
+				steps++
 				state[i] = dropped
 			}
 		}
 		if t.RStrip {
 			for i := end; i < len(text) && state[i] == free && isSpace(text[i]); i++ {
+				steps++
 				state[i] = dropped
 			}
 		}
@@ -241,6 +249,7 @@ next:
 	if p := trimDropped(str, state, pos, len(str)); p != "" {
 		out = append(out, Piece{Token: -1, Text: p})
 	}
+	testhook.Partitioned(steps + len(sorted) + len(found))
 	return out
 }
 

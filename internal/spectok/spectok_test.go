@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/llamaloop/llamaloop/internal/testhook"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,22 +181,23 @@ func TestPartitionCases(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// The partition takes time linear in the text, whatever the number of
-// markers: ten times the markers take less than fifty times as long
-// (quadratic would be a hundred).
+// The partition's work is linear in the text, whatever the number of
+// markers: ten times the markers take ten times the steps, counted, not
+// timed (quadratic would be a hundred).
 func TestPartitionLinear(t *testing.T) {
 	set := NewSet(testTokens)
-	timeOf := func(n int) time.Duration {
+	var steps int
+	defer testhook.SetPartitioned(func(n int) { steps = n })()
+	stepsOf := func(n int) int {
 		text := strings.Repeat("<|im_start|>user\nhi <tool_call><|im_end|>\n", n)
-		start := time.Now()
 		p := set.Partition([]Span{{Text: text, Special: true}})
 		require.Equal(t, 5*n, len(p))
-		return time.Since(start)
+		return steps
 	}
-	timeOf(1000)
-	small, large := timeOf(20_000), timeOf(200_000)
-	t.Logf("20k markers x3: %v, 200k: %v", small, large)
-	assert.Less(t, large, 50*small)
+	small, large := stepsOf(20_000), stepsOf(200_000)
+	t.Logf("20k markers x3: %d steps, 200k: %d", small, large)
+	assert.Positive(t, small)
+	assert.LessOrEqual(t, large, 10*small+100)
 }
 
 func BenchmarkPartition1MB(b *testing.B) {

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testhook"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
@@ -352,15 +352,26 @@ func TestLlamaCancellation(t *testing.T) {
 	for i := range long {
 		long[i] = int32(300 + i%500)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	start := time.Now()
+	// The deadline passes once llama.cpp is about to evaluate the prompt
+	// (a context whose deadline the test moves, not a timer).
+	ctx, expire := withDeadlineNow(context.Background())
+	defer expire()
+	decodes := 0
+	defer testhook.SetDecoding(func(c context.Context) {
+		if c == ctx {
+			decodes++
+			expire()
+		}
+	})()
 	res, err := gen.Generate(ctx, []generation.Request{{Prompt: long, Config: greedyConfig(10)}})
 	require.NoError(t, err)
 	assert.Equal(t, generation.FinishCancelled, res[0].Finish)
 	assert.Equal(t, context.DeadlineExceeded, res[0].Err, "the context's error, not llama.cpp's abort that wraps it")
 	assert.Empty(t, res[0].Tokens)
-	assert.Less(t, time.Since(start), 2*time.Second, "the prompt evaluation was aborted inside llama.cpp")
+	assert.Equal(t, 1, decodes, "the prompt went to llama.cpp once, and its evaluation was aborted there")
+	pos, err := b.Context().SeqPosMax(0)
+	require.NoError(t, err)
+	assert.Less(t, pos, int32(len(long)-1), "llama.cpp stopped before the prompt's last micro-batch")
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
@@ -437,4 +448,30 @@ func TestLlamaEmptyAndBadPrompts(t *testing.T) {
 	_, err = gen.Generate(context.Background(), []generation.Request{{Prompt: []int32{5, int32(m.Vocab().Size())}, Config: greedyConfig(3)}})
 	require.ErrorIs(t, err, backend.ErrTokenOutOfRange)
 	assert.Equal(t, 0, b.Len(0))
+}
+
+// deadlineCtx is a context whose deadline passes when expire is called,
+// with no timer: the test decides when, not the machine's speed.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// withDeadlineNow returns a child of parent whose deadline passes when
+// expire is called.
+func withDeadlineNow(parent context.Context) (ctx context.Context, expire func()) {
+	c := &deadlineCtx{Context: parent, done: make(chan struct{})}
+	return c, func() { c.once.Do(func() { close(c.done) }) }
 }

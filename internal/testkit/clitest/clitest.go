@@ -52,6 +52,10 @@ func Build(dir, name string) (string, error) {
 type Result struct {
 	Stdout, Stderr string
 	Code           int
+	// MaxRSSKiB is the command's peak resident memory in KiB (getrusage's
+	// ru_maxrss), 0 where the system does not say: a bound on the work a
+	// command did that the machine's speed does not change.
+	MaxRSSKiB int64
 }
 
 // Run runs bin with args and stdin (none when empty) and waits for it, at
@@ -78,7 +82,7 @@ func Run(t testing.TB, bin, stdin string, args ...string) Result {
 	if ctx.Err() != nil {
 		t.Fatalf("%s %q did not finish in time; stderr: %s", bin, args, stderr.String())
 	}
-	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code, MaxRSSKiB: maxRSS(cmd.ProcessState)}
 }
 
 // RunWithMemoryLimit runs bin as Run does, under an address-space limit of
