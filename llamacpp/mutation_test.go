@@ -81,16 +81,7 @@ func TestRandomMutations(t *testing.T) {
 		require.NoError(t, err, mutationsEnv)
 		n = v
 	}
-	loadArchNames(t)
-	src := miniModel(t)
-	data, err := os.ReadFile(src)
-	require.NoError(t, err)
-	r, err := gguf.Open(src)
-	require.NoError(t, err)
-	header := int(r.DataOffset)
-	r.Close()
-	structSrc := filepath.Join(t.TempDir(), "struct.gguf")
-	require.NoError(t, writeStruct(structSrc))
+	data, header, structSrc := mutationSources(t)
 	require.Equal(t, "ok", runChild(t, structSrc, false).result, "the unmutated model")
 	base := readParts(t, structSrc)
 
@@ -219,6 +210,24 @@ func writeMutation(t testing.TB, i int, data []byte, header int, base *parts, pa
 // child under its own memory limit and timeout (TestExerciseChild).
 const mutationsOutEnv = "LLAMALOOP_MUTATIONS_OUT"
 
+// mutationSources writes what the random mutations start from: the mini
+// model's bytes and the offset of its tensor data (for byte mutations),
+// and the structured model's file (for structure-aware ones).
+func mutationSources(t *testing.T) (data []byte, header int, structSrc string) {
+	t.Helper()
+	loadArchNames(t)
+	src := miniModel(t)
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	r, err := gguf.Open(src)
+	require.NoError(t, err)
+	header = int(r.DataOffset)
+	r.Close()
+	structSrc = filepath.Join(t.TempDir(), "struct.gguf")
+	require.NoError(t, writeStruct(structSrc))
+	return data, header, structSrc
+}
+
 // TestWriteMutations writes the mutated files of TestRandomMutations for a
 // campaign; it is skipped in an ordinary run.
 func TestWriteMutations(t *testing.T) {
@@ -228,16 +237,7 @@ func TestWriteMutations(t *testing.T) {
 	}
 	n, err := strconv.Atoi(os.Getenv(mutationsEnv))
 	require.NoError(t, err, mutationsEnv)
-	loadArchNames(t)
-	src := miniModel(t)
-	data, err := os.ReadFile(src)
-	require.NoError(t, err)
-	r, err := gguf.Open(src)
-	require.NoError(t, err)
-	header := int(r.DataOffset)
-	r.Close()
-	structSrc := filepath.Join(t.TempDir(), "struct.gguf")
-	require.NoError(t, writeStruct(structSrc))
+	data, header, structSrc := mutationSources(t)
 	base := readParts(t, structSrc)
 	var index strings.Builder
 	for i := range n {
