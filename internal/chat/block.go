@@ -62,7 +62,12 @@ type frame struct {
 	argsText           string
 	hasArgs, argsWhole bool
 	call               int // the call it began (-1 none, -2 dropped by OneCall)
+	keys               int // the keys read
 }
+
+// callKeys are the keys a call may open with.
+var callKeys = map[string]bool{"name": true, "arguments": true, "parameters": true, "function": true,
+	"tool_calls": true, "type": true, "id": true}
 
 // enterBlock begins a block at pos: region is the offset of its held
 // text (its marker, or the answer's spaces), closer its end.
@@ -135,6 +140,11 @@ func (r *Reader) block(end bool) bool {
 			// until it is a call.
 			if f := &b.frames[len(b.frames)-1]; f.role == roleCand && f.keyStart >= r.base {
 				f.key = jsonString(r.rest(f.keyStart)[:r.pos+1-f.keyStart])
+				if f.keys++; f.keys == 1 && !callKeys[f.key] {
+					// A call opens with one of its keys: an answer in
+					// JSON goes out without waiting for its end.
+					r.broken(r.pos + 1)
+				}
 			}
 		case evError:
 			r.broken(r.pos)
