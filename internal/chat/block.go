@@ -96,7 +96,7 @@ func (r *Reader) block(end bool) bool {
 				r.pos++
 				r.work++
 				continue
-			case (c == '{' || c == '[') && !(b.one && !b.fresh):
+			case c == '{' || c == '[':
 				if !b.fresh {
 					b.region = r.pos
 					r.discard(r.pos)
@@ -180,7 +180,7 @@ func jsonString(raw []byte) string {
 	return s
 }
 
-// cand is the candidate a value at depth d belongs to (nil for none).
+// parent is the container of a value at depth d (nil at the top).
 func (r *Reader) parent(d int) *frame {
 	if d == 0 {
 		return nil
@@ -207,6 +207,13 @@ func (r *Reader) roleOf(d int, c byte) role {
 		}
 		return roleNot
 	case p.role != roleCand:
+		return roleOther
+	}
+	// A call holds no calls, and a wrapper of calls is none.
+	switch k := p.key; {
+	case p.named && (k == "function" || k == "tool_calls"):
+		return roleOther
+	case p.wrapper && (k == "name" || k == "arguments" || k == "parameters"):
 		return roleOther
 	}
 	switch p.key {
@@ -293,7 +300,7 @@ func (r *Reader) valueEnd(d, end int) {
 		p := r.parent(d)
 		var raw []byte
 		if b.scalar != roleOther {
-			raw = r.rest(b.scalarStart)[:end-b.scalarStart]
+			raw = r.rest(b.scalarStart)[:end-b.scalarStart] // held: no call holds the text
 		}
 		switch b.scalar {
 		case roleName:

@@ -143,3 +143,13 @@ func TestJSONAnswerNotHeld(t *testing.T) {
 	r = NewReader(Options{Tools: weatherTools, Format: Format{Family: JSON}})
 	assert.Empty(t, r.Add(`{"name": "get_time", "x": "`+strings.Repeat("y", 1000)))
 }
+
+// Calls do not nest: a call's "function" is an argument of no call, and
+// a wrapper's "name" names nothing.
+func TestCallsDoNotNest(t *testing.T) {
+	checkCases(t, Options{Tools: weatherTools}, []readCase{
+		{"call in call", JSON, `{"name": "get_time", "arguments": {}, "function": {"name": "get_weather", "arguments": {"city": "x"}}}`, "", "", []string{`get_time {}`}},
+		{"named wrapper", JSON, `{"function": {"name": "get_time", "arguments": {"zone": 1}}, "name": "get_weather", "arguments": {}}`, "", "", []string{`get_time {"zone": 1}`}},
+		{"two wrapped", JSON, `{"tool_calls": [{"function": {"name": "get_time", "arguments": "{\"zone\": 1}"}}, {"function": {"name": "get_weather", "arguments": {"city": "x"}}}]}`, "", "", []string{`get_time {"zone": 1}`, `get_weather {"city": "x"}`}},
+	})
+}
