@@ -14,7 +14,8 @@ const (
 	// Hermes is Hermes 2/3 and Qwen 2.5/3:
 	// <tool_call>{"name": ..., "arguments": ...}</tool_call>, and Qwen 3
 	// Coder/3.5's XML form inside it:
-	// <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>.
+	// <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>,
+	// and GLM's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>.
 	Hermes Family = "hermes"
 	// Llama3 is Llama 3.x: {"name": ..., "parameters": ...}, maybe after
 	// <|python_tag|>.
