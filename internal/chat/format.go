@@ -64,6 +64,9 @@ type Markers struct {
 // GLM and Granite.
 var Think = Markers{Open: "<think>", Close: "</think>"}
 
+// GemmaThought is Gemma 4's reasoning channel.
+var GemmaThought = Markers{Open: "<|channel>thought", Close: "<channel|>"}
+
 // Format is what a chat template tells of its model's answers: how it
 // writes tool calls, and between which markers it reasons (zero Markers:
 // it does not).
@@ -90,8 +93,11 @@ func FormatOf(src string) Format {
 	default:
 		f.Family = JSON
 	}
-	if strings.Contains(src, Think.Close) {
+	switch {
+	case strings.Contains(src, Think.Close):
 		f.Reasoning = Think
+	case strings.Contains(src, GemmaThought.Open) && strings.Contains(src, GemmaThought.Close):
+		f.Reasoning = GemmaThought
 	}
 	return f
 }
