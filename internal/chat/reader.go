@@ -5,9 +5,14 @@
 //
 // A Reader is given the text piece by piece (Add) and ended (End); a whole
 // reply is the same reader given the whole text at once, so a streamed
-// reply and a whole one are equal by construction. It reads each byte
-// once: its cost is linear in the text, and it sends each byte of a
-// call's arguments once.
+// reply and a whole one are equal by construction. It keeps its state
+// between pieces and never reads the answer again from its start: its
+// cost is linear in the text (a byte is read about once, a marker's bytes
+// a few times at most), and it sends each byte of a call's arguments once.
+//
+// Beside the reader are the chat's history (Message), as templates read
+// it (TemplateMessages, Polyfill), and the model's Jinja chat template
+// (Template), whose source tells the reader the answer's Format.
 package chat
 
 import (
