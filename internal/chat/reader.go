@@ -94,10 +94,12 @@ type Options struct {
 // DefaultMaxHeld is the default of Options.MaxHeld.
 const DefaultMaxHeld = 1 << 20
 
-// Reader reads one choice's answer. Its memory is the text it holds back
-// (spaces that may come before a call, a part of a marker, a call not yet
-// known as one, at most MaxHeld bytes of it) and the calls' arguments,
-// which End returns.
+// Reader reads one choice's answer; it is not safe for concurrent use.
+// Its memory is the text it holds back and the calls' arguments, which
+// End returns. It holds back a run of spaces that may come before a call,
+// a part of a marker (a few bytes), and at most MaxHeld bytes of a call
+// not yet known as one or of one parameter of the XML form; a call's
+// arguments in JSON it gives out as they come, and holds none of them.
 type Reader struct {
 	opt     Options
 	markers []string
