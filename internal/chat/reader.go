@@ -122,6 +122,10 @@ type Reader struct {
 	calls []callState
 	out   []Delta
 
+	// added is the text of the Add in progress, from offset addedAt.
+	added   string
+	addedAt int
+
 	// work counts the bytes the reader examines (for the linearity test).
 	work int
 }
@@ -176,8 +180,10 @@ func NewReader(opt Options) *Reader {
 // (nil for none). Text that may still turn out to be a call, a marker or
 // spaces before one is held back until it is known.
 func (r *Reader) Add(text string) []Delta {
+	r.added, r.addedAt = text, r.end()
 	r.buf = append(r.buf, text...)
 	r.run(false)
+	r.added = ""
 	return r.take()
 }
 
@@ -256,10 +262,20 @@ func (r *Reader) step(end bool) bool {
 }
 
 // The text of buf between answer offsets.
-func (r *Reader) at(i int) byte            { return r.buf[i-r.base] }
-func (r *Reader) text(from, to int) string { return string(r.buf[from-r.base : to-r.base]) }
-func (r *Reader) rest(from int) []byte     { return r.buf[from-r.base:] }
-func (r *Reader) end() int                 { return r.base + len(r.buf) }
+func (r *Reader) at(i int) byte { return r.buf[i-r.base] }
+
+// text is the answer's text between offsets: a part of the text Add was
+// given, when it lies in it (most tokens' text goes out whole), else a
+// copy.
+func (r *Reader) text(from, to int) string {
+	if from >= r.addedAt && to <= r.addedAt+len(r.added) {
+		return r.added[from-r.addedAt : to-r.addedAt]
+	}
+	return string(r.buf[from-r.base : to-r.base])
+}
+
+func (r *Reader) rest(from int) []byte { return r.buf[from-r.base:] }
+func (r *Reader) end() int             { return r.base + len(r.buf) }
 
 // discard drops the text before offset to, given out or dropped.
 func (r *Reader) discard(to int) {
