@@ -260,11 +260,21 @@ func TestChatPageInBrowser(t *testing.T) {
 	do(chromedp.SendKeys(chromedp.CSS("#input"), "Hello"), chromedp.KeyEvent("\r"))
 	permit(gate) // the prompt: its logits give the first token
 	until(tokens + ` === 1`)
-	var running bool
-	eval(`!document.querySelector('#stop').hidden && document.querySelector('#send').hidden`, &running)
-	assert.True(t, running, "the stop button replaces send while the reply streams")
+	// Where the controls are: streaming must not move them.
+	const layout = `(() => { const r = (s) => { const b = document.querySelector(s).getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; };
+		const b = document.querySelector('#send').hidden ? '#stop' : '#send';
+		return {button: r(b), composer: r('#composer'), stop: !document.querySelector('#stop').hidden}; })()`
+	type controls struct {
+		Button, Composer []float64
+		Stop             bool
+	}
+	var atFirst, atSecond controls
+	eval(layout, &atFirst)
+	assert.True(t, atFirst.Stop, "the stop button replaces send while the reply streams")
 	permit(gate)
 	until(tokens + ` === 2`)
+	eval(layout, &atSecond)
+	assert.Equal(t, atFirst, atSecond, "the controls stay put while tokens arrive")
 	var meta string
 	eval(lastReply+`.querySelector('.meta').textContent`, &meta)
 	assert.Equal(t, "…", meta, "the reply is still running")
@@ -291,6 +301,10 @@ func TestChatPageInBrowser(t *testing.T) {
 	// API's own greedy reply, token by token with its probabilities.
 	do(chromedp.Click(chromedp.CSS(".regenerate")))
 	until(lastReply + `.querySelector('.meta').textContent.startsWith('finish: ') && !document.querySelector('#send').hidden`)
+	var after controls
+	eval(layout, &after)
+	assert.Equal(t, atFirst.Button, after.Button, "send comes back where stop was")
+	assert.Equal(t, atFirst.Composer, after.Composer)
 	eval(lastReply+`.querySelector('.meta').textContent`, &meta)
 	assert.Regexp(t, `^finish: (stop|length) · \d+ tokens · .*first token \d+ ms$`, meta)
 	want := apiChat(t, ts.URL, apiKey, `{"messages":[{"role":"user","content":"Hello"}],"temperature":0,"max_tokens":40,"logprobs":true,"top_logprobs":5}`)
@@ -388,12 +402,26 @@ func TestChatPageInBrowser(t *testing.T) {
 		composer: document.querySelector('#input').getBoundingClientRect().bottom <= innerHeight})`, &phone)
 	assert.False(t, phone.Overflow, "the page is wider than a phone")
 	assert.True(t, phone.Composer, "the message box is on screen")
+	shot(t, ctx, "chat-page-phone.png")
 	do(chromedp.Click(chromedp.CSS("#toggle-side")))
 	until(`getComputedStyle(document.querySelector('#side')).visibility === 'visible'`)
-	var convs int
-	eval(`document.querySelectorAll('#convs li').length`, &convs)
-	assert.Equal(t, 2, convs)
-	shot(t, ctx, "chat-page-phone.png")
+	var convs []string
+	eval(`[...document.querySelectorAll('#convs .open')].map((b) => b.textContent)`, &convs)
+	assert.Equal(t, []string{"Markup, please", "Hello"}, convs)
+
+	// Rename and delete, each through its dialog.
+	do(chromedp.Click(chromedp.CSS("#convs li:nth-child(2) .rename")))
+	until(`document.querySelector('#ask').open`)
+	do(chromedp.SetValue(chromedp.CSS("#ask-input"), "Greeting"), chromedp.Click(chromedp.CSS(`#ask button[value=ok]`)))
+	until(`!document.querySelector('#ask').open`)
+	do(chromedp.Click(chromedp.CSS("#convs li:nth-child(1) .delete")))
+	until(`document.querySelector('#ask').open`)
+	do(chromedp.Click(chromedp.CSS(`#ask button[value=ok]`)))
+	until(`document.querySelectorAll('#convs li').length === 1`)
+	eval(`JSON.parse(localStorage.getItem('llamaserve.conversations')).map((c) => c.title)`, &convs)
+	assert.Equal(t, []string{"Greeting"}, convs)
+	eval(`document.querySelector('#title').textContent`, &title)
+	assert.Equal(t, "Greeting", title, "the remaining conversation is open")
 
 	// Offline: every request went to the server itself.
 	events.mu.Lock()

@@ -225,11 +225,6 @@ async function generate() {
 function finish(view, reply) {
   setBusy(null);
   view.done(reply);
-  const c = conv();
-  if (c && c.title === 'New chat' && c.messages.length) {
-    c.title = c.messages[0].content.slice(0, 40) || 'New chat';
-    renderConvs();
-  }
   saveConvs();
 }
 
@@ -657,6 +652,7 @@ function saveSettings() {
 function send(text) {
   if (state.busy || !text.trim()) return;
   const c = conv() || newConv();
+  if (!c.messages.length && c.title === 'New chat') c.title = text.trim().slice(0, 40);
   c.messages.push({ role: 'user', content: text });
   saveConvs();
   renderConvs();
