@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
@@ -251,6 +252,16 @@ func TestChatPageInBrowser(t *testing.T) {
 	do(chromedp.SendKeys(chromedp.CSS("#ask-input"), apiKey), chromedp.Click(chromedp.CSS(`#ask button[value=ok]`)))
 	until(`document.querySelector('#model').textContent === 'demo · 512 tokens'`)
 
+	// The settings show the server's defaults where a field is left empty.
+	do(chromedp.Click(chromedp.CSS("#open-settings")))
+	until(`document.querySelector('#settings').open`)
+	var placeholders map[string]string
+	eval(`Object.fromEntries([...document.querySelector('#settings-form').elements].filter((e) => e.placeholder).map((e) => [e.name, e.placeholder]))`, &placeholders)
+	assert.Equal(t, map[string]string{"temperature": "1", "top_p": "1", "top_k": "0", "typical_p": "1", "repetition_penalty": "1",
+		"presence_penalty": "0", "frequency_penalty": "0", "max_tokens": "512", "mirostat_tau": "5", "mirostat_eta": "0.1", "top_logprobs": "5"}, placeholders)
+	do(chromedp.KeyEvent(kb.Escape))
+	until(`!document.querySelector('#settings').open`)
+
 	// Greedy, 40 tokens at most, the replies as tokens coloured by probability.
 	settings(map[string]any{"temperature": "0", "max_tokens": "40", "markdown": false})
 
@@ -362,6 +373,15 @@ func TestChatPageInBrowser(t *testing.T) {
 	assert.Contains(t, tip, " — top: ")
 	shot(t, ctx, "chat-page.png")
 	do(chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
+	until(`document.querySelector('#tokinfo').hidden`)
+
+	// With the keyboard: a reply's tokens are one tab stop, the arrows walk them.
+	do(chromedp.Focus(chromedp.CSS("#log .msg.assistant .body.tokens")), chromedp.KeyEvent(kb.ArrowRight))
+	until(`!document.querySelector('#tokinfo').hidden && ` + lastReply + `.querySelectorAll('.tok')[1].classList.contains('sel')`)
+	eval(`document.querySelector('#tokinfo tr').textContent`, &title)
+	assert.Equal(t, rows[0], title)
+	do(chromedp.KeyEvent(kb.Escape))
+	until(`document.querySelector('#tokinfo').hidden`)
 
 	// The conversation is kept in the browser.
 	do(chromedp.Reload())
@@ -413,7 +433,7 @@ func TestChatPageInBrowser(t *testing.T) {
 	do(chromedp.Click(chromedp.CSS("#convs li:nth-child(2) .rename")))
 	until(`document.querySelector('#ask').open`)
 	do(chromedp.SetValue(chromedp.CSS("#ask-input"), "Greeting"), chromedp.Click(chromedp.CSS(`#ask button[value=ok]`)))
-	until(`!document.querySelector('#ask').open`)
+	until(`document.querySelector('#convs li:nth-child(2) .open').textContent === 'Greeting'`)
 	do(chromedp.Click(chromedp.CSS("#convs li:nth-child(1) .delete")))
 	until(`document.querySelector('#ask').open`)
 	do(chromedp.Click(chromedp.CSS(`#ask button[value=ok]`)))
