@@ -443,6 +443,39 @@ func TestChatPageInBrowser(t *testing.T) {
 	eval(`document.querySelector('#title').textContent`, &title)
 	assert.Equal(t, "Greeting", title, "the remaining conversation is open")
 
+	// Markdown, from a stored conversation: elements for its syntax, text
+	// for everything else, links only to http(s).
+	const markdown = "# Title\n\nSome **bold**, `<code>` and [a link](https://example.com/x) but [not this](javascript:document.title=3).\n\n" +
+		"```html\n<script>document.title=4</script>\n```\n\n- one\n- <b>two</b>\n"
+	stored2, err := json.Marshal([]any{map[string]any{"id": "md", "title": "Markdown", "created": "", "messages": []any{
+		map[string]any{"role": "user", "content": "Show Markdown"},
+		map[string]any{"role": "assistant", "content": markdown, "tokens": []any{}, "meta": map[string]any{"state": "done", "finish": "stop"}},
+	}}})
+	require.NoError(t, err)
+	do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`localStorage.setItem('llamaserve.conversations', %q); localStorage.setItem('llamaserve.current', '"md"')`, stored2)),
+		chromedp.Reload())
+	until(`document.querySelector('#title').textContent === 'Markdown' && document.querySelectorAll('#log .msg').length === 2`)
+	var md struct {
+		H3, Strong, Code, Pre, Copy, Text, Title string
+		Links                                    []string
+		Items, Bold                              int
+	}
+	eval(`(() => { const b = `+lastReply+`.querySelector('.body'); const q = (s) => { const e = b.querySelector(s); return e ? e.textContent : ''; };
+		return {h3: q('h3'), strong: q('strong'), code: q('p code'), pre: q('pre code'), copy: q('pre button.copy'), text: b.textContent,
+			links: [...b.querySelectorAll('a')].map((a) => a.href), items: b.querySelectorAll('ul li').length,
+			bold: b.querySelectorAll('b').length, title: document.title}; })()`, &md)
+	assert.Equal(t, "Title", md.H3)
+	assert.Equal(t, "bold", md.Strong)
+	assert.Equal(t, "<code>", md.Code)
+	assert.Equal(t, "<script>document.title=4</script>", md.Pre)
+	assert.Equal(t, "Copy", md.Copy)
+	assert.Equal(t, []string{"https://example.com/x"}, md.Links)
+	assert.Contains(t, md.Text, "[not this](javascript:document.title=3)")
+	assert.Contains(t, md.Text, "<b>two</b>")
+	assert.Equal(t, 2, md.Items)
+	assert.Zero(t, md.Bold)
+	assert.Equal(t, "llamaserve", md.Title)
+
 	// Offline: every request went to the server itself.
 	events.mu.Lock()
 	defer events.mu.Unlock()
