@@ -387,8 +387,20 @@ func TestChatPageInBrowser(t *testing.T) {
 	do(chromedp.Reload())
 	until(`document.querySelectorAll('#log .msg').length === 2 && document.querySelectorAll('#convs li').length === 1`)
 	var again string
+	var convsAfterEdit []string
 	eval(lastReply+`.querySelector('.body').textContent`, &again)
 	assert.Equal(t, text, again)
+
+	// Edit takes the last message back into the box, and its reply away.
+	do(chromedp.Click(chromedp.CSS(".edit")))
+	until(`document.querySelectorAll('#log .msg').length === 0`)
+	var box string
+	eval(`document.querySelector('#input').value`, &box)
+	assert.Equal(t, "Hello", box)
+	do(chromedp.KeyEvent(" again"), chromedp.KeyEvent("\r"))
+	until(`document.querySelectorAll('#log .msg').length === 2 && ` + lastReply + `.querySelector('.meta').textContent.startsWith('finish: ')`)
+	eval(`JSON.parse(localStorage.getItem('llamaserve.conversations'))[0].messages.map((m) => m.role + (m.role === 'user' ? ': ' + m.content : ''))`, &convsAfterEdit)
+	assert.Equal(t, []string{"user: Hello again", "assistant"}, convsAfterEdit)
 
 	// A JSON Schema whose only value is markup: the reply is that JSON,
 	// shown as text, and nothing it holds runs.

@@ -559,7 +559,8 @@ function wireTokens() {
   const log = $('log');
   log.addEventListener('mouseover', (e) => { if (e.target.classList.contains('tok')) showTokInfo(e.target); });
   log.addEventListener('mouseout', (e) => { if (e.target.classList.contains('tok')) hideTokInfo(); });
-  log.addEventListener('click', (e) => { if (e.target.classList.contains('tok')) showTokInfo(e.target); }); // touch
+  // A tap shows a token's details, a tap elsewhere hides them.
+  document.addEventListener('click', (e) => { if (e.target.classList.contains('tok')) showTokInfo(e.target); else hideTokInfo(); });
   // Keyboard: a token view is one tab stop; the arrow keys walk its tokens.
   log.addEventListener('focusin', (e) => {
     if (e.target.classList.contains('tokens')) {
