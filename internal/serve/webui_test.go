@@ -420,6 +420,9 @@ func TestChatPageInBrowser(t *testing.T) {
 	}
 	eval(`({title: document.title, imgs: document.querySelectorAll('#log img').length,
 		scripts: document.querySelectorAll('#log script').length, p: `+lastReply+`.querySelectorAll('.body p').length})`, &injected)
+	var asked []string
+	eval(`JSON.parse(localStorage.getItem('llamaserve.conversations')).map((c) => c.messages[0].content)`, &asked)
+	assert.Equal(t, []string{"Markup, please", "Hello again"}, asked)
 	assert.Equal(t, "llamaserve", injected.Title, "no script of the model's ran")
 	assert.Zero(t, injected.Imgs)
 	assert.Zero(t, injected.Scripts)

@@ -651,6 +651,7 @@ function saveSettings() {
 // ---- actions ---------------------------------------------------------------------
 
 function send(text) {
+  text = text.replace(/^\n+|\n+$/g, ''); // blank lines around a message are a stray Enter's
   if (state.busy || !text.trim()) return;
   const c = conv() || newConv();
   if (!c.messages.length && c.title === 'New chat') c.title = text.trim().slice(0, 40);
