@@ -17,6 +17,7 @@ import (
 	"time"
 
 	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -490,6 +491,36 @@ func TestChatPageInBrowser(t *testing.T) {
 	assert.Equal(t, 2, md.Items)
 	assert.Zero(t, md.Bold)
 	assert.Equal(t, "llamaserve", md.Title)
+
+	// Export: the open conversation as a JSON file.
+	downloads := t.TempDir()
+	progress := chromedp.Events(ctx, browser.DownloadProgress)
+	do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+			Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: downloads, EventsEnabled: new(true)})
+		return err
+	}), chromedp.Click(chromedp.CSS("#toggle-side")))
+	until(`getComputedStyle(document.querySelector('#side')).visibility === 'visible'`)
+	do(chromedp.Click(chromedp.CSS("#export")))
+	var file string
+	for ev, err := range progress {
+		require.NoError(t, err)
+		if ev.State == browser.DownloadProgressStateCompleted {
+			file = filepath.Join(downloads, ev.GUID)
+			break
+		}
+		require.NotEqual(t, browser.DownloadProgressStateCanceled, ev.State)
+	}
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var exported struct {
+		Title    string
+		Messages []struct{ Role, Content string }
+	}
+	require.NoError(t, json.Unmarshal(data, &exported))
+	assert.Equal(t, "Markdown", exported.Title)
+	require.Len(t, exported.Messages, 2)
+	assert.Equal(t, markdown, exported.Messages[1].Content)
 
 	// Offline: every request went to the server itself.
 	events.mu.Lock()
