@@ -9,7 +9,8 @@ import (
 )
 
 // openPaths answer without the API key: a load balancer's health check and
-// a Prometheus scraper carry none.
+// a Prometheus scraper carry none (nor does a browser opening the chat
+// page: pagePath).
 var openPaths = []string{"/health", "/metrics"}
 
 // corsMaxAge is how long, in seconds, a browser may keep a preflight's
@@ -63,7 +64,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 	}
-	if s.apiKeyHash == nil || slices.Contains(openPaths, r.URL.Path) {
+	if s.apiKeyHash == nil || slices.Contains(openPaths, r.URL.Path) || pagePath(r.URL.Path) {
 		return false
 	}
 	if key, ok := bearer(r.Header.Get("Authorization")); ok {
