@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/quote"
@@ -959,4 +960,53 @@ func jsonObjectPrefix(s string) int {
 		}
 	}
 	return len(s)
+}
+
+// toolReader is toolStream as an outputReader.
+type toolReader struct{ ts *toolStream }
+
+func (r toolReader) Add(text string) []replyDelta {
+	content, ds := r.ts.feed(text)
+	return appendChatDeltas(contentDeltas(content), ds)
+}
+
+func (r toolReader) End(stopped bool) ([]replyDelta, []toolCall) {
+	rest, calls, ds := r.ts.end(stopped)
+	return appendChatDeltas(contentDeltas(rest), ds), calls
+}
+
+func contentDeltas(text string) []replyDelta {
+	if text == "" {
+		return nil
+	}
+	return []replyDelta{{Content: text}}
+}
+
+func appendChatDeltas(out []replyDelta, ds []*delta) []replyDelta {
+	for _, d := range ds {
+		for _, tc := range d.ToolCalls {
+			out = append(out, replyDelta{Call: &callDelta{Index: *tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+	}
+	return out
+}
+
+// argumentsChunk is the most bytes of a call's arguments in one delta.
+const argumentsChunk = 16
+
+// callDeltas are the deltas that stream call i: the first names it (with
+// its id and empty arguments), the next ones carry its arguments piece by
+// piece, as OpenAI streams them.
+func callDeltas(i int, c toolCall) []*delta {
+	out := []*delta{{ToolCalls: []respToolCall{{Index: ptr(i), ID: c.ID, Type: "function", Function: respFunction{Name: c.Name}}}}}
+	args := c.Arguments
+	for len(args) > 0 {
+		n := min(len(args), argumentsChunk)
+		for n < len(args) && !utf8.RuneStart(args[n]) {
+			n++ // a delta holds whole characters
+		}
+		out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: args[:n]}}}})
+		args = args[n:]
+	}
+	return out
 }
