@@ -262,4 +262,3 @@ type body struct {
 func (r *response) body(object string, choices any) body {
 	return body{ID: r.id, Object: object, Created: r.created, Model: r.model, SystemFingerprint: "llamaloop", Choices: choices}
 }
-

@@ -472,4 +472,3 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	s.runResponse(w, r, h, req, p)
 }
-

@@ -113,4 +113,3 @@ func appendCallItem(msgs []apiMessage, i int, it inputItem) ([]apiMessage, error
 	}
 	return append(msgs, apiMessage{Role: "assistant", Content: json.RawMessage(`null`), ToolCalls: data}), nil
 }
-

@@ -203,4 +203,3 @@ func (s *Server) streamError(err error) apiError {
 	}
 	return e
 }
-
