@@ -3,6 +3,8 @@ package serve
 import (
 	"iter"
 	"strings"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // replyEvent is one step of a choice's reply. A choice's reply is one
@@ -174,4 +176,31 @@ func (p *plan) newReader() outputReader {
 		return nil
 	}
 	return toolReader{&toolStream{tp: p.tools}}
+}
+
+// reasoningPlan is how a chat reply's thinking is read.
+type reasoningPlan struct {
+	open, close string // the markers around it
+	// inside says the prompt opened the reasoning: the reply begins in it
+	// (DeepSeek R1's generation prompt ends with <think>).
+	inside bool
+}
+
+// reasoningPlan reads reasoning_format for a chat whose prompt the
+// template named made, ending with tail: nil when the reply's thinking is
+// not read apart.
+func (p *params) reasoningPlan(format, template, tail string) (*reasoningPlan, error) {
+	switch format {
+	case "", "auto", "deepseek":
+	case "none":
+		return nil, nil
+	default:
+		return nil, badRequest("reasoning_format", "reasoning_format %s: want auto (the thinking apart, as reasoning_content), deepseek (the same) or none (inline in the content)", quote.String(format))
+	}
+	if template != "jinja" || p.chat == nil || !p.chat.thinks {
+		return nil, nil
+	}
+	rp := &reasoningPlan{open: "<think>", close: "</think>"}
+	rp.inside = strings.HasSuffix(strings.TrimRight(tail, " \t\r\n"), rp.open)
+	return rp, nil
 }

@@ -43,6 +43,9 @@ type responsesRequest struct {
 	// ParseSpecial reads control-token text in the input as those tokens
 	// (see apiRequest.ParseSpecial).
 	ParseSpecial bool `json:"parse_special"`
+	// ReasoningFormat keeps the model's thinking inline ("none"; see
+	// apiRequest.ReasoningFormat) instead of a reasoning item.
+	ReasoningFormat string `json:"reasoning_format"`
 
 	config map[string]json.RawMessage // the GenerationConfig fields
 }
@@ -51,7 +54,7 @@ type responsesRequest struct {
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
 		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special", "reasoning_format"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
@@ -185,7 +188,7 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, ReasoningFormat: req.ReasoningFormat, config: req.config,
 	}
 	if m := req.MaxOutputTokens; m != nil && *m < 1 {
 		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)
