@@ -45,7 +45,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, h *holding,
 		return
 	}
 	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs,
-		tools: p.tools, reader: p.newReader()}
+		reader: p.newReader(), special: p.reqs[0].RenderSpecial}
 	obj := s.newResponseObject(req, p)
 	msgID := newItemID("msg")
 	if req.Stream {

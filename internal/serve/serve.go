@@ -482,7 +482,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, h *holding, req *ap
 			promptTokens += task.PromptTokens()
 		}
 		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs,
-			tools: p.tools, reader: p.newReader()}
+			reader: p.newReader(), special: p.reqs[0].RenderSpecial}
 	}
 	resp := &response{
 		id: fmt.Sprintf("cmpl-%016x", rand.Uint64()), created: time.Now().Unix(),
