@@ -112,6 +112,16 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, "message", resp.Output[1].Type)
 			assert.Equal(t, answer, strings.TrimSpace(resp.OutputText()))
 
+			// The output goes back as input: the reasoning item is taken
+			// (and left out of the prompt).
+			var output []any
+			require.NoError(t, json.Unmarshal([]byte(resp.JSON.Output.Raw()), &output))
+			next, err := client.Responses.New(ctx, rparams, grammar, option.WithJSONSet("input",
+				append(append([]any{map[string]any{"role": "user", "content": "Weather?"}}, output...),
+					map[string]any{"role": "user", "content": "And tomorrow?"})))
+			require.NoError(t, err)
+			assert.Equal(t, answer, strings.TrimSpace(next.OutputText()))
+
 			rs := client.Responses.NewStreaming(ctx, rparams, grammar)
 			var thinking, text strings.Builder
 			var done responses.Response
