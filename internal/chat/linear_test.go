@@ -85,3 +85,29 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// The reader holds at most MaxHeld bytes of a call not yet known as one,
+// and nothing of a call's arguments once they are given out.
+func TestReaderHoldsLittle(t *testing.T) {
+	const maxHeld = 4096
+	for name, tc := range map[string]struct {
+		head, body string
+		call       bool
+	}{
+		"not a call":     {`{"note": "`, "blah ", false},
+		"name too late":  {`<tool_call>{"a": "`, "blah ", false},
+		"long arguments": {`<tool_call>{"name": "get_weather", "arguments": {"city": "`, "Paris ", true},
+		"long xml value": {"<tool_call>\n<function=get_weather>\n<parameter=city>\n", "Paris ", true},
+	} {
+		r := NewReader(Options{Tools: weatherTools, Format: Format{Family: Hermes}, MaxHeld: maxHeld})
+		r.Add(tc.head)
+		held := 0
+		for range 100000 {
+			r.Add(tc.body)
+			held = max(held, len(r.buf))
+		}
+		assert.LessOrEqual(t, held, maxHeld+64, name)
+		_, calls := r.End(true)
+		assert.Equal(t, tc.call, len(calls) == 1 && calls[0].Partial, name)
+	}
+}

@@ -175,15 +175,18 @@ func (r *Reader) Add(text string) []Delta {
 }
 
 // End ends the answer: it returns the deltas of the text held back and
-// the calls made (nil for none). The reader reads nothing after it. stopped tells whether the model ended by itself (not
-// cut by its length); a call that the answer leaves open is Partial
-// either way (OpenAI's finish_reason "length" when !stopped).
+// the calls made (nil for none); the reader reads nothing after it.
+// stopped tells whether the model ended by itself rather than being cut
+// by its length. What is read does not depend on it (a streamed and a
+// whole reply agree however they end): a call the answer leaves open is
+// Partial either way, and a reply cut by its length reports it with
+// finish_reason "length", as OpenAI does.
 func (r *Reader) End(stopped bool) ([]Delta, []Call) {
 	r.run(true)
 	var calls []Call
 	for i := range r.calls {
 		c := &r.calls[i]
-		calls = append(calls, Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(string(c.args)), Partial: !c.done})
+		calls = append(calls, Call{ID: c.id, Name: c.name, Arguments: c.args, Partial: !c.done})
 	}
 	return r.take(), calls
 }

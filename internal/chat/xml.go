@@ -107,7 +107,14 @@ func (r *Reader) xmlStep(end bool) bool {
 	case xmlValue:
 		rest := r.rest(x.search)
 		r.work += len(rest)
-		if i := bytes.Index(rest, []byte(markParamEnd)); i >= 0 {
+		i := bytes.Index(rest, []byte(markParamEnd))
+		if i >= 0 && x.search+i-x.start > r.opt.MaxHeld || i < 0 && r.end()-x.start >= r.opt.MaxHeld+len(markParamEnd) {
+			// Longer than MaxHeld (whether its end is known or not):
+			// not read, the call is partial.
+			r.toContent(x.start, false)
+			return true
+		}
+		if i >= 0 {
 			v := r.text(x.start, x.search+i)
 			v = strings.TrimPrefix(v, "\n")
 			v = strings.TrimSuffix(v, "\n")
@@ -119,12 +126,8 @@ func (r *Reader) xmlStep(end bool) bool {
 		}
 		x.search = max(x.start, r.end()-len(markParamEnd)+1)
 		r.pos = r.end()
-		switch {
-		case end:
+		if end {
 			r.toContent(r.end(), false) // cut in the value: the call is partial
-			return true
-		case r.end()-x.start > r.opt.MaxHeld:
-			r.toContent(x.start, false)
 			return true
 		}
 		return false
