@@ -99,6 +99,21 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, tc.inline, m.Content)
 			assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
 
+			if tc.name == "qwen3" {
+				// enable_thinking false: the template closes the thinking
+				// in the prompt, and the model answers.
+				res, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("grammar", gbnfLiteral(answer)),
+					option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+				require.NoError(t, err)
+				m = res.Choices[0].Message
+				assert.Equal(t, answer, m.Content)
+				assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
+				_, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("chat_template_kwargs", map[string]any{"date": "today"}))
+				var apiErr *openai.Error
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, "chat_template_kwargs", apiErr.Param)
+			}
+
 			// Responses: a reasoning item, then the message.
 			rparams := responses.ResponseNewParams{Model: "demo", MaxOutputTokens: openai.Int(100),
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather?")}}
