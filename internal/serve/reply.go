@@ -14,13 +14,17 @@ import (
 )
 
 // replyEvent is one step of a choice's reply. A choice's reply is one
-// stream of reply events, whatever the API that writes it: the choice's text goes through one reader (the tool calls and
-// the reasoning of the template's family), and every API's writer is a
+// stream of reply events, whatever the API that writes it: the choice's
+// text goes through one reader (internal/chat's: the tool calls and the
+// reasoning of the template's family), and every API's writer is a
 // formatter of the events, streamed or gathered. No writer reads the
 // model's text itself.
 //
-// A formatter consumes them this way (the chat-completions chunk, in
-// stream.go, is one):
+// A writer plans the request (params.plan of an apiRequest: another
+// API's body maps onto one, as responsesRequest.chatRequest does),
+// submits p.reqs[i] to the engine, makes each choice with p.newChoice,
+// and formats its events (the chat-completions chunk, in stream.go, and
+// the Responses events, in reply_responses.go, are formatters):
 //
 //	for ev := range c.reply() {
 //		if ev.Err != nil {
