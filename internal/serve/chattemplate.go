@@ -15,6 +15,10 @@ import (
 // (internal/chat's Template), by internal/jinja under its limits.
 type ChatTemplate struct {
 	t *chat.Template
+	// takesTools and takesCalls tell whether the template reads tools and
+	// the assistants' tool_calls (t's TakesTools and TakesCalls): the
+	// server writes them into the messages for one that does not.
+	takesTools, takesCalls bool
 }
 
 // NewChatTemplate compiles src, a Jinja chat template, under the default
@@ -31,7 +35,7 @@ func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplat
 	if err != nil {
 		return nil, err
 	}
-	return &ChatTemplate{t: t}, nil
+	return &ChatTemplate{t: t, takesTools: t.TakesTools(), takesCalls: t.TakesCalls()}, nil
 }
 
 // IsJinja reports whether text looks like a Jinja template rather than the
@@ -40,7 +44,7 @@ func IsJinja(text string) bool { return chat.IsJinja(text) }
 
 // TakesTools reports whether the template renders tools itself; for one
 // that does not, the server describes them in the system message.
-func (t *ChatTemplate) TakesTools() bool { return t.t.TakesTools() }
+func (t *ChatTemplate) TakesTools() bool { return t.takesTools }
 
 // Family names the tool-call format the template's model writes: hermes
 // (<tool_call>), llama3 (a JSON object with "parameters", maybe after
