@@ -2,7 +2,8 @@ package serve
 
 // moreRoutes adds the endpoints beside OpenAI's /v1 ones: the same
 // endpoints without /v1 (llama.cpp's server accepts both), the Responses
-// API, embeddings, and llama.cpp's /tokenize and /detokenize.
+// API, Anthropic's Messages API, embeddings, and llama.cpp's /tokenize and
+// /detokenize.
 func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/completions", s.completions)
 	s.mux.HandleFunc("/chat/completions", s.chatCompletions)
@@ -14,4 +15,7 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/detokenize", s.detokenize)
 	s.mux.HandleFunc("/v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/embeddings", s.embeddings)
+	s.mux.HandleFunc("/v1/messages", s.messages)
+	s.mux.HandleFunc("/v1/messages/count_tokens", s.countTokens)
+	s.mux.HandleFunc("/v1/messages/{rest...}", s.messagesNotFound)
 }
