@@ -311,7 +311,7 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 				tm.ToolCallID = b.ToolUseID
 				mc.add(i, tm)
 			default:
-				return badRequest(bf+".type", "%s: a block of type %s: this server reads text, tool_use, tool_result and thinking blocks only", bf, quote.String(b.Type))
+				return badRequest(bf+".type", "%s.type: %s: this server reads text, tool_use, tool_result and thinking blocks only", bf, quote.String(b.Type))
 			}
 		}
 		if m.Role == "system" && len(calls) > 0 {
@@ -526,7 +526,7 @@ func anthropicError(e *requestError) anthropicErrorBody {
 	body.Type = "error"
 	body.Error.Type = anthropicErrorType(e.status)
 	msg := quote.Message(e.msg)
-	if e.param != "" && !strings.Contains(msg, e.param) {
+	if field, _, _ := strings.Cut(e.param, "."); field != "" && !strings.Contains(msg, field) {
 		msg = e.param + ": " + msg
 	}
 	body.Error.Message = msg
