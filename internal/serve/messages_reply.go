@@ -321,7 +321,7 @@ func (s *Server) runMessage(w http.ResponseWriter, r *http.Request, h *holding, 
 		writeError(w, mc.messagesParam(s.submitError(err, true)).(*requestError))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, tools: p.tools}
+	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, tools: p.tools, reader: p.newReader()}
 	msg := &messageObject{ID: newItemID("msg"), Type: "message", Role: "assistant", Model: s.cfg.ModelID,
 		Content: []any{}, Usage: messagesUsage{InputTokens: task.PromptTokens()}}
 	if !req.Stream {
@@ -395,52 +395,45 @@ func streamEnd(ctx, client context.Context, s *Server, c *choice, send func(stri
 	send("error", map[string]any{"error": map[string]any{"type": body.Error.Type, "message": body.Error.Message}})
 }
 
-// feedMessage runs the choice and gives its output to mr, through the
-// tool-call reader when it may call tools.
+// feedMessage runs the choice and formats its reply events as mr's
+// blocks.
 func feedMessage(c *choice, mr *messageReply) {
-	var ts *toolStream
-	if c.tools != nil {
-		ts = &toolStream{tp: c.tools}
-	}
-	inputs := map[int]string{}
-	finished := false
-	c.run(func(text string, _ *logprobs, finish *string) {
-		var deltas []*delta
-		if ts != nil {
-			text, deltas = ts.feed(text)
-			if finish != nil {
-				rest, calls, more := ts.end(*finish == "stop")
-				text += rest
-				deltas = append(deltas, more...)
-				for i, call := range calls {
-					inputs[i] = call.Arguments
-				}
+	for ev := range c.reply() {
+		if ev.Err != nil {
+			return // c.err says why
+		}
+		for _, d := range ev.Deltas {
+			switch {
+			case d.Call != nil:
+				mr.call(d.Call.Index, d.Call.ID, d.Call.Name, d.Call.Arguments)
+			case d.Reasoning != "":
+				mr.text("thinking", d.Reasoning)
+			default:
+				mr.text("text", d.Content)
 			}
 		}
-		mr.text("text", text)
-		for _, d := range deltas {
-			for _, tc := range d.ToolCalls {
-				if tc.Index != nil {
-					mr.call(*tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
-				}
+		if ev.Finish != "" {
+			inputs := make(map[int]string, len(ev.Calls))
+			for i, call := range ev.Calls {
+				inputs[i] = call.Arguments
 			}
-		}
-		if finish != nil {
-			finished = true
-		}
-	})
-	if !finished || c.err != nil {
-		return
-	}
-	stopSeq := ""
-	if c.finish == "stop" {
-		rest := string(c.text[c.sent:])
-		for _, st := range c.stops {
-			if strings.HasPrefix(rest, st) {
-				stopSeq = st
-				break
-			}
+			mr.finish(ev.Finish, stopSequence(c), inputs, c.tokens)
 		}
 	}
-	mr.finish(c.finish, stopSeq, inputs, c.tokens)
+}
+
+// stopSequence is the stop sequence that ended the choice, or "": the text
+// past what the reply shows begins with it (the stop string is left out of
+// the reply).
+func stopSequence(c *choice) string {
+	if c.finish != "stop" {
+		return ""
+	}
+	rest := c.text[c.sent:]
+	for _, st := range c.stops {
+		if bytes.HasPrefix(rest, []byte(st)) {
+			return st
+		}
+	}
+	return ""
 }
