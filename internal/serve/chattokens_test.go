@@ -185,4 +185,3 @@ func TestLongChatBodies(t *testing.T) {
 	assert.Positive(t, work[0])
 	assert.LessOrEqual(t, work[1], 10*work[0]+1000)
 }
-

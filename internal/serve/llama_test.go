@@ -11,9 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"os"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,7 +67,6 @@ func newLlamaServer(t *testing.T, slots int, cfg Config) (*httptest.Server, *gen
 	t.Cleanup(ts.Close)
 	return ts, e
 }
-
 
 // On benign chats (with tools and calls, and without), every real template
 // gives the ids it gave before: the rendered text tokenized whole with
