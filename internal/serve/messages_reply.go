@@ -183,6 +183,20 @@ func toolUseID(id string) string {
 // "tool_calls"; stopSeq the stop sequence that ended it) and the output
 // tokens.
 func (mr *messageReply) finish(reason, stopSeq string, inputs map[int]string, outputTokens int) {
+	// A call still open whose fragments fall short of its arguments as
+	// read at the end gets the rest before it closes (the fragments joined
+	// should be the arguments; a reader that holds back the end of a call
+	// does not give them all).
+	for i, k := range mr.calls {
+		b := &mr.msg.blocks[k]
+		in, ok := inputs[i]
+		if k != mr.open || !ok {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(in, b.text.String()); ok && rest != "" {
+			mr.call(i, "", "", rest)
+		}
+	}
 	mr.closeBlock()
 	for i, k := range mr.calls {
 		b := &mr.msg.blocks[k]
