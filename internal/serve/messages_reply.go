@@ -92,17 +92,17 @@ func (b *messageBlock) wire(start bool) any {
 // as its event.
 type messageReply struct {
 	msg          *messageObject
-	send         func(event string, data map[string]any) // nil: a whole reply
+	send         func(event string, data any) // nil: a whole reply
 	showThinking bool
 	open         int         // the block being written; -1 none
 	calls        map[int]int // the reader's call index -> block index
 }
 
-func newMessageReply(msg *messageObject, showThinking bool, send func(string, map[string]any)) *messageReply {
+func newMessageReply(msg *messageObject, showThinking bool, send func(string, any)) *messageReply {
 	return &messageReply{msg: msg, send: send, showThinking: showThinking, open: -1, calls: map[int]int{}}
 }
 
-func (mr *messageReply) emit(event string, data map[string]any) {
+func (mr *messageReply) emit(event string, data any) {
 	if mr.send != nil {
 		mr.send(event, data)
 	}
@@ -115,8 +115,8 @@ func (mr *messageReply) start() {
 	}
 	m := *mr.msg
 	m.Content = []any{}
-	mr.emit("message_start", map[string]any{"message": m})
-	mr.emit("ping", map[string]any{})
+	mr.emit("message_start", messageStartEvent{Type: "message_start", Message: m})
+	mr.emit("ping", typeOnly{Type: "ping"})
 }
 
 // openBlock closes the open block and opens one of kind.
@@ -124,7 +124,7 @@ func (mr *messageReply) openBlock(b *messageBlock) int {
 	mr.closeBlock()
 	mr.msg.blocks = append(mr.msg.blocks, *b)
 	mr.open = len(mr.msg.blocks) - 1
-	mr.emit("content_block_start", map[string]any{"index": mr.open, "content_block": b.wire(true)})
+	mr.emit("content_block_start", blockStartEvent{Type: "content_block_start", Index: mr.open, ContentBlock: b.wire(true)})
 	return mr.open
 }
 
@@ -132,7 +132,7 @@ func (mr *messageReply) closeBlock() {
 	if mr.open < 0 {
 		return
 	}
-	mr.emit("content_block_stop", map[string]any{"index": mr.open})
+	mr.emit("content_block_stop", blockStopEvent{Type: "content_block_stop", Index: mr.open})
 	mr.open = -1
 }
 
@@ -145,11 +145,11 @@ func (mr *messageReply) text(kind, s string) {
 		mr.openBlock(&messageBlock{kind: kind})
 	}
 	mr.msg.blocks[mr.open].text.WriteString(s)
-	delta := map[string]any{"type": "text_delta", "text": s}
+	var delta any = textDelta{Type: "text_delta", Text: s}
 	if kind == "thinking" {
-		delta = map[string]any{"type": "thinking_delta", "thinking": s}
+		delta = thinkingDelta{Type: "thinking_delta", Thinking: s}
 	}
-	mr.emit("content_block_delta", map[string]any{"index": mr.open, "delta": delta})
+	mr.emit("content_block_delta", blockDeltaEvent{Type: "content_block_delta", Index: mr.open, Delta: delta})
 }
 
 // call adds a piece of the reader's call i: its first names it, the next
@@ -164,7 +164,8 @@ func (mr *messageReply) call(i int, id, name, args string) {
 		return
 	}
 	mr.msg.blocks[k].text.WriteString(args)
-	mr.emit("content_block_delta", map[string]any{"index": k, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
+	mr.emit("content_block_delta", blockDeltaEvent{Type: "content_block_delta", Index: k,
+		Delta: inputJSONDelta{Type: "input_json_delta", PartialJSON: args}})
 }
 
 // toolUseID is a call's id as Anthropic spells them.
@@ -224,9 +225,10 @@ func (mr *messageReply) finish(reason, stopSeq string, inputs map[int]string, ou
 	for k := range mr.msg.blocks {
 		mr.msg.Content[k] = mr.msg.blocks[k].wire(false)
 	}
-	mr.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": mr.msg.StopSequence},
-		"usage": map[string]any{"output_tokens": outputTokens}})
-	mr.emit("message_stop", map[string]any{})
+	ev := messageDeltaEvent{Type: "message_delta"}
+	ev.Delta.StopReason, ev.Delta.StopSequence, ev.Usage.OutputTokens = stop, mr.msg.StopSequence, outputTokens
+	mr.emit("message_delta", ev)
+	mr.emit("message_stop", typeOnly{Type: "message_stop"})
 }
 
 // messages serves POST /v1/messages.
@@ -366,7 +368,7 @@ func (s *Server) runMessage(w http.ResponseWriter, r *http.Request, h *holding, 
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := s.newStreamWriter(w, cancel)
-	send := func(event string, data map[string]any) {
+	send := func(event string, data any) {
 		out.send(sseEvent(event, data))
 	}
 	mr := newMessageReply(msg, req.showThinking, send)
@@ -377,22 +379,67 @@ func (s *Server) runMessage(w http.ResponseWriter, r *http.Request, h *holding, 
 	out.close()
 }
 
-// sseEvent is an event of the Messages API's stream: its data is data
-// with the event's type first, as Anthropic writes it.
-func sseEvent(event string, data map[string]any) []byte {
-	delete(data, "type")
-	b, _ := json.Marshal(data) // maps of strings, numbers and the API's types
-	typ, _ := json.Marshal(event)
-	out := fmt.Appendf(nil, "event: %s\ndata: {\"type\":%s", event, typ)
-	if len(b) > 2 {
-		out = append(append(out, ','), b[1:len(b)-1]...)
-	}
-	return append(out, "}\n\n"...)
+// sseEvent is an event of the Messages API's stream.
+func sseEvent(event string, data any) []byte {
+	b, _ := json.Marshal(data) // the event types below: they always marshal
+	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", event, b)
 }
+
+// The events of the Messages API's stream, their fields in Anthropic's
+// order.
+type (
+	typeOnly struct {
+		Type string `json:"type"` // ping, message_stop
+	}
+	messageStartEvent struct {
+		Type    string        `json:"type"`
+		Message messageObject `json:"message"`
+	}
+	blockStartEvent struct {
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock any    `json:"content_block"`
+	}
+	blockDeltaEvent struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	blockStopEvent struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	textDelta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	thinkingDelta struct {
+		Type     string `json:"type"`
+		Thinking string `json:"thinking"`
+	}
+	inputJSONDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	messageDeltaEvent struct {
+		Type  string `json:"type"`
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage struct {
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	errorEvent struct {
+		Type  string `json:"type"`
+		Error any    `json:"error"`
+	}
+)
 
 // streamEnd sends the error event of a stream that failed or that Abort
 // ended.
-func streamEnd(ctx, client context.Context, s *Server, c *choice, send func(string, map[string]any)) {
+func streamEnd(ctx, client context.Context, s *Server, c *choice, send func(string, any)) {
 	var re *requestError
 	switch {
 	case ctx.Err() != nil:
@@ -406,7 +453,7 @@ func streamEnd(ctx, client context.Context, s *Server, c *choice, send func(stri
 		return
 	}
 	body := anthropicError(re)
-	send("error", map[string]any{"error": map[string]any{"type": body.Error.Type, "message": body.Error.Message}})
+	send("error", errorEvent{Type: "error", Error: body.Error})
 }
 
 // feedMessage runs the choice and formats its reply events as mr's

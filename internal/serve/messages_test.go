@@ -367,7 +367,7 @@ func TestMessageReplyBlocks(t *testing.T) {
 		msg := &messageObject{ID: "msg_1", Type: "message", Role: "assistant", Model: "m", Content: []any{}}
 		var names []string
 		var events []map[string]any
-		mr := newMessageReply(msg, show, func(event string, data map[string]any) {
+		mr := newMessageReply(msg, show, func(event string, data any) {
 			var ev map[string]any
 			require.NoError(t, json.Unmarshal(sseEvent(event, data)[len("event: "+event+"\ndata: "):], &ev))
 			names, events = append(names, event), append(events, ev)
