@@ -415,3 +415,38 @@ func count(names []string, name string) int {
 	}
 	return n
 }
+
+// A stream that Abort cuts ends with Anthropic's error event; a stream
+// is not answered with OpenAI's [DONE].
+func TestMessagesStreamAbort(t *testing.T) {
+	h := newHarness(t, 1, Config{}, nil)
+	// The engine stops at its second step until the test ends: the
+	// stream is in progress when Abort comes.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	steps := 0
+	h.model.SetBeforeEval(func() {
+		if steps++; steps == 2 {
+			<-release
+		}
+	})
+	resp, err := http.Post(h.ts.URL+"/v1/messages", "application/json", strings.NewReader(
+		`{"model":"demo","max_tokens":200,"min_new_tokens":200,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := bufio.NewReader(resp.Body)
+	var head strings.Builder
+	for !strings.Contains(head.String(), "event: content_block_delta\ndata:") {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err, head.String())
+		head.WriteString(line)
+	}
+	h.srv.Abort()
+	rest, err := io.ReadAll(r)
+	require.NoError(t, err)
+	names, events := sseEvents(t, []byte(head.String()+string(rest)))
+	assert.Equal(t, []string{"message_start", "ping", "content_block_start", "content_block_delta", "error"}, names)
+	assert.Equal(t, map[string]any{"type": "error", "error": map[string]any{"type": "api_error",
+		"message": "the server is shutting down: the request was cut"}}, events[len(events)-1])
+}
