@@ -519,14 +519,14 @@ func anthropicErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// anthropicError is e in Anthropic's shape: its message names the field
-// (Anthropic's errors have no param).
+// anthropicError is e in Anthropic's shape: its message begins with the
+// field (Anthropic's errors have no param).
 func anthropicError(e *requestError) anthropicErrorBody {
 	var body anthropicErrorBody
 	body.Type = "error"
 	body.Error.Type = anthropicErrorType(e.status)
 	msg := quote.Message(e.msg)
-	if field, _, _ := strings.Cut(e.param, "."); field != "" && !strings.Contains(msg, field) {
+	if field, _, _ := strings.Cut(e.param, "."); field != "" && !strings.HasPrefix(msg, field) {
 		msg = e.param + ": " + msg
 	}
 	body.Error.Message = msg

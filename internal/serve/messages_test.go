@@ -301,7 +301,7 @@ func TestMessagesParam(t *testing.T) {
 // gives them, the message naming the field; so do the answers that come
 // before the endpoint (405, 415, 413, 401, 404).
 func TestMessagesErrors(t *testing.T) {
-	h := newHarness(t, 1, Config{MaxBodyBytes: 4096, APIKey: "k"}, nil)
+	h := newHarness(t, 1, Config{MaxBodyBytes: 4096, APIKey: "k", Limits: Limits{MaxTools: 2, MaxSchemaBytes: 64}}, nil)
 	url := h.ts.URL + "/v1/messages"
 	const msgs = `"messages":[{"role":"user","content":"Hi"}]`
 	key := []string{"x-api-key", "k"}
@@ -327,6 +327,11 @@ func TestMessagesErrors(t *testing.T) {
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tool_choice":{"type":"tool","name":"g"},"tools":[{"name":"f","input_schema":{}}]}`, key,
 			400, "invalid_request_error", `tool_choice names function "g", which is not among the tools`},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tool_choice":{"type":"sometimes"}}`, key, 400, "invalid_request_error", `tool_choice.type: "sometimes"`},
+		// The bounds of chat's tools (Limits).
+		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tools":[{"name":"a","input_schema":{}},{"name":"b","input_schema":{}},{"name":"c","input_schema":{}}]}`, key,
+			400, "invalid_request_error", "3 tools: a request takes at most 2 (llamaserve --max-tools)"},
+		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tools":[{"name":"a","input_schema":{"type":"object","properties":{"x":{"type":"string","description":"` + strings.Repeat("y", 64) + `"}}}}]}`, key,
+			400, "invalid_request_error", "tools.0.input_schema: the tools' parameters: 135 bytes of JSON Schema, more than the 64"},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"stop_sequences":["a","b","c","d","e"]}`, key, 400, "invalid_request_error", "stop_sequences: 5 strings, at most 4"},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"thinking":{"type":"enabled"}}`, key, 400, "invalid_request_error", "thinking.budget_tokens: Field required"},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"container":"c"}`, key, 400, "invalid_request_error", "container: this server runs no code"},
