@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/internal/spectok"
@@ -67,7 +68,13 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 		}
-		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCalls: calls, ToolCallID: m.ToolCallID}
+		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}
+		if role == "assistant" {
+			out[i].Reasoning = m.ReasoningContent
+		}
+		for _, c := range calls {
+			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
 	}
 	return out, nil
 }
@@ -77,64 +84,81 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // built-in template (with the tools described in the system message); it
 // names the template that ran. Only the template's markers become control
 // tokens, unless parseSpecial: the texts of the messages stay text.
-func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
+// tail is the end of the rendered chat (Jinja only).
+// thinking, when set, is the template's enable_thinking.
+func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool, thinking *bool) (req generation.Request, template, tail string, err error) {
 	if p.chat != nil && p.tok != nil {
+		takesTools, takesCalls := p.chat.t.TakesTools(), p.chat.t.TakesCalls()
 		var tools []byte
-		if tp != nil && p.chat.takesTools {
+		if tp != nil && takesTools {
 			tools = tp.toolsJSON()
 		}
 		shown := msgs
-		if !p.chat.takesTools || !p.chat.takesCalls {
-			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
+		if !takesTools || !takesCalls {
+			shown = polyfill(msgs, tp, !takesTools, !takesCalls)
 		}
-		toks, err := p.renderChat(ctx, shown, tools, parseSpecial)
+		opt := chat.RenderOptions{AddGenerationPrompt: true, Thinking: thinking}
+		toks, tail, err := p.renderChatWith(ctx, shown, tools, parseSpecial, opt)
 		if err == nil {
 			if tp != nil {
-				tp.family = p.chat.family
+				tp.family = p.chat.format().Family
 			}
-			return generation.Request{Prompt: toks}, "jinja", nil
+			return generation.Request{Prompt: toks}, "jinja", tail, nil
 		}
 		var re *requestError
 		if errors.As(err, &re) {
-			return generation.Request{}, "", err
+			return generation.Request{}, "", "", err
 		}
 		if re := templateError(err); re != nil {
 			if p.logf != nil {
 				p.logf("chat template: %v", err)
 			}
-			return generation.Request{}, "", re
+			return generation.Request{}, "", "", re
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
 		}
 	}
 	if tp != nil {
-		tp.family = familyJSON
+		tp.family = chat.JSON
 	}
-	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", nil
+	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", "", nil
 }
 
 // renderChat renders msgs with the Jinja template and tokenizes them; an
 // error of the template is returned as it is, one of tokenization as a
 // *requestError.
 func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
-	render, contents, fields := p.chatTexts(ctx, msgs, tools)
+	toks, _, err := p.renderChatWith(ctx, msgs, tools, parseSpecial, chat.RenderOptions{AddGenerationPrompt: true})
+	return toks, err
+}
+
+// renderChatWith is renderChat with the render's options, which also
+// returns the rendered text's tail, where the generation prompt is (up to
+// promptTail bytes).
+func (p *params) renderChatWith(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool, opt chat.RenderOptions) ([]int32, string, error) {
+	render, contents, fields := p.chatTexts(ctx, msgs, tools, opt)
+	tail := func(text string) string { return text[max(0, len(text)-promptTail):] }
 	ct, ok := p.tok.(backend.ChatTokenizer)
 	if !ok {
 		text, err := render(contents)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		toks, err := p.tok.Tokenize(text, false, true)
 		if err != nil {
-			return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+			return nil, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
 		}
-		return toks, nil
+		return toks, tail(text), nil
 	}
 	rendered := false
+	var last string
 	toks, err := ct.TokenizeChat(func(cs []string) (string, error) {
 		text, err := render(cs)
 		rendered = rendered || err == nil
+		if err == nil {
+			last = tail(text)
+		}
 		return text, err
 	}, contents, parseSpecial)
 	if err != nil && rendered {
@@ -142,13 +166,17 @@ func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byt
 		if errors.As(err, &ce) {
 			field := strings.SplitN(fields[ce.Index], ".", 2)[0]
 			field = strings.SplitN(field, "[", 2)[0]
-			return nil, badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
+			return nil, "", badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
 				fields[ce.Index], ce.Token)
 		}
-		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+		return nil, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
 	}
-	return toks, err
+	return toks, last, err
 }
+
+// promptTail is the most bytes of a rendered chat kept to read its
+// generation prompt (whether it opens the model's reasoning).
+const promptTail = 256
 
 // chatTexts lists every text of the client in msgs and tools, as contents
 // of backend.ChatTokenizer.TokenizeChat, with the request field of each, and
@@ -157,18 +185,19 @@ func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byt
 // call ids, arguments and tools, which it cannot mark (the ids pair calls
 // with results, the arguments are parsed) and are only checked for
 // markers.
-func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte, opt chat.RenderOptions) (render func([]string) (string, error), contents, fields []string) {
 	add := func(field, text string) {
 		contents, fields = append(contents, text), append(fields, field)
 	}
 	for i, m := range msgs {
 		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].reasoning_content", i), m.Reasoning)
 		add(fmt.Sprintf("messages[%d].name", i), m.Name)
 		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
 		for j, c := range m.ToolCalls {
 			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Arguments)
 		}
 	}
 	add("tools", jsonStrings(tools))
@@ -178,16 +207,16 @@ func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte
 		next := func() string { k++; return cs[k-1] }
 		for i := range shown {
 			m := &shown[i]
-			m.Content, m.Name = next(), next()
+			m.Content, m.Reasoning, m.Name = next(), next(), next()
 			next()
 			m.ToolCalls = slices.Clone(m.ToolCalls)
 			for j := range m.ToolCalls {
 				next()
-				m.ToolCalls[j].Function.Name = next()
+				m.ToolCalls[j].Name = next()
 				next()
 			}
 		}
-		return p.chat.render(ctx, templateMessages(shown), tools, true)
+		return p.chat.renderWith(ctx, templateMessages(shown), tools, opt)
 	}
 	return render, contents, fields
 }
