@@ -203,7 +203,7 @@ func TestAnthropicSDK(t *testing.T) {
 		caseData(t, "errors", &d)
 		for name, want := range map[string]string{
 			"missing_max_tokens": "max_tokens: Field required",
-			"unknown_field":      `"frobnicate": Extra inputs are not permitted`,
+			"unknown_field":      `unknown field "frobnicate"`,
 			"image":              `messages.0.content.0.type: "image"`,
 			"server_tool":        `tools.0.type: "web_search_20250305": only custom tools`,
 		} {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
@@ -37,13 +36,16 @@ type messagesRequest struct {
 	Thinking      json.RawMessage `json:"thinking"`
 	OutputConfig  json.RawMessage `json:"output_config"`
 
-	// Extensions, as on chat: seed, Mirostat, parse_special (top_k and
-	// the other GenerationConfig fields go to config).
-	Seed         *int64   `json:"seed"`
-	Mirostat     *int     `json:"mirostat"`
-	MirostatTau  *float64 `json:"mirostat_tau"`
-	MirostatEta  *float64 `json:"mirostat_eta"`
-	ParseSpecial bool     `json:"parse_special"`
+	// Extensions, as on chat: seed, Mirostat, parse_special, grammar,
+	// reasoning_format (top_k and the other GenerationConfig fields go to
+	// config).
+	Seed            *int64   `json:"seed"`
+	Mirostat        *int     `json:"mirostat"`
+	MirostatTau     *float64 `json:"mirostat_tau"`
+	MirostatEta     *float64 `json:"mirostat_eta"`
+	ParseSpecial    bool     `json:"parse_special"`
+	Grammar         string   `json:"grammar"`
+	ReasoningFormat string   `json:"reasoning_format"`
 
 	config map[string]json.RawMessage
 	// showThinking is false when thinking is disabled: the reasoning the
@@ -55,7 +57,7 @@ type messagesRequest struct {
 var (
 	messagesFields = []string{"model", "messages", "system", "max_tokens", "stop_sequences", "stream",
 		"temperature", "top_p", "tools", "tool_choice", "thinking", "output_config",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special", "grammar", "reasoning_format"}
 	// ignoredMessagesFields change nothing here: Anthropic's accounting,
 	// routing, prompt caching and diagnostics.
 	ignoredMessagesFields = []string{"metadata", "service_tier", "cache_control", "inference_geo", "speed",
@@ -79,46 +81,28 @@ var (
 	}
 )
 
-// decodeMessagesRequest reads the body of /v1/messages (and of
-// count_tokens, which has neither max_tokens nor stream): the first field
-// in the body's order that is unknown or refused is named.
+// The tables of the Messages endpoints: count_tokens counts a prompt, and
+// refuses what only a reply takes.
+var (
+	messagesTable = &fieldTable{read: messagesFields, ignored: ignoredMessagesFields,
+		checked: checkedMessagesFields, config: true}
+	countTokensTable = &fieldTable{read: slices.DeleteFunc(slices.Clone(messagesFields), isReplyField),
+		ignored: ignoredMessagesFields, checked: checkedMessagesFields, config: true,
+		other: []string{"max_tokens", "stream", "stop_sequences"}}
+)
+
+func isReplyField(k string) bool { return k == "max_tokens" || k == "stream" || k == "stop_sequences" }
+
+// decodeMessagesRequest reads the body of /v1/messages, or of
+// count_tokens: the first field in the body's order that is unknown or
+// refused is named.
 func decodeMessagesRequest(body []byte, count bool) (*messagesRequest, error) {
-	if !utf8.Valid(body) {
-		return nil, badRequest("", "the body is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, badRequest("", "the body is not a JSON object")
-	}
-	if dec.More() {
-		return nil, badRequest("", "the body holds more than one JSON value")
-	}
-	keys, err := objectKeys(body)
-	if err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
 	req := &messagesRequest{config: map[string]json.RawMessage{}, showThinking: true}
-	for _, k := range keys {
-		v := bytes.TrimSpace(fields[k])
-		switch {
-		case count && (k == "max_tokens" || k == "stream" || k == "stop_sequences"):
-			return nil, badRequest(k, "%s: Extra inputs are not permitted (count_tokens counts the prompt only)", k)
-		case slices.Contains(messagesFields, k), slices.Contains(ignoredMessagesFields, k):
-		case slices.Contains(configFields, k):
-			req.config[k] = v
-		case checkedMessagesFields[k] != nil:
-			if string(v) == "null" {
-				continue
-			}
-			if why := checkedMessagesFields[k](v); why != "" {
-				return nil, badRequest(k, "%s", why)
-			}
-		default:
-			return nil, badRequest(quote.Value(k), "%s: Extra inputs are not permitted (unknown field)", quote.String(k))
-		}
+	table := messagesTable
+	if count {
+		table = countTokensTable
 	}
-	if err := unmarshalFields(body, req); err != nil {
+	if err := table.decode(body, req, req.config); err != nil {
 		return nil, err
 	}
 	if !count && req.MaxTokens == nil {
@@ -129,11 +113,13 @@ func decodeMessagesRequest(body []byte, count bool) (*messagesRequest, error) {
 
 // anthropicBlock is a content block of a message in a request: text,
 // tool_use (an assistant's call), tool_result (the user's answer to one),
-// thinking and redacted_thinking (an assistant's earlier reasoning, which
-// the prompt leaves out, as the chat templates of thinking models do).
+// thinking and redacted_thinking (an assistant's earlier reasoning: its
+// reasoning_content, which the templates of thinking models read or leave
+// out).
 type anthropicBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -175,7 +161,8 @@ func (req *messagesRequest) chatRequest() (*messagesChat, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, Grammar: req.Grammar,
+		ReasoningFormat: req.ReasoningFormat, config: req.config,
 	}
 	mc := &messagesChat{chat: out}
 	if m := req.MaxTokens; m != nil && *m < 1 {
@@ -204,7 +191,7 @@ func (req *messagesRequest) chatRequest() (*messagesChat, error) {
 	if err := req.chatTools(out); err != nil {
 		return nil, err
 	}
-	if err := req.readThinking(); err != nil {
+	if err := req.readThinking(out); err != nil {
 		return nil, err
 	}
 	if err := req.outputFormat(out); err != nil {
@@ -264,7 +251,7 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 		if err := json.Unmarshal(content, &blocks); err != nil {
 			return badRequest(field+".content", "%s.content: must be a string or an array of content blocks", field)
 		}
-		var texts []string
+		var texts, thinking []string
 		var calls []apiToolCall
 		for j, b := range blocks {
 			bf := fmt.Sprintf("%s.content.%d", field, j)
@@ -275,6 +262,7 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 				if m.Role != "assistant" {
 					return badRequest(bf, "%s: a %s block belongs to an assistant message", bf, b.Type)
 				}
+				thinking = append(thinking, b.Thinking) // redacted: none to read
 			case "tool_use":
 				if m.Role != "assistant" {
 					return badRequest(bf, "%s: a tool_use block belongs to an assistant message", bf)
@@ -319,6 +307,7 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 		}
 		if len(texts) > 0 || len(calls) > 0 || !slices.ContainsFunc(blocks, func(b anthropicBlock) bool { return b.Type == "tool_result" }) {
 			am := textMessage(m.Role, strings.Join(texts, "\n"))
+			am.ReasoningContent = strings.Join(thinking, "\n")
 			if len(calls) > 0 {
 				data, err := json.Marshal(calls)
 				if err != nil {
@@ -390,11 +379,12 @@ func (req *messagesRequest) chatTools(out *apiRequest) error {
 	return nil
 }
 
-// readThinking reads thinking: enabled (with its budget_tokens, which
-// bounds nothing here: the model thinks as its template has it) and
-// adaptive show the model's reasoning as thinking blocks, as does a
-// request without thinking; disabled leaves it out.
-func (req *messagesRequest) readThinking() error {
+// readThinking reads thinking as the template's enable_thinking: enabled
+// (with its budget_tokens, which bounds nothing here) and adaptive set it,
+// disabled clears it and leaves any reasoning out of the reply; without
+// thinking the template has its default. The reasoning a reply has comes
+// as thinking blocks.
+func (req *messagesRequest) readThinking(out *apiRequest) error {
 	raw := bytes.TrimSpace(req.Thinking)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -411,9 +401,12 @@ func (req *messagesRequest) readThinking() error {
 		if th.BudgetTokens == nil {
 			return badRequest("thinking.budget_tokens", "thinking.budget_tokens: Field required")
 		}
+		out.thinking = ptr(true)
 	case "adaptive", "between_tools":
+		out.thinking = ptr(true)
 	case "disabled":
 		req.showThinking = false
+		out.thinking = ptr(false)
 	default:
 		return badRequest("thinking.type", "thinking.type: %s is not enabled, adaptive or disabled", quote.String(th.Type))
 	}
@@ -519,14 +512,14 @@ func anthropicErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// anthropicError is e in Anthropic's shape: its message begins with the
-// field (Anthropic's errors have no param).
+// anthropicError is e in Anthropic's shape: its message names the field,
+// first unless it says it already (Anthropic's errors have no param).
 func anthropicError(e *requestError) anthropicErrorBody {
 	var body anthropicErrorBody
 	body.Type = "error"
 	body.Error.Type = anthropicErrorType(e.status)
 	msg := quote.Message(e.msg)
-	if field, _, _ := strings.Cut(e.param, "."); field != "" && !strings.HasPrefix(msg, field) {
+	if field, _, _ := strings.Cut(e.param, "."); field != "" && !strings.HasPrefix(msg, field) && !strings.Contains(msg, e.param) {
 		msg = e.param + ": " + msg
 	}
 	body.Error.Message = msg

@@ -337,7 +337,7 @@ func (s *Server) runMessage(w http.ResponseWriter, r *http.Request, h *holding, 
 		writeError(w, mc.messagesParam(s.submitError(err, true)).(*requestError))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, tools: p.tools, reader: p.newReader()}
+	c := p.newChoice(0, task, s.cfg.Tokenizer)
 	msg := &messageObject{ID: newItemID("msg"), Type: "message", Role: "assistant", Model: s.cfg.ModelID,
 		Content: []any{}, Usage: messagesUsage{InputTokens: task.PromptTokens()}}
 	if !req.Stream {

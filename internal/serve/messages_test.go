@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -245,10 +246,11 @@ func TestMessagesChatRequest(t *testing.T) {
 	assert.Equal(t, chatMessage{Role: "user", Content: "Weather in Paris?"}, msgs[1])
 	assert.Equal(t, "assistant", msgs[2].Role)
 	assert.Equal(t, "Looking.", msgs[2].Content)
+	assert.Equal(t, "hmm", msgs[2].Reasoning, "a thinking block is the reasoning_content the template reads")
 	require.Len(t, msgs[2].ToolCalls, 1)
 	assert.Equal(t, "toolu_1", msgs[2].ToolCalls[0].ID)
-	assert.Equal(t, "get_weather", msgs[2].ToolCalls[0].Function.Name)
-	assert.JSONEq(t, `{"city":"Paris"}`, msgs[2].ToolCalls[0].Function.Arguments)
+	assert.Equal(t, "get_weather", msgs[2].ToolCalls[0].Name)
+	assert.JSONEq(t, `{"city":"Paris"}`, msgs[2].ToolCalls[0].Arguments)
 	assert.Equal(t, chatMessage{Role: "tool", Content: "18 C", ToolCallID: "toolu_1"}, msgs[3])
 	assert.Equal(t, chatMessage{Role: "user", Content: "And?"}, msgs[4])
 	assert.Equal(t, []int{-1, 0, 1, 2, 2}, mc.origin)
@@ -312,7 +314,7 @@ func TestMessagesErrors(t *testing.T) {
 		typ, msg           string
 	}{
 		{"POST", "", `{"model":"demo",` + msgs + `}`, key, 400, "invalid_request_error", "max_tokens: Field required"},
-		{"POST", "", `{"model":"demo","max_tokens":5,"frobnicate":1,` + msgs + `}`, key, 400, "invalid_request_error", `"frobnicate": Extra inputs are not permitted`},
+		{"POST", "", `{"model":"demo","max_tokens":5,"frobnicate":1,` + msgs + `}`, key, 400, "invalid_request_error", `unknown field "frobnicate"`},
 		{"POST", "", `{"model":"demo","max_tokens":0,` + msgs + `}`, key, 400, "invalid_request_error", "max_tokens: 0: must be at least 1"},
 		{"POST", "", `{"model":"demo","max_tokens":5,"temperature":1.5,` + msgs + `}`, key, 400, "invalid_request_error", "temperature: 1.5: must be in [0, 1]"},
 		{"POST", "", `{"model":"demo","max_tokens":5,"messages":[]}`, key, 400, "invalid_request_error", "messages: at least one message"},
@@ -335,7 +337,7 @@ func TestMessagesErrors(t *testing.T) {
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"stop_sequences":["a","b","c","d","e"]}`, key, 400, "invalid_request_error", "stop_sequences: 5 strings, at most 4"},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"thinking":{"type":"enabled"}}`, key, 400, "invalid_request_error", "thinking.budget_tokens: Field required"},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"container":"c"}`, key, 400, "invalid_request_error", "container: this server runs no code"},
-		{"POST", "/count_tokens", `{"model":"demo","max_tokens":5,` + msgs + `}`, key, 400, "invalid_request_error", "max_tokens: Extra inputs are not permitted"},
+		{"POST", "/count_tokens", `{"model":"demo","max_tokens":5,` + msgs + `}`, key, 400, "invalid_request_error", `field "max_tokens" belongs to the other endpoint`},
 		{"POST", "", `{"model":"demo","max_tokens":5,"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, key,
 			413, "request_too_large", "larger than 4096 bytes"},
 		{"POST", "", `{}`, []string{"x-api-key", "k", "Content-Type", "text/plain"}, 415, "invalid_request_error", "the body must be JSON"},
@@ -454,4 +456,61 @@ func TestMessagesStreamAbort(t *testing.T) {
 	assert.Equal(t, []string{"message_start", "ping", "content_block_start", "content_block_delta", "error"}, names)
 	assert.Equal(t, map[string]any{"type": "error", "error": map[string]any{"type": "api_error",
 		"message": "the server is shutting down: the request was cut"}}, events[len(events)-1])
+}
+
+// With a template whose model thinks (Qwen 3's), the reasoning comes as a
+// thinking block before the text, whole and streamed alike (thinking_delta
+// events); thinking disabled is the template's enable_thinking false,
+// whose prompt closes the thinking, and leaves reasoning out of the reply;
+// reasoning_format none keeps it inline.
+func TestMessagesThinking(t *testing.T) {
+	tmpl, err := NewChatTemplate(realTemplate(t, "Qwen-Qwen3-0.6B.jinja"), "", "")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
+	var mu sync.Mutex
+	var prompts []string
+	h.model.SetScript(h.tok.Replies(func(prompt string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		prompts = append(prompts, prompt)
+		return "<think>\nThe user greets.\n</think>\n\nHello."
+	}))
+	const body = `{"model":"demo","max_tokens":100,"messages":[{"role":"user","content":"Hi"}]`
+	msg, names := messageBoth(t, h, body+`}`)
+	assert.Equal(t, []any{
+		map[string]any{"type": "thinking", "thinking": "The user greets.", "signature": ""},
+		map[string]any{"type": "text", "text": "Hello."},
+	}, trimTexts(msg["content"].([]any)))
+	assert.Equal(t, "end_turn", msg["stop_reason"])
+	assert.Contains(t, names, "content_block_delta")
+
+	msg, _ = messageBoth(t, h, body+`,"thinking":{"type":"enabled","budget_tokens":1024}}`)
+	assert.Len(t, msg["content"], 2)
+
+	mu.Lock()
+	prompts = nil
+	mu.Unlock()
+	msg, _ = messageBoth(t, h, body+`,"thinking":{"type":"disabled"}}`)
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "Hello."}}, trimTexts(msg["content"].([]any)))
+	mu.Lock()
+	require.NotEmpty(t, prompts)
+	assert.True(t, strings.HasSuffix(prompts[0], "<think>\n\n</think>\n\n"), "enable_thinking false: %q", prompts[0])
+	mu.Unlock()
+
+	msg, _ = messageBoth(t, h, body+`,"reasoning_format":"none"}`)
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "<think>\nThe user greets.\n</think>\n\nHello."}}, msg["content"])
+}
+
+// trimTexts trims the space around the texts of blocks (the model's
+// newlines around its thinking).
+func trimTexts(blocks []any) []any {
+	for _, b := range blocks {
+		m := b.(map[string]any)
+		for _, k := range []string{"text", "thinking"} {
+			if s, ok := m[k].(string); ok {
+				m[k] = strings.TrimSpace(s)
+			}
+		}
+	}
+	return blocks
 }
