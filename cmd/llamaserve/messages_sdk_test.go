@@ -34,11 +34,12 @@ type sdkMessage struct {
 	StopReason string  `json:"stop_reason"`
 	StopSeq    *string `json:"stop_sequence"`
 	Content    []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Input    json.RawMessage `json:"input"`
 	} `json:"content"`
 	Usage struct {
 		InputTokens  int `json:"input_tokens"`
@@ -59,8 +60,8 @@ type sdkFailure struct {
 // /v1/messages on the demo model: create (and count_tokens), stream (MessageStream and the raw
 // events, equal to the whole reply at temperature 0), a tool round trip
 // (a forced tool_use, then its tool_result), a forced call streamed, 400s
-// and 401 in Anthropic's shape, and the key as x-api-key and as a Bearer
-// token. Needs node and `npm ci --prefix cmd/llamaserve/testdata/clients/anthropic`.
+// and 401 in Anthropic's shape, the key as x-api-key and as a Bearer
+// token, and thinking blocks from Qwen 3's template. Needs node and `npm ci --prefix cmd/llamaserve/testdata/clients/anthropic`.
 func TestAnthropicSDK(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the Anthropic SDK test needs node and `npm ci --prefix cmd/llamaserve/" + anthropicClientDir + "`")
@@ -72,6 +73,10 @@ func TestAnthropicSDK(t *testing.T) {
 	// One sequence of 1024 tokens: a prompt with tools is long in the
 	// demo model's tokens.
 	srv := startServer(t, "--api-key", key, "--parallel", "1", "--ctx", "1024")
+	// A model that thinks: Qwen 3's template, and a grammar that makes the
+	// demo model write its thinking and answer.
+	thinker := startServer(t, "--api-key", key, "--parallel", "1", "--chat-template", vendoredTemplate(t, "Qwen-Qwen3-0.6B.jinja"))
+	const thought, answer = "The user asks about the weather.", "It is sunny."
 	ctx := context.Background()
 	if d, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -80,7 +85,8 @@ func TestAnthropicSDK(t *testing.T) {
 	}
 	cmd := exec.CommandContext(ctx, "node", "run.mjs")
 	cmd.Dir = anthropicClientDir
-	cmd.Env = append(os.Environ(), "LLAMASERVE_URL="+srv.url, "LLAMASERVE_KEY="+key)
+	cmd.Env = append(os.Environ(), "LLAMASERVE_URL="+srv.url, "LLAMASERVE_KEY="+key,
+		"LLAMASERVE_THINKING_URL="+thinker.url, "LLAMASERVE_THINKING_GRAMMAR="+gbnfLiteral("<think>\n"+thought+"\n</think>\n\n"+answer))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -215,6 +221,24 @@ func TestAnthropicSDK(t *testing.T) {
 			assert.Contains(t, f.Body.Error.Message, want, name)
 			assert.Regexp(t, `^req_[0-9a-f]{32}$`, f.Body.RequestID, name)
 		}
+	})
+
+	t.Run("thinking", func(t *testing.T) {
+		var d struct {
+			Final, Whole   sdkMessage
+			Thinking, Text string
+		}
+		caseData(t, "thinking", &d)
+		for _, m := range []sdkMessage{d.Final, d.Whole} {
+			assert.Equal(t, "end_turn", m.StopReason)
+			require.Len(t, m.Content, 2)
+			assert.Equal(t, "thinking", m.Content[0].Type)
+			assert.Equal(t, thought, strings.TrimSpace(m.Content[0].Thinking))
+			assert.Equal(t, "text", m.Content[1].Type)
+			assert.Equal(t, answer, strings.TrimSpace(m.Content[1].Text))
+		}
+		assert.Equal(t, d.Whole.Content[0].Thinking, d.Thinking, "the thinking events make the thinking block")
+		assert.Equal(t, d.Whole.Content[1].Text, d.Text)
 	})
 
 	t.Run("auth", func(t *testing.T) {

@@ -156,6 +156,31 @@ const cases = {
   },
 };
 
+// thinking: a model that thinks (a second server, with Qwen 3's template;
+// the grammar extension makes the demo model write its thinking and
+// answer): the SDK's thinking events and the thinking block it gathers.
+const thinkingURL = process.env.LLAMASERVE_THINKING_URL;
+if (thinkingURL) {
+  cases.thinking = async () => {
+    const thinker = new Anthropic({ baseURL: thinkingURL, apiKey: key, maxRetries: 0 });
+    const params = {
+      model: 'demo',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      grammar: process.env.LLAMASERVE_THINKING_GRAMMAR,
+    };
+    const stream = thinker.messages.stream(params);
+    let thinking = '';
+    let text = '';
+    stream.on('thinking', (delta) => (thinking += delta));
+    stream.on('text', (delta) => (text += delta));
+    const final = await stream.finalMessage();
+    const whole = await thinker.messages.create(params);
+    return { final, whole, thinking, text };
+  };
+}
+
 const results = { sdk: VERSION, node: process.version };
 for (const [name, run] of Object.entries(cases)) {
   try {
