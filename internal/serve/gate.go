@@ -17,8 +17,9 @@ var openPaths = []string{"/health", "/metrics"}
 const corsMaxAge = "86400"
 
 // corsHeaders are the request headers a preflight always allows: the API
-// key (both ways) and the JSON body's type. The headers a preflight asks for are
-// allowed too (the OpenAI SDKs send x-stainless-* headers of their own).
+// key (either header) and the JSON body's type. The headers a preflight
+// asks for are allowed too (the SDKs send x-stainless-* headers of their
+// own).
 const corsHeaders = "Authorization, Content-Type, X-Api-Key"
 
 // gate answers what comes before the endpoints, and reports whether it did:
