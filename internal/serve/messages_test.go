@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -513,4 +514,36 @@ func trimTexts(blocks []any) []any {
 		}
 	}
 	return blocks
+}
+
+// A tool round trip reaches the template as the chat's would: the
+// assistant's tool_use as its call, the user's tool_result as the tool's
+// message (Qwen 3's template writes them as <tool_call> and
+// <tool_response>), the system prompt first. (The prompt, over the
+// harness's 256 tokens, is read from the plan.)
+func TestMessagesToolRoundTripPrompt(t *testing.T) {
+	tmpl, err := NewChatTemplate(realTemplate(t, "Qwen-Qwen3-0.6B.jinja"), "", "")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
+	req, err := decodeMessagesRequest([]byte(`{"model":"demo","max_tokens":10,"system":"Be brief.",
+		"messages":[{"role":"user","content":"Weather?"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"w","input":{"c":"P"}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18 C"}]}],
+		"tools":[{"name":"w","input_schema":{"type":"object"}}]}`), false)
+	require.NoError(t, err)
+	mc, err := req.chatRequest()
+	require.NoError(t, err)
+	p, err := h.srv.params.plan(context.Background(), mc.chat, true)
+	require.NoError(t, err)
+	require.Equal(t, "jinja", p.template)
+	// (The tokens' text has the demo's space after a control token.)
+	prompt := h.tok.Text(p.reqs[0].Prompt)
+	last := -1
+	for _, part := range []string{"system\nBe brief.", "<tools>\n" + `{"type": "function", "function": {"name": "w"`,
+		"user\nWeather?<|im_end|>", "assistant\n<tool_call>\n" + `{"name": "w", "arguments": {"c": "P"}}` + "\n</tool_call><|im_end|>",
+		"user\n<tool_response>\n18 C\n</tool_response><|im_end|>", "assistant\n"} {
+		i := strings.Index(prompt[last+1:], part)
+		require.GreaterOrEqual(t, i, 0, "%q after byte %d of %s", part, last, prompt)
+		last += 1 + i
+	}
 }
