@@ -105,7 +105,10 @@ func (r *Reader) block(end bool) bool {
 				b.sc.reset()
 			case b.fresh && b.xml && hasPrefix(rest, markFunction):
 				r.pos += len(markFunction)
-				r.enterXML()
+				r.enterXML(&qwenXML)
+				return true
+			case b.fresh && b.xml && isNameStart(c):
+				r.enterXML(&glmXML)
 				return true
 			case b.closer != "" && hasPrefix(rest, b.closer) && !b.fresh:
 				r.toContent(r.pos+len(b.closer), true)

@@ -55,6 +55,8 @@ var fuzzSeeds = []string{
 	"Okay, the weather.\n</think>\n\nIt is sunny.",
 	"It is sunny. <tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": 1e3, \"x\": [true, false, null, -0.5, \"\\u00e9\"]}}</tool_call> ok",
 	"  {\"city\": \"Paris\"} and <tool",
+	"<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n</tool_call>",
+	`{"function": {"name": "get_time", "arguments": {"zone": 1}}, "name": "get_weather", "arguments": {}}`,
 }
 
 // A streamed answer, cut anywhere, reads as the whole one, for every

@@ -59,6 +59,8 @@ func TestReaderLinear(t *testing.T) {
 		w10, s10 := cost(t, large)
 		require.Positive(t, w1)
 		perByte1, perByte10 := float64(w1)/float64(len(small)), float64(w10)/float64(len(large))
+		t.Logf("%s: %d bytes: %.3f bytes read and %.3f sent per byte; %d bytes: %.3f and %.3f", name,
+			len(small), perByte1, float64(s1)/float64(len(small)), len(large), perByte10, float64(s10)/float64(len(large)))
 		assert.LessOrEqual(t, perByte10, 1.01*perByte1, "%s: work %d for %d bytes, %d for %d", name, w1, len(small), w10, len(large))
 		assert.LessOrEqual(t, w10, 3*len(large), "%s: each byte is read a few times at most", name)
 		assert.LessOrEqual(t, s1, len(small), "%s: no byte sent twice", name)

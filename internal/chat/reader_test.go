@@ -60,6 +60,13 @@ func TestReadCalls(t *testing.T) {
 			"", "", []string{`get_weather {"city":"New York","unit":"c"}`}},
 		{"xml typed", Hermes, "<tool_call>\n<function=get_time>\n<parameter=zone>\n-3\n</parameter>\n</function>\n</tool_call>", "", "", []string{`get_time {"zone":-3}`}},
 		{"xml none", Hermes, "<tool_call>\n<function=get_time>\n</function>\n</tool_call>", "", "", []string{`get_time {}`}},
+		// GLM 4.5 and later.
+		{"glm", Hermes, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>c</arg_value>\n</tool_call>",
+			"", "", []string{`get_weather {"city":"New York","unit":"c"}`}},
+		{"glm typed", Hermes, "Checking.<tool_call>get_time<arg_key>zone</arg_key><arg_value>-3</arg_value></tool_call>", "Checking.", "", []string{`get_time {"zone":-3}`}},
+		{"glm none", Hermes, "<tool_call>get_time</tool_call>", "", "", []string{`get_time {}`}},
+		{"glm unknown", Hermes, "<tool_call>rm_rf<arg_key>a</arg_key><arg_value>b</arg_value></tool_call>", "<tool_call>rm_rf<arg_key>a</arg_key><arg_value>b</arg_value></tool_call>", "", nil},
+		{"glm broken", Hermes, "<tool_call>get_time<arg_key>zone</arg_key>2</tool_call>", "2</tool_call>", "", []string{`get_time  partial`}},
 		{"xml unknown", Hermes, "<tool_call>\n<function=rm_rf>\n</function>\n</tool_call>", "<tool_call>\n<function=rm_rf>\n</function>\n</tool_call>", "", nil},
 		// Llama 3.x.
 		{"python tag", Llama3, `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}`, "", "", []string{`get_weather {"city": "Oslo"}`}},

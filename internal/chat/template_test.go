@@ -125,6 +125,8 @@ func TestRenderThinking(t *testing.T) {
 	require.NoError(t, err)
 	q35, err := NewTemplate(realTemplate(t, "Qwen3.5-35B-A3B-Q8_0.jinja"), "", "<|im_end|>")
 	require.NoError(t, err)
+	gemma, err := NewTemplate(realTemplate(t, "gemma-4-26B-A4B-it-UD-Q8_K_XL.jinja"), "<bos>", "<eos>")
+	require.NoError(t, err)
 	chat := toolChat[:2]
 	for _, tc := range []struct {
 		tmpl     *Template
@@ -137,6 +139,8 @@ func TestRenderThinking(t *testing.T) {
 		{q35, nil, "<|im_start|>assistant\n<think>\n", true},
 		{q35, &yes, "<|im_start|>assistant\n<think>\n", true},
 		{q35, &no, "<|im_start|>assistant\n<think>\n\n</think>\n\n", false},
+		{gemma, nil, "<|turn>model\n<|channel>thought\n<channel|>", false},
+		{gemma, &yes, "<|turn>model\n", false},
 	} {
 		out := render(t, tc.tmpl, chat, "", RenderOptions{AddGenerationPrompt: true, Thinking: tc.thinking})
 		assert.True(t, strings.HasSuffix(out, tc.suffix), "%q", out)

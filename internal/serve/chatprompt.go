@@ -88,7 +88,7 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // thinking, when set, is the template's enable_thinking.
 func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool, thinking *bool) (req generation.Request, template, tail string, err error) {
 	if p.chat != nil && p.tok != nil {
-		takesTools, takesCalls := p.chat.t.TakesTools(), p.chat.t.TakesCalls()
+		takesTools, takesCalls := p.chat.takesTools, p.chat.takesCalls
 		var tools []byte
 		if tp != nil && takesTools {
 			tools = tp.toolsJSON()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/jinja"
@@ -15,6 +16,15 @@ import (
 // (internal/chat's Template), by internal/jinja under its limits.
 type ChatTemplate struct {
 	t *chat.Template
+	// takesTools and takesCalls tell whether the template reads tools and
+	// the assistants' tool_calls (t's TakesTools and TakesCalls): the
+	// server writes them into the messages for one that does not.
+	takesTools, takesCalls bool
+	// globals are variables every render sees beside the chat's (tests
+	// hook a render with them): set before the first render, which gives
+	// them to t.
+	globals map[string]jinja.Value
+	once    sync.Once
 }
 
 // NewChatTemplate compiles src, a Jinja chat template, under the default
@@ -31,7 +41,7 @@ func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplat
 	if err != nil {
 		return nil, err
 	}
-	return &ChatTemplate{t: t}, nil
+	return &ChatTemplate{t: t, takesTools: t.TakesTools(), takesCalls: t.TakesCalls()}, nil
 }
 
 // IsJinja reports whether text looks like a Jinja template rather than the
@@ -40,7 +50,7 @@ func IsJinja(text string) bool { return chat.IsJinja(text) }
 
 // TakesTools reports whether the template renders tools itself; for one
 // that does not, the server describes them in the system message.
-func (t *ChatTemplate) TakesTools() bool { return t.t.TakesTools() }
+func (t *ChatTemplate) TakesTools() bool { return t.takesTools }
 
 // Family names the tool-call format the template's model writes: hermes
 // (<tool_call>), llama3 (a JSON object with "parameters", maybe after
@@ -59,6 +69,11 @@ func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGe
 
 // renderWith is render with the render's options.
 func (t *ChatTemplate) renderWith(ctx context.Context, messages, tools []byte, opt chat.RenderOptions) (string, error) {
+	t.once.Do(func() {
+		if t.globals != nil {
+			t.t.SetGlobals(t.globals)
+		}
+	})
 	return t.t.Render(ctx, messages, tools, opt)
 }
 
