@@ -362,12 +362,7 @@ func (s *Server) runMessage(w http.ResponseWriter, r *http.Request, h *holding, 
 		s.writeReply(w, append(data, '\n'))
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := s.newStreamWriter(w, cancel)
+	out := s.openStream(w, "text/event-stream", cancel)
 	send := func(event string, data any) {
 		out.send(sseEvent(event, data))
 	}
