@@ -79,8 +79,9 @@ Usage:
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream: true for
 server-sent events), POST /v1/responses (OpenAI's Responses API), GET
 /v1/models, POST /v1/embeddings (with --embeddings) (each also without
-/v1), POST /tokenize and /detokenize (as llama.cpp's server has them),
-GET /health, GET /metrics (Prometheus).
+/v1), POST /v1/messages and /v1/messages/count_tokens (Anthropic's
+Messages API), POST /tokenize and /detokenize (as llama.cpp's server has
+them), GET /health, GET /metrics (Prometheus).
 Chat prompts are the model's Jinja chat template rendered with the tools;
 replies carry tool_calls. Requests take OpenAI's fields, and transformers'
 GenerationConfig fields (top_k, min_p, repetition_penalty, ...) and
@@ -123,7 +124,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.limits.MaxSchemaBytes, "max-schema-bytes", serve.DefaultMaxSchemaBytes, "the largest response_format schema, and tool parameters of a request together, in `BYTES` (larger: 400 schema_too_large); their grammar takes about a second per MB to compile")
 	fs.IntVar(&o.limits.MaxEmbeddingInputs, "max-embedding-inputs", serve.DefaultMaxEmbeddingInputs, "the most inputs of an embeddings request (`N`; more: 400 too_many_inputs)")
 	fs.IntVar(&o.limits.MaxEmbeddingTokens, "max-embedding-tokens", serve.DefaultMaxEmbeddingTokens, "the most tokens of an embeddings request's inputs together (`N`; more: 400 too_many_tokens)")
-	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
+	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token or an x-api-key header on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
 	fs.Func("cors-origin", "let pages of `ORIGIN` call the server from a browser (CORS; * for any origin; repeat it or give a comma-separated list); without it, same-origin only", func(v string) error {
 		for _, origin := range strings.Split(v, ",") {
 			if origin = strings.TrimSuffix(strings.TrimSpace(origin), "/"); origin != "" {

@@ -18,9 +18,10 @@ var openPaths = []string{"/health", "/metrics"}
 const corsMaxAge = "86400"
 
 // corsHeaders are the request headers a preflight always allows: the API
-// key and the JSON body's type. The headers a preflight asks for are
-// allowed too (the OpenAI SDKs send x-stainless-* headers of their own).
-const corsHeaders = "Authorization, Content-Type"
+// key (either header) and the JSON body's type. The headers a preflight
+// asks for are allowed too (the SDKs send x-stainless-* headers of their
+// own).
+const corsHeaders = "Authorization, Content-Type, X-Api-Key"
 
 // gate answers what comes before the endpoints, and reports whether it did:
 // a CORS preflight (when Config.CORSOrigins allows cross-origin requests)
@@ -67,7 +68,13 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 	if s.apiKeyHash == nil || slices.Contains(openPaths, r.URL.Path) || pagePath(r.URL.Path) {
 		return false
 	}
-	if key, ok := bearer(r.Header.Get("Authorization")); ok {
+	// The key comes as a Bearer token (OpenAI's clients) or as x-api-key
+	// (Anthropic's).
+	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	}
+	if key != "" {
 		// Compared as digests: the time taken tells nothing of the key,
 		// not even its length.
 		got := sha256.Sum256([]byte(key))
@@ -76,9 +83,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="llamaserve"`)
-	msg := "Incorrect API key provided: give the server's key (llamaserve --api-key) as Authorization: Bearer KEY"
-	if r.Header.Get("Authorization") == "" {
-		msg = "You didn't provide an API key: give the server's key (llamaserve --api-key) as Authorization: Bearer KEY"
+	msg := "Incorrect API key provided: give the server's key (llamaserve --api-key) as Authorization: Bearer KEY or x-api-key: KEY"
+	if r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" {
+		msg = "You didn't provide an API key: give the server's key (llamaserve --api-key) as Authorization: Bearer KEY or x-api-key: KEY"
+	}
+	if isMessagesPath(r.URL.Path) {
+		w = anthropicWriter{w}
 	}
 	writeError(w, &requestError{status: http.StatusUnauthorized, code: "invalid_api_key", msg: msg})
 	return true

@@ -139,8 +139,8 @@ type Config struct {
 	Cache CacheStats
 	// Log receives a line per failed request (status 500); nil discards.
 	Log *log.Logger
-	// APIKey, when set, is required as a Bearer token on every endpoint but
-	// /health and /metrics (401 otherwise).
+	// APIKey, when set, is required as a Bearer token or an x-api-key
+	// header on every endpoint but /health and /metrics (401 otherwise).
 	APIKey string
 	// CORSOrigins are the origins whose pages may call the server ("*":
 	// any); none means same-origin only, without CORS headers.
@@ -298,7 +298,17 @@ type apiError struct {
 	} `json:"error"`
 }
 
+// errorShaper is the ResponseWriter of an API whose errors have another
+// shape than OpenAI's (anthropicWriter).
+type errorShaper interface {
+	writeShapedError(e *requestError)
+}
+
 func writeError(w http.ResponseWriter, e *requestError) {
+	if es, ok := w.(errorShaper); ok {
+		es.writeShapedError(e)
+		return
+	}
 	var body apiError
 	body.Error.Message = quote.Message(e.msg)
 	switch {
