@@ -14,4 +14,5 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/detokenize", s.detokenize)
 	s.mux.HandleFunc("/v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/embeddings", s.embeddings)
+	s.mux.HandleFunc("/apply-template", s.applyTemplate)
 }
