@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -34,9 +36,16 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 		text, tmpl, err = s.params.chatText(ctx, req)
 		done()
 		if err == nil {
-			w.Header().Set("X-Chat-Template", tmpl)
-			writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
-			return
+			// The prompt as it is: its markers (<|im_start|>) are not
+			// escaped as HTML.
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if err = enc.Encode(map[string]string{"prompt": text}); err == nil {
+				w.Header().Set("X-Chat-Template", tmpl)
+				s.writeReply(w, b.Bytes())
+				return
+			}
 		}
 	}
 	var re *requestError

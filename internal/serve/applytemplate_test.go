@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,9 +20,12 @@ func applyTemplate(t *testing.T, url, body string) (prompt, template string) {
 	resp := post(t, url+"/apply-template", body)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
 	var out map[string]string
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NoError(t, json.Unmarshal(data, &out))
 	require.Len(t, out, 1, "the reply is {\"prompt\": ...}")
+	assert.NotContains(t, string(data), `\u003c`, "markers are not escaped as HTML")
 	return out["prompt"], resp.Header.Get("X-Chat-Template")
 }
 
