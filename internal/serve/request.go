@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -68,6 +68,17 @@ type apiRequest struct {
 	// default only the chat template's own markers are control tokens, so
 	// that a message cannot open a turn of another role.
 	ParseSpecial bool `json:"parse_special"`
+	// ReasoningFormat (chat), llama-server's name: "auto" (the default)
+	// returns the thinking of a model whose template has reasoning
+	// markers (<think>...</think>) apart from its answer, as
+	// reasoning_content ("deepseek" says the same); "none" leaves it
+	// inline in the content, markers and all.
+	ReasoningFormat string `json:"reasoning_format"`
+	// Grammar, llama-server's extension, constrains the reply to a GBNF
+	// grammar (llama.cpp's grammar format), as response_format does to a
+	// JSON Schema; it takes neither response_format nor a forced tool
+	// call beside it.
+	Grammar string `json:"grammar"`
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -100,9 +111,9 @@ var (
 	// ignored: it only identifies the end user to OpenAI).
 	commonFields = []string{"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
-		"mirostat", "mirostat_tau", "mirostat_eta"}
+		"mirostat", "mirostat_tau", "mirostat_eta", "grammar"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special", "reasoning_format"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -202,50 +213,12 @@ func badRequest(param, format string, args ...any) *requestError {
 // bad JSON, invalid UTF-8 and unknown fields are errors; the first field in
 // the body's order that the server refuses is named.
 func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
-	if !utf8.Valid(body) {
-		return nil, badRequest("", "the body is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest("", "the body holds more than one JSON value")
-	}
-	if fields == nil {
-		return nil, badRequest("", "the body is not a JSON object")
-	}
-	keys, err := objectKeys(body)
-	if err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	own, other := completionFields, chatFields
-	if chat {
-		own, other = chatFields, completionFields
-	}
 	req := &apiRequest{config: map[string]json.RawMessage{}}
-	for _, k := range keys {
-		v := fields[k]
-		switch {
-		case slices.Contains(commonFields, k), slices.Contains(own, k):
-		case slices.Contains(configFields, k):
-			req.config[k] = v
-		case chat && slices.Contains(ignoredChatFields, k):
-		case chat && checkedChatFields[k] != nil:
-			if string(bytes.TrimSpace(v)) == "null" {
-				continue
-			}
-			if why := checkedChatFields[k](v); why != "" {
-				return nil, badRequest(k, "%s", why)
-			}
-		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
-			return nil, badRequest(quote.Value(k), "field %s belongs to the other endpoint", quote.String(k))
-		default:
-			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
-		}
+	table := completionsTable
+	if chat {
+		table = chatTable
 	}
-	if err := unmarshalFields(body, req); err != nil {
+	if err := table.decode(body, req, req.config); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -301,6 +274,10 @@ type plan struct {
 	includeUsage bool
 	tools        *toolPlan // nil: no tool may be called
 	template     string    // the chat template that made the prompt: "jinja" or "builtin"
+	// reasoning is how the replies' thinking is read: nil, not at all
+	// (completions, a template without reasoning markers, or
+	// reasoning_format none).
+	reasoning *reasoningPlan
 }
 
 // params are what the server adds to a request.
@@ -369,7 +346,11 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
+		var tail string
+		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
+			return nil, err
+		}
+		if out.reasoning, err = p.reasoningPlan(req.ReasoningFormat, out.template, tail); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}
@@ -396,10 +377,11 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 			r.Logprobs = out.logprobs
 			r.TopLogprobs = out.topLogprobs
 			r.Processors = procs
-			// The families' call markers may be special tokens
-			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
-			// their text (the end token's is dropped).
-			r.RenderSpecial = out.tools != nil
+			// The families' call markers and reasoning markers may be
+			// special tokens ([TOOL_CALLS], <|python_tag|>, <think>): a
+			// request whose reply is read gets their text (the end
+			// token's is dropped).
+			r.RenderSpecial = out.tools != nil || out.reasoning != nil
 			out.reqs = append(out.reqs, r)
 		}
 	}
@@ -445,6 +427,24 @@ func (p *params) constraints(req *apiRequest, tools *toolPlan, procs []logits.Pr
 			procs = append(procs, proc)
 			forced = true
 		}
+	}
+	if req.Grammar != "" {
+		switch {
+		case forced:
+			return nil, badRequest("grammar", "grammar cannot constrain a reply that tool_choice makes a tool call")
+		case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
+			return nil, badRequest("grammar", "grammar and response_format each constrain the reply: send one")
+		case p.formats == nil:
+			return nil, badRequest("grammar", "grammar is not available on this server")
+		case len(req.Grammar) > p.limits.MaxSchemaBytes:
+			return nil, &requestError{status: http.StatusBadRequest, param: "grammar", code: "grammar_too_large",
+				msg: fmt.Sprintf("grammar: %d bytes, more than the %d a request may have (llamaserve --max-schema-bytes)", len(req.Grammar), p.limits.MaxSchemaBytes)}
+		}
+		proc, err := p.formats.gbnf(req.Grammar, "grammar", "grammar", "the grammar")
+		if err != nil {
+			return nil, err
+		}
+		return append(procs, proc), nil
 	}
 	if forced {
 		if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {
