@@ -65,7 +65,7 @@ func TestServeReasoning(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startServer(t, "--chat-template", vendoredTemplate(t, tc.template))
+			s := startServer(t, "--ctx", "2048", "--chat-template", vendoredTemplate(t, tc.template)) // the tools take 700 tokens
 			client := s.client()
 			ctx := context.Background()
 			params := openai.ChatCompletionNewParams{Model: "demo", MaxTokens: openai.Int(100),
@@ -99,6 +99,50 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, tc.inline, m.Content)
 			assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
 
+			// Thinking, then a call: the call after the reasoning is read.
+			call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+			withTools := params
+			withTools.Tools = testTools
+			withTools.MaxTokens = openai.Int(300) // the demo spells the markup a character a token
+			res, err = client.Chat.Completions.New(ctx, withTools, option.WithJSONSet("grammar",
+				gbnfLiteral(strings.TrimSuffix(tc.written, answer)+call)))
+			require.NoError(t, err)
+			m = res.Choices[0].Message
+			assert.Equal(t, "tool_calls", string(res.Choices[0].FinishReason), m.RawJSON())
+			assert.Equal(t, thought, strings.TrimSpace(extra(m.JSON.ExtraFields, "reasoning_content")))
+			require.Len(t, m.ToolCalls, 1, m.RawJSON())
+			assert.Equal(t, "get_weather", m.ToolCalls[0].Function.Name)
+			assert.JSONEq(t, `{"city": "Paris"}`, m.ToolCalls[0].Function.Arguments)
+			assert.Empty(t, m.Content)
+
+			// Cut by max_tokens while thinking: the reasoning so far, no
+			// content.
+			short := params
+			short.MaxTokens = openai.Int(12)
+			res, err = client.Chat.Completions.New(ctx, short, grammar)
+			require.NoError(t, err)
+			m = res.Choices[0].Message
+			assert.Equal(t, "length", string(res.Choices[0].FinishReason))
+			cut := extra(m.JSON.ExtraFields, "reasoning_content")
+			assert.NotEmpty(t, cut, m.RawJSON())
+			assert.True(t, strings.HasPrefix(thought, strings.TrimSpace(cut)), "%q", cut)
+			assert.Empty(t, m.Content)
+
+			if tc.name == "qwen3" {
+				// enable_thinking false: the template closes the thinking
+				// in the prompt, and the model answers.
+				res, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("grammar", gbnfLiteral(answer)),
+					option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+				require.NoError(t, err)
+				m = res.Choices[0].Message
+				assert.Equal(t, answer, m.Content)
+				assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
+				_, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("chat_template_kwargs", map[string]any{"date": "today"}))
+				var apiErr *openai.Error
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, "chat_template_kwargs", apiErr.Param)
+			}
+
 			// Responses: a reasoning item, then the message.
 			rparams := responses.ResponseNewParams{Model: "demo", MaxOutputTokens: openai.Int(100),
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather?")}}
@@ -111,6 +155,16 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, thought, strings.TrimSpace(r.Content[0].Text))
 			assert.Equal(t, "message", resp.Output[1].Type)
 			assert.Equal(t, answer, strings.TrimSpace(resp.OutputText()))
+
+			// The output goes back as input: the reasoning item is taken
+			// (and left out of the prompt).
+			var output []any
+			require.NoError(t, json.Unmarshal([]byte(resp.JSON.Output.Raw()), &output))
+			next, err := client.Responses.New(ctx, rparams, grammar, option.WithJSONSet("input",
+				append(append([]any{map[string]any{"role": "user", "content": "Weather?"}}, output...),
+					map[string]any{"role": "user", "content": "And tomorrow?"})))
+			require.NoError(t, err)
+			assert.Equal(t, answer, strings.TrimSpace(next.OutputText()))
 
 			rs := client.Responses.NewStreaming(ctx, rparams, grammar)
 			var thinking, text strings.Builder

@@ -100,12 +100,7 @@ func outputItems(reply wholeReply, msgID, status string) []any {
 // stream that Abort ends gets an error event instead.
 func (s *Server) streamResponse(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter,
 	obj *responseObject, msgID string, c *choice, promptTokens int, release func()) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := s.newStreamWriter(w, cancel)
+	out := s.openStream(w, "text/event-stream", cancel)
 	seq := 0
 	send := func(typ string, fields map[string]any) {
 		fields["type"] = typ

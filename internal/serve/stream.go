@@ -19,12 +19,7 @@ import (
 // through a streamWriter: the choices never wait for the client, and
 // release is called as soon as they end.
 func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool, release func()) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := s.newStreamWriter(w, cancel)
+	out := s.openStream(w, "text/event-stream", cancel)
 	send := func(v any) {
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -94,6 +89,18 @@ type streamWriter struct {
 
 // errCut ends the writes of a stream that send cut.
 var errCut = errors.New("the stream was cut")
+
+// openStream answers w with a stream of contentType (server-sent events,
+// or NDJSON) and returns the writer of its events; cancel ends the
+// stream's choices when it is cut.
+func (s *Server) openStream(w http.ResponseWriter, contentType string, cancel context.CancelFunc) *streamWriter {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return s.newStreamWriter(w, cancel)
+}
 
 func (s *Server) newStreamWriter(w http.ResponseWriter, cancel context.CancelFunc) *streamWriter {
 	sw := &streamWriter{s: s, w: w, rc: http.NewResponseController(w), cancel: cancel,
