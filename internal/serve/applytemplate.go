@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/internal/chat"
 )
 
 // applyTemplate serves POST /apply-template (llama-server's endpoint): the
@@ -56,7 +57,7 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatText renders the chat of req as chatPrompt does, as text: the Jinja
-// template with the tools, or llama.cpp's built-in template (the tools
+// template with the tools and chat_template_kwargs' thinking switch, or llama.cpp's built-in template (the tools
 // described in the system message) when there is none or it fails; it
 // names the template that ran.
 func (p *params) chatText(ctx context.Context, req *apiRequest) (text, template string, err error) {
@@ -65,6 +66,10 @@ func (p *params) chatText(ctx context.Context, req *apiRequest) (text, template 
 		return "", "", err
 	}
 	tp, err := parseTools(req, p.limits)
+	if err != nil {
+		return "", "", err
+	}
+	thinking, err := req.templateThinking()
 	if err != nil {
 		return "", "", err
 	}
@@ -77,7 +82,7 @@ func (p *params) chatText(ctx context.Context, req *apiRequest) (text, template 
 		if !p.chat.takesTools || !p.chat.takesCalls {
 			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
 		}
-		text, err := p.chat.render(ctx, templateMessages(shown), tools, true)
+		text, err := p.chat.renderWith(ctx, templateMessages(shown), tools, chat.RenderOptions{AddGenerationPrompt: true, Thinking: thinking})
 		if err == nil {
 			return text, "jinja", nil
 		}

@@ -54,6 +54,22 @@ func TestApplyTemplate(t *testing.T) {
 	assert.Equal(t, "builtin", used)
 }
 
+// chat_template_kwargs reach the template: Qwen 3's closes the thinking
+// in the prompt when enable_thinking is false.
+func TestApplyTemplateThinking(t *testing.T) {
+	qwen3, err := NewChatTemplate(realTemplate(t, "Qwen3-8B-Q8_0.jinja"), "<s>", "</s>")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: qwen3}, nil)
+	const ask = `{"messages":[{"role":"user","content":"Hi"}]`
+	prompt, _ := applyTemplate(t, h.ts.URL, ask+`}`)
+	assert.True(t, strings.HasSuffix(prompt, "<|im_start|>assistant\n"), "%q", prompt)
+	prompt, _ = applyTemplate(t, h.ts.URL, ask+`,"chat_template_kwargs":{"enable_thinking":false}}`)
+	assert.True(t, strings.HasSuffix(prompt, "<|im_start|>assistant\n<think>\n\n</think>\n\n"), "%q", prompt)
+	resp := post(t, h.ts.URL+"/apply-template", ask+`,"chat_template_kwargs":{"colour":1}}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp.Body.Close()
+}
+
 // The prompt /apply-template returns is the one a chat request with the
 // same body feeds the model, tools and all: the model here writes back
 // the text of the prompt it was given.
