@@ -31,11 +31,15 @@ type harness struct {
 const seqTokens = 256
 
 // newHarness serves the demo model in Go through an engine of slots
-// sequences of seqTokens tokens, with cfg's other fields; script, when not
-// nil, replaces the demo's Markov chain.
+// sequences of cfg.SequenceSize tokens (default seqTokens), with cfg's
+// other fields; script, when not nil, replaces the demo's Markov chain.
 func newHarness(t *testing.T, slots int, cfg Config, script scripted.Script) *harness {
 	t.Helper()
-	tok, m, err := scripted.Demo(slots, seqTokens)
+	size := seqTokens
+	if cfg.SequenceSize > 0 {
+		size = cfg.SequenceSize
+	}
+	tok, m, err := scripted.Demo(slots, size)
 	require.NoError(t, err)
 	if script != nil {
 		m.SetScript(script)

@@ -21,4 +21,5 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/v1/messages", s.messages)
 	s.mux.HandleFunc("/v1/messages/count_tokens", s.countTokens)
 	s.mux.HandleFunc("/v1/messages/{rest...}", s.messagesNotFound)
+	s.mux.HandleFunc("/apply-template", s.applyTemplate)
 }
