@@ -2,7 +2,8 @@ package serve
 
 // moreRoutes adds the endpoints beside OpenAI's /v1 ones: the same
 // endpoints without /v1 (llama.cpp's server accepts both), the Responses
-// API, embeddings, and llama.cpp's /tokenize and /detokenize.
+// API, embeddings, llama.cpp's /tokenize and /detokenize, and Ollama's
+// /api/ endpoints (ollama*.go).
 func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/completions", s.completions)
 	s.mux.HandleFunc("/chat/completions", s.chatCompletions)
@@ -14,4 +15,12 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/detokenize", s.detokenize)
 	s.mux.HandleFunc("/v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/embeddings", s.embeddings)
+	s.mux.HandleFunc("/api/chat", s.ollamaChat)
+	s.mux.HandleFunc("/api/generate", s.ollamaGenerate)
+	s.mux.HandleFunc("/api/tags", s.ollamaTags)
+	s.mux.HandleFunc("/api/show", s.ollamaShow)
+	s.mux.HandleFunc("/api/ps", s.ollamaPS)
+	s.mux.HandleFunc("/api/version", s.ollamaVersion)
+	s.mux.HandleFunc("/api/embed", s.ollamaEmbed)
+	s.mux.HandleFunc("/api/embeddings", s.ollamaEmbeddings)
 }
