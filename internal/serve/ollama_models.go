@@ -122,12 +122,11 @@ func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": ollamaAPIVersion})
 }
 
-// capabilities are the model's, as /api/show names them.
+// capabilities are the model's, as /api/show names them: every chat takes
+// tools (the template renders them, or the system message describes
+// them).
 func (s *Server) capabilities() []string {
-	caps := []string{"completion"}
-	if s.cfg.ChatTemplate != nil && s.cfg.ChatTemplate.TakesTools() {
-		caps = append(caps, "tools")
-	}
+	caps := []string{"completion", "tools"}
 	if s.thinks() {
 		caps = append(caps, "thinking")
 	}
@@ -142,7 +141,7 @@ func (s *Server) capabilities() []string {
 // template and options, which would describe a model made of this one,
 // are refused.
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body := s.readBody(w, r)
+	body := s.ollamaBody(w, r)
 	if body == nil {
 		return
 	}
@@ -279,7 +278,7 @@ func (s *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 // refused: they change nothing of an embedding here) and holds its
 // sequence, or answers.
 func (s *Server) ollamaEmbedStart(w http.ResponseWriter, r *http.Request, fields []string, v any) (*holding, Embedder, bool) {
-	body := s.readBody(w, r)
+	body := s.ollamaBody(w, r)
 	if body == nil {
 		return nil, nil, false
 	}
@@ -329,6 +328,16 @@ func (s *Server) ollamaEmbedRun(w http.ResponseWriter, r *http.Request, h *holdi
 		tokens += len(in)
 	}
 	return vecs, tokens, true
+}
+
+// ollamaBody reads a request's body as readBody does, but for a body
+// sent as a form (curl -d's default, which Ollama's documentation uses
+// throughout): Ollama's server reads any body as JSON.
+func (s *Server) ollamaBody(w http.ResponseWriter, r *http.Request) []byte {
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		r.Header.Del("Content-Type")
+	}
+	return s.readBody(w, r)
 }
 
 // ollamaErrors gives the errors written on Ollama's paths Ollama's shape,

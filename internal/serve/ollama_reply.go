@@ -152,7 +152,7 @@ func ollamaError(w http.ResponseWriter, err error) {
 // ollamaChat serves POST /api/chat.
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body := s.readBody(w, r)
+	body := s.ollamaBody(w, r)
 	if body == nil {
 		return
 	}
@@ -194,7 +194,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 // ollamaGenerate serves POST /api/generate.
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body := s.readBody(w, r)
+	body := s.ollamaBody(w, r)
 	if body == nil {
 		return
 	}
