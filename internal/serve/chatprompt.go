@@ -77,7 +77,8 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // built-in template (with the tools described in the system message); it
 // names the template that ran. Only the template's markers become control
 // tokens, unless parseSpecial: the texts of the messages stay text.
-func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool) (generation.Request, string, error) {
+// tail is the end of the rendered chat (Jinja only).
+func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool) (req generation.Request, template, tail string, err error) {
 	if p.chat != nil && p.tok != nil {
 		var tools []byte
 		if tp != nil && p.chat.takesTools {
@@ -87,22 +88,22 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 		if !p.chat.takesTools || !p.chat.takesCalls {
 			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
 		}
-		toks, err := p.renderChat(ctx, shown, tools, parseSpecial)
+		toks, tail, err := p.renderChatText(ctx, shown, tools, parseSpecial)
 		if err == nil {
 			if tp != nil {
 				tp.family = p.chat.family
 			}
-			return generation.Request{Prompt: toks}, "jinja", nil
+			return generation.Request{Prompt: toks}, "jinja", tail, nil
 		}
 		var re *requestError
 		if errors.As(err, &re) {
-			return generation.Request{}, "", err
+			return generation.Request{}, "", "", err
 		}
 		if re := templateError(err); re != nil {
 			if p.logf != nil {
 				p.logf("chat template: %v", err)
 			}
-			return generation.Request{}, "", re
+			return generation.Request{}, "", "", re
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
@@ -111,30 +112,42 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 	if tp != nil {
 		tp.family = familyJSON
 	}
-	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", nil
+	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", "", nil
 }
 
 // renderChat renders msgs with the Jinja template and tokenizes them; an
 // error of the template is returned as it is, one of tokenization as a
 // *requestError.
 func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
+	toks, _, err := p.renderChatText(ctx, msgs, tools, parseSpecial)
+	return toks, err
+}
+
+// renderChatText is renderChat that also returns the rendered text's
+// tail, where the generation prompt is (up to promptTail bytes).
+func (p *params) renderChatText(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, string, error) {
 	render, contents, fields := p.chatTexts(ctx, msgs, tools)
+	tail := func(text string) string { return text[max(0, len(text)-promptTail):] }
 	ct, ok := p.tok.(backend.ChatTokenizer)
 	if !ok {
 		text, err := render(contents)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		toks, err := p.tok.Tokenize(text, false, true)
 		if err != nil {
-			return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+			return nil, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
 		}
-		return toks, nil
+		return toks, tail(text), nil
 	}
 	rendered := false
+	var last string
 	toks, err := ct.TokenizeChat(func(cs []string) (string, error) {
 		text, err := render(cs)
 		rendered = rendered || err == nil
+		if err == nil {
+			last = tail(text)
+		}
 		return text, err
 	}, contents, parseSpecial)
 	if err != nil && rendered {
@@ -142,13 +155,17 @@ func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byt
 		if errors.As(err, &ce) {
 			field := strings.SplitN(fields[ce.Index], ".", 2)[0]
 			field = strings.SplitN(field, "[", 2)[0]
-			return nil, badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
+			return nil, "", badRequest(field, "%s holds the text of the control token %q, which the chat template writes so that it cannot stay text (remove it, or set parse_special to read it as that token)",
 				fields[ce.Index], ce.Token)
 		}
-		return nil, badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
+		return nil, "", badRequest("messages", "the chat prompt cannot be tokenized: %v", err)
 	}
-	return toks, err
+	return toks, last, err
 }
+
+// promptTail is the most bytes of a rendered chat kept to read its
+// generation prompt (whether it opens the model's reasoning).
+const promptTail = 256
 
 // chatTexts lists every text of the client in msgs and tools, as contents
 // of backend.ChatTokenizer.TokenizeChat, with the request field of each, and

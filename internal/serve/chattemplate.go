@@ -18,6 +18,9 @@ type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
 	family   toolFamily
+	// thinks says the template's model reasons between <think> and
+	// </think> (the template writes or strips them).
+	thinks bool
 	// takesTools and takesCalls tell whether the template reads tools and
 	// the assistants' tool_calls: the server writes them into the
 	// messages for one that does not.
@@ -69,7 +72,8 @@ func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplat
 		return nil, err
 	}
 	ct := &ChatTemplate{tmpl: t, check: check, bos: bos, eos: eos, family: familyOf(src),
-		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls")}
+		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls"),
+		thinks: strings.Contains(src, "</think>")}
 	if !ct.takesTools {
 		ct.family = familyJSON // it asks for calls as polyfill describes them
 	}

@@ -105,13 +105,20 @@ func (f *formats) matcher(schema []byte) (*grammar.Matcher, error) {
 // gbnfProcessor returns the processor of the GBNF grammar src (a tool
 // call's).
 func (f *formats) gbnfProcessor(src string) (logits.Processor, error) {
+	return f.gbnf(src, "tool_choice", "tools", "the call's grammar")
+}
+
+// gbnf returns the processor of the GBNF grammar src; the errors name
+// need, the field that asks for a grammar, and param and what, the field
+// that holds it and what it is.
+func (f *formats) gbnf(src, need, param, what string) (logits.Processor, error) {
 	if f.tok == nil {
-		return nil, badRequest("tool_choice", "tool_choice needs the model's tokenizer, which this server lacks")
+		return nil, badRequest(need, "%s needs the model's tokenizer, which this server lacks", need)
 	}
 	m, err := f.kept("gbnf:"+src, func() (*grammar.Grammar, error) {
 		g, err := grammar.Parse(src)
 		if err != nil {
-			return nil, badRequest("tools", "tools: the call's grammar cannot be built: %v", err)
+			return nil, badRequest(param, "%s: %s cannot be built: %v", param, what, err)
 		}
 		return g, nil
 	})

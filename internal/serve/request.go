@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,17 @@ type apiRequest struct {
 	// default only the chat template's own markers are control tokens, so
 	// that a message cannot open a turn of another role.
 	ParseSpecial bool `json:"parse_special"`
+	// ReasoningFormat (chat), llama-server's name: "auto" (the default)
+	// returns the thinking of a model whose template has reasoning
+	// markers (<think>...</think>) apart from its answer, as
+	// reasoning_content ("deepseek" says the same); "none" leaves it
+	// inline in the content, markers and all.
+	ReasoningFormat string `json:"reasoning_format"`
+	// Grammar, llama-server's extension, constrains the reply to a GBNF
+	// grammar (llama.cpp's grammar format), as response_format does to a
+	// JSON Schema; it takes neither response_format nor a forced tool
+	// call beside it.
+	Grammar string `json:"grammar"`
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -100,9 +112,9 @@ var (
 	// ignored: it only identifies the end user to OpenAI).
 	commonFields = []string{"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
-		"mirostat", "mirostat_tau", "mirostat_eta"}
+		"mirostat", "mirostat_tau", "mirostat_eta", "grammar"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special", "reasoning_format"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -301,6 +313,10 @@ type plan struct {
 	includeUsage bool
 	tools        *toolPlan // nil: no tool may be called
 	template     string    // the chat template that made the prompt: "jinja" or "builtin"
+	// reasoning is how the replies' thinking is read: nil, not at all
+	// (completions, a template without reasoning markers, or
+	// reasoning_format none).
+	reasoning *reasoningPlan
 }
 
 // params are what the server adds to a request.
@@ -369,7 +385,11 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 			return nil, err
 		}
 		var prompt generation.Request
-		if prompt, out.template, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
+		var tail string
+		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
+			return nil, err
+		}
+		if out.reasoning, err = p.reasoningPlan(req.ReasoningFormat, out.template, tail); err != nil {
 			return nil, err
 		}
 		prompts = []generation.Request{prompt}
@@ -396,10 +416,11 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 			r.Logprobs = out.logprobs
 			r.TopLogprobs = out.topLogprobs
 			r.Processors = procs
-			// The families' call markers may be special tokens
-			// ([TOOL_CALLS], <|python_tag|>): a request with tools gets
-			// their text (the end token's is dropped).
-			r.RenderSpecial = out.tools != nil
+			// The families' call markers and reasoning markers may be
+			// special tokens ([TOOL_CALLS], <|python_tag|>, <think>): a
+			// request whose reply is read gets their text (the end
+			// token's is dropped).
+			r.RenderSpecial = out.tools != nil || out.reasoning != nil
 			out.reqs = append(out.reqs, r)
 		}
 	}
@@ -445,6 +466,24 @@ func (p *params) constraints(req *apiRequest, tools *toolPlan, procs []logits.Pr
 			procs = append(procs, proc)
 			forced = true
 		}
+	}
+	if req.Grammar != "" {
+		switch {
+		case forced:
+			return nil, badRequest("grammar", "grammar cannot constrain a reply that tool_choice makes a tool call")
+		case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
+			return nil, badRequest("grammar", "grammar and response_format each constrain the reply: send one")
+		case p.formats == nil:
+			return nil, badRequest("grammar", "grammar is not available on this server")
+		case len(req.Grammar) > p.limits.MaxSchemaBytes:
+			return nil, &requestError{status: http.StatusBadRequest, param: "grammar", code: "grammar_too_large",
+				msg: fmt.Sprintf("grammar: %d bytes, more than the %d a request may have (llamaserve --max-schema-bytes)", len(req.Grammar), p.limits.MaxSchemaBytes)}
+		}
+		proc, err := p.formats.gbnf(req.Grammar, "grammar", "grammar", "the grammar")
+		if err != nil {
+			return nil, err
+		}
+		return append(procs, proc), nil
 	}
 	if forced {
 		if req.ResponseFormat != nil && req.ResponseFormat.Type != "text" {

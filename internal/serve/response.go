@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
@@ -17,7 +16,8 @@ type choice struct {
 	tok      backend.Tokenizer
 	logprobs bool
 	topN     int
-	tools    *toolPlan // the tools it may call; nil: none
+	tools    *toolPlan    // the tools it may call; nil: none
+	reader   outputReader // reads the text: nil, content only
 
 	text   []byte // generated so far
 	sent   int    // bytes of text given to the response
@@ -25,8 +25,6 @@ type choice struct {
 	finish string
 	err    error // a failure of the generation (not a cancellation)
 
-	// The whole response's logprobs (not streaming).
-	lp logprobs
 	// pending are the logprobs of tokens whose text is held back.
 	pending []pendingEntry
 }
@@ -51,12 +49,11 @@ type topLogprob struct {
 	Bytes   []int   `json:"bytes"`
 }
 
-// run iterates the choice's events. For each event it calls emit, when not
-// nil, with the text that may be shown now (stop strings are left out, and
-// text that may begin one is held back), the log-probabilities of the
-// tokens whose text begins in it and, on the last event, the finish
-// reason. Without emit the text and log-probabilities are gathered in the
-// choice. The log-probabilities list the tokens of the text only: not the
+// run iterates the choice's events. For each event it calls emit with the
+// text that may be shown now (stop strings are left out, and text that may
+// begin one is held back), the log-probabilities of the tokens whose text
+// begins in it (nil unless asked) and, on the last event, the finish
+// reason. The log-probabilities list the tokens of the text only: not the
 // end token, nor the tokens of a stop string left out (a token that begins
 // before the stop string is listed).
 func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
@@ -81,10 +78,10 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 			}
 			c.finish = "stop"
 		case generation.FinishEOS:
-			if c.tools != nil && c.tok != nil && ev.Token >= 0 {
-				// A request with tools renders special tokens (the
-				// families' markers, [TOOL_CALLS], <|python_tag|>): the
-				// end token's text is not the reply's.
+			if c.reader != nil && c.tok != nil && ev.Token >= 0 {
+				// A reply that is read renders special tokens (the
+				// families' markers, [TOOL_CALLS], <|python_tag|>,
+				// <think>): the end token's text is not the reply's.
 				if p, err := c.tok.AppendPiece(nil, ev.Token, true); err == nil && bytes.HasSuffix(c.text[c.sent:], p) {
 					c.text = c.text[:len(c.text)-len(p)]
 					end = len(c.text)
@@ -107,9 +104,6 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 		}
 		lp := &one
 		one.entries = one.entries[:0]
-		if emit == nil {
-			lp = &c.lp
-		}
 		// The tokens that begin in the text shown so far are released; at
 		// the end, those that begin past it (in the stop string) are
 		// dropped, and a token without bytes at the very end is kept.
@@ -124,7 +118,7 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 		}
 		text := string(c.text[c.sent:end])
 		c.sent = end
-		if emit != nil && (text != "" || finish != nil || len(one.entries) > 0) {
+		if text != "" || finish != nil || len(one.entries) > 0 {
 			var l *logprobs
 			if c.logprobs {
 				l = &one
@@ -227,19 +221,19 @@ type chatLogprobs struct {
 	Refusal []tokenLogprob `json:"refusal"`
 }
 
-// logprobsObject returns lp in the shape of the response's API (nil for
-// none); offset is the text offset of its first token (completions).
-func (r *response) logprobsObject(lp *logprobs, offset int) any {
-	if lp == nil {
+// logprobsObject returns entries in the shape of the response's API (nil
+// for none); offset is the text offset of its first token (completions).
+func (r *response) logprobsObject(entries []tokenLogprob, offset int) any {
+	if entries == nil {
 		return nil
 	}
 	if r.chat {
-		return chatLogprobs{Content: append([]tokenLogprob{}, lp.entries...), Refusal: nil}
+		return chatLogprobs{Content: entries, Refusal: nil}
 	}
 	out := completionLogprobs{
 		Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{},
 	}
-	for _, e := range lp.entries {
+	for _, e := range entries {
 		out.Tokens = append(out.Tokens, e.Token)
 		out.TokenLogprobs = append(out.TokenLogprobs, e.Logprob)
 		top := map[string]float32{}
@@ -255,69 +249,6 @@ func (r *response) logprobsObject(lp *logprobs, offset int) any {
 	return out
 }
 
-type message struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"` // null beside tool calls and no text
-	Refusal   *string        `json:"refusal"`
-	ToolCalls []respToolCall `json:"tool_calls,omitempty"`
-}
-
-type delta struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []respToolCall `json:"tool_calls,omitempty"`
-}
-
-// respToolCall is a tool call in a message, or a part of one in a delta
-// (which has its index).
-type respToolCall struct {
-	Index    *int         `json:"index,omitempty"`
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"`
-	Function respFunction `json:"function"`
-}
-
-type respFunction struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-// argumentsChunk is the most bytes of a call's arguments in one delta.
-const argumentsChunk = 16
-
-// callDeltas are the deltas that stream call i: the first names it (with
-// its id and empty arguments), the next ones carry its arguments piece by
-// piece, as OpenAI streams them.
-func callDeltas(i int, c toolCall) []*delta {
-	out := []*delta{{ToolCalls: []respToolCall{{Index: ptr(i), ID: c.ID, Type: "function", Function: respFunction{Name: c.Name}}}}}
-	args := c.Arguments
-	for len(args) > 0 {
-		n := min(len(args), argumentsChunk)
-		for n < len(args) && !utf8.RuneStart(args[n]) {
-			n++ // a delta holds whole characters
-		}
-		out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: args[:n]}}}})
-		args = args[n:]
-	}
-	return out
-}
-
-type wholeChoice struct {
-	Index        int      `json:"index"`
-	Text         *string  `json:"text,omitempty"`    // completions
-	Message      *message `json:"message,omitempty"` // chat
-	Logprobs     any      `json:"logprobs"`
-	FinishReason string   `json:"finish_reason"`
-}
-
-type chunkChoice struct {
-	Index        int     `json:"index"`
-	Text         *string `json:"text,omitempty"`  // completions
-	Delta        *delta  `json:"delta,omitempty"` // chat
-	Logprobs     any     `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
-}
-
 type body struct {
 	ID                string `json:"id"`
 	Object            string `json:"object"`
@@ -330,77 +261,4 @@ type body struct {
 
 func (r *response) body(object string, choices any) body {
 	return body{ID: r.id, Object: object, Created: r.created, Model: r.model, SystemFingerprint: "llamaloop", Choices: choices}
-}
-
-// whole is the response without streaming.
-func (r *response) whole(choices []*choice) body {
-	out := make([]wholeChoice, len(choices))
-	for i, c := range choices {
-		text := string(c.text[:c.sent])
-		out[i] = wholeChoice{Index: c.index, FinishReason: c.finish}
-		var lp *logprobs
-		if c.logprobs {
-			lp = &c.lp
-		}
-		out[i].Logprobs = r.logprobsObject(lp, 0)
-		if r.chat {
-			out[i].Message = &message{Role: "assistant", Content: &text}
-			if c.tools != nil && c.finish == "stop" {
-				if content, calls := c.tools.parse(text); len(calls) > 0 {
-					m := out[i].Message
-					m.Content = nil
-					if content != "" {
-						m.Content = &content
-					}
-					for _, call := range calls {
-						m.ToolCalls = append(m.ToolCalls, respToolCall{ID: call.ID, Type: "function",
-							Function: respFunction{Name: call.Name, Arguments: call.Arguments}})
-					}
-					c.finish = "tool_calls"
-					out[i].FinishReason = c.finish
-				}
-			}
-		} else {
-			out[i].Text = &text
-		}
-	}
-	object := "text_completion"
-	if r.chat {
-		object = "chat.completion"
-	}
-	b := r.body(object, out)
-	u := r.usage(choices)
-	b.Usage = &u
-	return b
-}
-
-// chunk is a streamed chunk of choice index.
-func (r *response) chunk(index int, d *delta, lp any, finish *string) body {
-	object := "text_completion"
-	if r.chat {
-		object = "chat.completion.chunk"
-	}
-	return r.body(object, []chunkChoice{{Index: index, Delta: d, Logprobs: lp, FinishReason: finish}})
-}
-
-// textChunk is the chunk of new text (completions) or of delta d (chat);
-// offset is the text offset of its first token in the choice's text.
-func (r *response) textChunk(index int, d *delta, text string, lp *logprobs, offset int, finish *string) body {
-	b := r.chunk(index, d, r.logprobsObject(lp, offset), finish)
-	if !r.chat {
-		b.Choices.([]chunkChoice)[0].Text = &text
-	}
-	return b
-}
-
-// usageChunk is the last chunk with stream_options.include_usage.
-func (r *response) usageChunk(choices []*choice) body {
-	object := "text_completion"
-	if r.chat {
-		object = "chat.completion.chunk"
-	}
-	b := r.body(object, []chunkChoice{})
-	u := r.usage(choices)
-	b.Usage = &u
-	return b
 }

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +43,9 @@ type responsesRequest struct {
 	// ParseSpecial reads control-token text in the input as those tokens
 	// (see apiRequest.ParseSpecial).
 	ParseSpecial bool `json:"parse_special"`
+	// ReasoningFormat keeps the model's thinking inline ("none"; see
+	// apiRequest.ReasoningFormat) instead of a reasoning item.
+	ReasoningFormat string `json:"reasoning_format"`
 
 	config map[string]json.RawMessage // the GenerationConfig fields
 }
@@ -52,7 +54,7 @@ type responsesRequest struct {
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
 		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special", "reasoning_format"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
@@ -186,7 +188,7 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, ReasoningFormat: req.ReasoningFormat, config: req.config,
 	}
 	if m := req.MaxOutputTokens; m != nil && *m < 1 {
 		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)
@@ -472,159 +474,4 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.runResponse(w, r, h, req, p)
-}
-
-// runResponse runs the one choice of p and writes it as a response
-// object, or as the Responses API's stream of events.
-func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, h *holding, req *responsesRequest, p *plan) {
-	ctx, cancel, ok := s.admit(w, r, h, p)
-	if !ok {
-		return
-	}
-	release := h.release
-	defer cancel()
-	task, err := s.cfg.Engine.Submit(ctx, p.reqs[0])
-	if err != nil {
-		writeError(w, responsesParam(s.submitError(err, true)).(*requestError))
-		return
-	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
-	obj := s.newResponseObject(req, p)
-	msgID := fmt.Sprintf("msg_%016x%016x", rand.Uint64(), rand.Uint64())
-	if req.Stream {
-		s.streamResponse(ctx, r.Context(), cancel, w, obj, msgID, c, task.PromptTokens(), release)
-		return
-	}
-	c.run(nil)
-	switch {
-	case ctx.Err() != nil:
-		if r.Context().Err() == nil {
-			writeError(w, errShuttingDown)
-		}
-		return
-	case c.err != nil:
-		writeError(w, s.choiceError(r.URL.Path, c.err))
-		return
-	}
-	release()
-	text := string(c.text[:c.sent])
-	var calls []toolCall
-	if c.tools != nil && c.finish == "stop" {
-		if content, cs := c.tools.parse(text); len(cs) > 0 {
-			text, calls = content, cs
-		}
-	}
-	var output []any
-	if len(calls) == 0 || text != "" {
-		part := outputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []tokenLogprob{}}
-		if c.logprobs {
-			part.Logprobs = append(part.Logprobs, c.lp.entries...)
-		}
-		output = append(output, outputMessage{Type: "message", ID: msgID, Status: itemStatus(c), Role: "assistant",
-			Content: []outputText{part}})
-	}
-	for _, call := range calls {
-		output = append(output, functionCallItem{Type: "function_call", ID: newItemID("fc"), CallID: call.ID,
-			Name: call.Name, Arguments: call.Arguments, Status: "completed"})
-	}
-	obj.finish(output, c, task.PromptTokens())
-	data, err := json.Marshal(obj)
-	if err != nil {
-		writeError(w, &requestError{status: http.StatusInternalServerError, msg: err.Error()})
-		return
-	}
-	s.writeReply(w, append(data, '\n'))
-}
-
-// streamResponse writes the choice as the Responses API streams it: named
-// server-sent events, each with its sequence number, from
-// response.created to response.completed (response.incomplete when the
-// reply reached max_output_tokens, response.failed when it failed); a
-// stream that Abort ends gets an error event instead.
-func (s *Server) streamResponse(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter,
-	obj *responseObject, msgID string, c *choice, promptTokens int, release func()) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := s.newStreamWriter(w, cancel)
-	seq := 0
-	send := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		data, err := json.Marshal(fields)
-		if err != nil {
-			s.logf("stream: %v", err)
-			return
-		}
-		out.send(fmt.Appendf(nil, "event: %s\ndata: %s\n\n", typ, data))
-	}
-	snapshot := func() responseObject { // the object as it is now: the events do not share it
-		o := *obj
-		o.Output = slices.Clone(obj.Output)
-		return o
-	}
-	send("response.created", map[string]any{"response": snapshot()})
-	send("response.in_progress", map[string]any{"response": snapshot()})
-	st := &outputStream{send: send, msgID: msgID}
-	var ts *toolStream
-	if c.tools != nil {
-		ts = &toolStream{tp: c.tools}
-	}
-	c.run(func(delta string, lp *logprobs, finish *string) {
-		entries := []tokenLogprob{}
-		if lp != nil {
-			entries = append(entries, lp.entries...)
-		}
-		if ts == nil {
-			st.text(delta, entries)
-			return
-		}
-		// The model's text goes through the tool-call reader: text that
-		// may open a call is held back, a call streams as its item.
-		text, deltas := ts.feed(delta)
-		if finish != nil {
-			rest, calls, more := ts.end(*finish == "stop")
-			text += rest
-			deltas = append(deltas, more...)
-			st.final = calls
-		}
-		st.text(text, entries)
-		for _, d := range deltas {
-			for _, tc := range d.ToolCalls {
-				st.call(tc)
-			}
-		}
-	})
-	release()
-	switch {
-	case ctx.Err() != nil:
-		if client.Err() == nil && s.stopping.Err() != nil {
-			send("error", map[string]any{"code": errShuttingDown.code, "message": errShuttingDown.msg, "param": nil})
-		}
-	case c.err != nil:
-		re := s.choiceError("stream", c.err)
-		obj.Status = "failed"
-		obj.Error = &responseError{Code: "server_error", Message: quote.Message(re.msg)}
-		if re.status < 500 {
-			obj.Error.Code = "invalid_prompt"
-		}
-		obj.Output = st.output
-		send("response.failed", map[string]any{"response": snapshot()})
-	default:
-		if len(st.calls) == 0 && st.msg == nil {
-			st.open() // a reply has its message, if empty
-		}
-		st.closeMessage(itemStatus(c))
-		st.closeCalls()
-		obj.finish(st.output, c, promptTokens)
-		event := "response.completed"
-		if obj.Status == "incomplete" {
-			event = "response.incomplete"
-		}
-		send(event, map[string]any{"response": snapshot()})
-	}
-	out.close()
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
@@ -24,10 +22,6 @@ type functionCallItem struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
 	Status    string `json:"status"`
-}
-
-func newItemID(prefix string) string {
-	return fmt.Sprintf("%s_%016x%016x", prefix, rand.Uint64(), rand.Uint64())
 }
 
 // responsesTool is a function tool of the Responses API: the chat's
@@ -118,107 +112,4 @@ func appendCallItem(msgs []apiMessage, i int, it inputItem) ([]apiMessage, error
 		return nil, err
 	}
 	return append(msgs, apiMessage{Role: "assistant", Content: json.RawMessage(`null`), ToolCalls: data}), nil
-}
-
-// outputStream sends a response's output items as the Responses API
-// streams them: a message item opened at its first text, its text deltas,
-// and a function_call item per call with its arguments' deltas.
-type outputStream struct {
-	send   func(typ string, fields map[string]any)
-	msgID  string
-	output []any
-
-	msg      *outputMessage // the message item open, nil when none
-	msgIndex int
-	part     outputText
-	buf      strings.Builder
-
-	calls []*functionCallItem
-	at    []int      // the output index of each call
-	final []toolCall // the calls as read at the end
-}
-
-// open opens the message item.
-func (st *outputStream) open() {
-	id := st.msgID
-	if len(st.output) > 0 {
-		id = newItemID("msg")
-	}
-	st.msg = &outputMessage{Type: "message", ID: id, Status: "in_progress", Role: "assistant", Content: []outputText{}}
-	st.msgIndex = len(st.output)
-	st.output = append(st.output, *st.msg)
-	st.part = outputText{Type: "output_text", Annotations: []any{}, Logprobs: []tokenLogprob{}}
-	st.buf.Reset()
-	st.send("response.output_item.added", map[string]any{"output_index": st.msgIndex, "item": *st.msg})
-	st.send("response.content_part.added", st.at0(map[string]any{"part": st.part}))
-}
-
-// at0 adds the open message's position to fields.
-func (st *outputStream) at0(fields map[string]any) map[string]any {
-	fields["item_id"], fields["output_index"], fields["content_index"] = st.msg.ID, st.msgIndex, 0
-	return fields
-}
-
-// text sends a delta of the message's text (opening it first).
-func (st *outputStream) text(delta string, entries []tokenLogprob) {
-	if delta == "" && len(entries) == 0 {
-		return
-	}
-	if st.msg == nil {
-		st.open()
-	}
-	st.buf.WriteString(delta)
-	st.part.Logprobs = append(st.part.Logprobs, entries...)
-	st.send("response.output_text.delta", st.at0(map[string]any{"delta": delta, "logprobs": entries}))
-}
-
-// closeMessage ends the open message item, if any.
-func (st *outputStream) closeMessage(status string) {
-	if st.msg == nil {
-		return
-	}
-	st.part.Text = st.buf.String()
-	st.send("response.output_text.done", st.at0(map[string]any{"text": st.part.Text, "logprobs": st.part.Logprobs}))
-	st.send("response.content_part.done", st.at0(map[string]any{"part": st.part}))
-	st.msg.Status, st.msg.Content = status, []outputText{st.part}
-	st.output[st.msgIndex] = *st.msg
-	st.send("response.output_item.done", map[string]any{"output_index": st.msgIndex, "item": *st.msg})
-	st.msg = nil
-}
-
-// call sends a chat delta of a call: the first opens its item (after the
-// message, which it ends), the next ones add to its arguments.
-func (st *outputStream) call(d respToolCall) {
-	if d.Index == nil {
-		return
-	}
-	i := *d.Index
-	if i == len(st.calls) {
-		st.closeMessage("completed")
-		item := &functionCallItem{Type: "function_call", ID: newItemID("fc"), CallID: d.ID, Name: d.Function.Name, Status: "in_progress"}
-		st.calls = append(st.calls, item)
-		st.at = append(st.at, len(st.output))
-		st.output = append(st.output, *item)
-		st.send("response.output_item.added", map[string]any{"output_index": st.at[i], "item": *item})
-	}
-	if i >= len(st.calls) || d.Function.Arguments == "" {
-		return
-	}
-	st.calls[i].Arguments += d.Function.Arguments
-	st.send("response.function_call_arguments.delta", map[string]any{"item_id": st.calls[i].ID,
-		"output_index": st.at[i], "delta": d.Function.Arguments})
-}
-
-// closeCalls ends the call items, with the arguments as read at the end.
-func (st *outputStream) closeCalls() {
-	for i, item := range st.calls {
-		if i < len(st.final) {
-			item.Arguments = st.final[i].Arguments
-		}
-		item.Status = "completed"
-		st.send("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": st.at[i],
-			"name": item.Name, "arguments": item.Arguments})
-		st.output[st.at[i]] = *item
-		st.send("response.output_item.done", map[string]any{"output_index": st.at[i], "item": *item})
-	}
 }

@@ -62,7 +62,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -487,7 +486,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, h *holding, req *ap
 		if i%nPerPrompt == 0 {
 			promptTokens += task.PromptTokens()
 		}
-		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
+		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs,
+			tools: p.tools, reader: p.newReader()}
 	}
 	resp := &response{
 		id: fmt.Sprintf("cmpl-%016x", rand.Uint64()), created: time.Now().Unix(),
@@ -500,21 +500,22 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, h *holding, req *ap
 		s.stream(ctx, r.Context(), cancel, w, resp, choices, p.includeUsage, release)
 		return
 	}
-	for _, c := range choices {
-		c.run(nil)
+	replies := make([]wholeReply, len(choices))
+	for i, c := range choices {
+		replies[i] = c.whole()
 		if ctx.Err() != nil {
 			if r.Context().Err() == nil { // not the client: Abort
 				writeError(w, errShuttingDown)
 			}
 			return
 		}
-		if c.err != nil {
-			writeError(w, s.choiceError(r.URL.Path, c.err))
+		if replies[i].Err != nil {
+			writeError(w, s.choiceError(r.URL.Path, replies[i].Err))
 			return
 		}
 	}
 	release()
-	data, err := json.Marshal(resp.whole(choices))
+	data, err := json.Marshal(resp.whole(choices, replies))
 	if err != nil {
 		s.logf("%s: %v", r.URL.Path, err)
 		writeError(w, &requestError{status: http.StatusInternalServerError, msg: err.Error()})
@@ -555,232 +556,6 @@ func (s *Server) submitError(err error, chat bool) *requestError {
 		return &requestError{status: http.StatusServiceUnavailable, msg: "the server is shutting down"}
 	}
 	return &requestError{status: http.StatusBadRequest, param: param, msg: msg}
-}
-
-// stream writes the choices' events as server-sent events, each choice
-// from its own goroutine, then the usage chunk when asked and [DONE]; a
-// stream that Abort ends gets an error event instead. The events go
-// through a streamWriter: the choices never wait for the client, and
-// release is called as soon as they end.
-func (s *Server) stream(ctx, client context.Context, cancel context.CancelFunc, w http.ResponseWriter, resp *response, choices []*choice, includeUsage bool, release func()) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := s.newStreamWriter(w, cancel)
-	send := func(v any) {
-		data, err := json.Marshal(v)
-		if err != nil {
-			s.logf("stream: %v", err)
-			return
-		}
-		out.send(fmt.Appendf(nil, "data: %s\n\n", data))
-	}
-	var wg sync.WaitGroup
-	for _, c := range choices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if resp.chat {
-				send(resp.chunk(c.index, &delta{Role: "assistant", Content: ptr("")}, nil, nil))
-			}
-			offset := 0 // text_offset of the chunk's first token
-			var ts *toolStream
-			if c.tools != nil {
-				ts = &toolStream{tp: c.tools}
-			}
-			c.run(func(text string, lp *logprobs, finish *string) {
-				if ts != nil {
-					var deltas []*delta
-					text, deltas = ts.feed(text)
-					if finish != nil {
-						rest, calls, more := ts.end(*finish == "stop")
-						text += rest
-						deltas = append(deltas, more...)
-						if len(calls) > 0 {
-							c.finish = "tool_calls"
-						}
-					}
-					if len(deltas) > 0 || len(ts.live) > 0 {
-						// A call is streaming: the text and logprobs go
-						// first, then its deltas, then the end.
-						if text != "" || lp != nil {
-							send(resp.chunk(c.index, &delta{Content: &text}, resp.logprobsObject(lp, 0), nil))
-						}
-						for _, d := range deltas {
-							send(resp.chunk(c.index, d, nil, nil))
-						}
-						if finish != nil {
-							send(resp.chunk(c.index, &delta{}, nil, &c.finish))
-						}
-						return
-					}
-					if text == "" && lp == nil && finish == nil {
-						return // held back: it may be a tool call
-					}
-				}
-				var d *delta
-				if resp.chat {
-					d = &delta{}
-					if text != "" || finish == nil {
-						d.Content = &text
-					}
-				}
-				send(resp.textChunk(c.index, d, text, lp, offset, finish))
-				if lp != nil {
-					for _, e := range lp.entries {
-						offset += len(e.Token)
-					}
-				}
-			})
-			if c.err != nil && ctx.Err() == nil {
-				re := s.choiceError("stream", c.err)
-				var e apiError
-				e.Error.Message, e.Error.Type = quote.Message(re.msg), "server_error"
-				if re.status < 500 {
-					e.Error.Type = "invalid_request_error"
-				}
-				send(e)
-			}
-		}()
-	}
-	wg.Wait()
-	release()
-	switch {
-	case ctx.Err() == nil:
-		if includeUsage {
-			send(resp.usageChunk(choices))
-		}
-		out.send([]byte("data: [DONE]\n\n"))
-	case client.Err() == nil && s.stopping.Err() != nil:
-		var e apiError
-		e.Error.Message, e.Error.Type = errShuttingDown.msg, "server_error"
-		e.Error.Code = &errShuttingDown.code
-		send(e)
-	}
-	out.close()
-}
-
-// streamWriter writes a stream's events from a goroutine of its own, each
-// write within the write timeout; events wait in memory, up to the
-// server's MaxBufferedBytes. A failure or an overflow cuts the stream:
-// its choices are cancelled and what waits is dropped.
-type streamWriter struct {
-	s      *Server
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu      sync.Mutex
-	wake    chan struct{} // capacity 1: something was queued or the stream closed
-	queue   [][]byte
-	waiting int64 // bytes queued and not yet written
-	closed  bool
-	failed  bool
-	cut     atomic.Bool // failed, read by run without the lock
-}
-
-// errCut ends the writes of a stream that send cut.
-var errCut = errors.New("the stream was cut")
-
-func (s *Server) newStreamWriter(w http.ResponseWriter, cancel context.CancelFunc) *streamWriter {
-	sw := &streamWriter{s: s, w: w, rc: http.NewResponseController(w), cancel: cancel,
-		done: make(chan struct{}), wake: make(chan struct{}, 1)}
-	go sw.run()
-	return sw
-}
-
-// send queues data, or cuts the stream when the queue would exceed the
-// bound.
-func (sw *streamWriter) send(data []byte) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.failed || sw.closed {
-		return
-	}
-	if sw.waiting+int64(len(data)) > sw.s.cfg.MaxBufferedBytes {
-		sw.failLocked()
-		sw.s.metrics.cut(cutBuffer)
-		// A write that waits for the client ends now.
-		sw.rc.SetWriteDeadline(time.Now())
-		return
-	}
-	sw.queue = append(sw.queue, data)
-	sw.waiting += int64(len(data))
-	sw.signal()
-}
-
-func (sw *streamWriter) signal() {
-	select {
-	case sw.wake <- struct{}{}:
-	default:
-	}
-}
-
-// failLocked marks the stream cut and ends its choices.
-func (sw *streamWriter) failLocked() {
-	sw.failed = true
-	sw.cut.Store(true)
-	sw.queue = nil
-	sw.cancel()
-}
-
-// close writes what waits and returns when the writer is done.
-func (sw *streamWriter) close() {
-	sw.mu.Lock()
-	sw.closed = true
-	sw.signal()
-	sw.mu.Unlock()
-	<-sw.done
-}
-
-// run writes the queued events, all that wait at once, then flushes them.
-func (sw *streamWriter) run() {
-	defer close(sw.done)
-	var batch [][]byte
-	for {
-		sw.mu.Lock()
-		for len(sw.queue) == 0 && !sw.closed && !sw.failed {
-			sw.mu.Unlock()
-			<-sw.wake
-			sw.mu.Lock()
-		}
-		if sw.failed || len(sw.queue) == 0 {
-			sw.mu.Unlock()
-			return
-		}
-		batch, sw.queue = sw.queue, batch[:0]
-		sw.mu.Unlock()
-		var err error
-		written := 0
-		for _, data := range batch {
-			for len(data) > 0 && err == nil {
-				n := min(len(data), writeChunk)
-				sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
-				if sw.cut.Load() { // after the deadline: send's past one is not undone
-					err = errCut
-					break
-				}
-				_, err = sw.w.Write(data[:n])
-				data = data[n:]
-				written += n
-			}
-		}
-		if err == nil {
-			sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
-			err = sw.rc.Flush()
-		}
-		clear(batch)
-		sw.mu.Lock()
-		sw.waiting -= int64(written)
-		if err != nil && !sw.failed {
-			sw.failLocked()
-			sw.s.writeFailed(err)
-		}
-		sw.mu.Unlock()
-	}
 }
 
 func (s *Server) logf(format string, args ...any) {

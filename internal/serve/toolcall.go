@@ -3,39 +3,11 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/llamaloop/llamaloop/backend"
-	"github.com/llamaloop/llamaloop/internal/quote"
+	"unicode/utf8"
 )
-
-// apiTool is one of a request's tools: OpenAI has functions only.
-type apiTool struct {
-	Type     string       `json:"type"`
-	Function *apiFunction `json:"function"`
-}
-
-type apiFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
-}
-
-// apiToolCall is a call in an assistant message of the history.
-type apiToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
 
 // toolFamily is the format in which a model writes its tool calls, known
 // from its chat template.
@@ -72,237 +44,6 @@ const (
 	// <tool_call>.
 	markFunction = "<function="
 )
-
-var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
-// toolPlan is what a request's tools ask for.
-type toolPlan struct {
-	tools    []apiTool
-	raw      []json.RawMessage // the tools as the client sent them (for the template)
-	mode     string            // "auto", "required" or "function"
-	name     string            // the function tool_choice names
-	parallel bool              // parallel_tool_calls (default true)
-	family   toolFamily
-}
-
-// parseTools reads tools, tool_choice and parallel_tool_calls; nil when no
-// tool may be called (none, or tool_choice "none").
-func parseTools(req *apiRequest, lim Limits) (*toolPlan, error) {
-	tp := &toolPlan{mode: "auto", parallel: true}
-	lim = lim.withDefaults()
-	if req.ParallelToolCalls != nil {
-		tp.parallel = *req.ParallelToolCalls
-	}
-	if len(req.Tools) > lim.MaxTools {
-		return nil, &requestError{status: http.StatusBadRequest, param: "tools", code: "too_many_tools",
-			msg: fmt.Sprintf("%d tools: a request takes at most %d (llamaserve --max-tools)", len(req.Tools), lim.MaxTools)}
-	}
-	names := make(map[string]bool, len(req.Tools))
-	schemaBytes := 0
-	for i, raw := range req.Tools {
-		var t apiTool
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d]: %v", i, err)
-		}
-		if t.Type != "function" {
-			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: type %s: only function tools are supported", i, quote.String(t.Type))
-		}
-		if t.Function == nil {
-			return nil, badRequest(fmt.Sprintf("tools[%d].function", i), "tools[%d]: function is required", i)
-		}
-		if !functionName.MatchString(t.Function.Name) {
-			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function name %s: must be 1 to 64 of a-z, A-Z, 0-9, _ and -", i, quote.String(t.Function.Name))
-		}
-		if names[t.Function.Name] {
-			return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d]: function %q is defined twice", i, t.Function.Name)
-		}
-		names[t.Function.Name] = true
-		if p := bytes.TrimSpace(t.Function.Parameters); len(p) > 0 && string(p) != "null" {
-			if schemaBytes += len(p); schemaBytes > lim.MaxSchemaBytes {
-				return nil, schemaTooLarge(fmt.Sprintf("tools[%d].function.parameters", i), "the tools' parameters", schemaBytes, lim.MaxSchemaBytes)
-			}
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(p, &obj) != nil {
-				return nil, badRequest(fmt.Sprintf("tools[%d].function.parameters", i), "tools[%d]: parameters must be a JSON Schema object", i)
-			}
-		} else {
-			t.Function.Parameters = nil
-		}
-		tp.tools = append(tp.tools, t)
-		tp.raw = append(tp.raw, raw)
-	}
-	choice := bytes.TrimSpace(req.ToolChoice)
-	if len(choice) > 0 && string(choice) != "null" {
-		var s string
-		if json.Unmarshal(choice, &s) == nil {
-			switch s {
-			case "none", "auto", "required":
-				tp.mode = s
-			default:
-				return nil, badRequest("tool_choice", "tool_choice %s: want none, auto, required or a function", quote.String(s))
-			}
-		} else {
-			var named struct {
-				Type     string `json:"type"`
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			}
-			if err := json.Unmarshal(choice, &named); err != nil || named.Type != "function" {
-				return nil, badRequest("tool_choice", `tool_choice must be none, auto, required or {"type":"function","function":{"name":...}}`)
-			}
-			if tp.tool(named.Function.Name) == nil {
-				return nil, badRequest("tool_choice", "tool_choice names function %s, which is not among the tools", quote.String(named.Function.Name))
-			}
-			tp.mode, tp.name = "function", named.Function.Name
-		}
-	}
-	if len(tp.tools) == 0 {
-		if tp.mode == "required" {
-			return nil, badRequest("tool_choice", `tool_choice "required" needs tools`)
-		}
-		return nil, nil
-	}
-	if tp.mode == "none" {
-		return nil, nil
-	}
-	return tp, nil
-}
-
-// tool returns the function tool named name, or nil.
-func (tp *toolPlan) tool(name string) *apiFunction {
-	for _, t := range tp.tools {
-		if t.Function.Name == name {
-			return t.Function
-		}
-	}
-	return nil
-}
-
-// toolsJSON is the tools as the template reads them.
-func (tp *toolPlan) toolsJSON() []byte {
-	data, _ := json.Marshal(tp.raw)
-	return data
-}
-
-// callGBNF returns the grammar of the output that tool_choice required or
-// a named function forces: one call in the family's format, whose
-// arguments validate against the function's parameters; "" for auto.
-func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error) {
-	if tp.mode != "required" && tp.mode != "function" {
-		return "", nil
-	}
-	argsKey := "arguments"
-	if tp.family == familyLlama3 {
-		argsKey = "parameters"
-	}
-	var branches []map[string]any
-	defs := map[string]json.RawMessage{}
-	for _, t := range tp.tools {
-		if tp.mode == "function" && t.Function.Name != tp.name {
-			continue
-		}
-		params := t.Function.Parameters
-		if params == nil {
-			params = json.RawMessage(`{"type":"object"}`)
-		} else {
-			// The parameters' own $defs (and definitions) move to the
-			// call's root, where their "#/$defs/..." references point.
-			var obj map[string]json.RawMessage
-			json.Unmarshal(params, &obj)
-			for _, k := range []string{"$defs", "definitions"} {
-				if d, ok := obj[k]; ok {
-					var m map[string]json.RawMessage
-					if json.Unmarshal(d, &m) != nil {
-						continue
-					}
-					for name, s := range m {
-						key := k + "/" + name
-						if old, ok := defs[key]; ok && !bytes.Equal(old, s) {
-							return "", badRequest("tools", "the tools define %s differently", key)
-						}
-						defs[key] = s
-					}
-				}
-			}
-		}
-		branches = append(branches, map[string]any{
-			"type":                 "object",
-			"properties":           orderedProps{{"name", map[string]any{"const": t.Function.Name}}, {argsKey, params}},
-			"required":             []string{"name", argsKey},
-			"additionalProperties": false,
-		})
-	}
-	var schema map[string]any
-	if len(branches) == 1 {
-		schema = branches[0]
-	} else {
-		schema = map[string]any{"oneOf": branches}
-	}
-	for key, s := range defs {
-		k, name, _ := strings.Cut(key, "/")
-		if schema[k] == nil {
-			schema[k] = map[string]json.RawMessage{}
-		}
-		schema[k].(map[string]json.RawMessage)[name] = s
-	}
-	data, err := json.Marshal(schema)
-	if err != nil {
-		return "", err
-	}
-	src, err := toGBNF(data)
-	if err != nil {
-		return "", badRequest("tools", "tools: the parameters cannot be enforced: %v", err)
-	}
-	// The call in the family's format around the JSON object (the
-	// schema's root rule, renamed), its spaces single ones, as calls are
-	// written (and the fewest tokens).
-	src = strings.Replace(src, "root ::= ", "tool-call-object ::= ", 1)
-	src = strings.Replace(src, jsonSpace, `space ::= | " "`, 1)
-	var root string
-	switch tp.family {
-	case familyHermes:
-		root = `root ::= "<tool_call>\n" tool-call-object "\n</tool_call>"`
-	case familyMistral:
-		root = `root ::= "[" tool-call-object "]"`
-	default:
-		root = `root ::= tool-call-object`
-	}
-	return root + "\n" + src, nil
-}
-
-// jsonSpace is the grammar package's rule of the space between JSON
-// tokens.
-const jsonSpace = `space ::= | " " | "\n" [ \t]{0,20}`
-
-// orderedProps is a JSON object whose keys keep their order (the
-// grammar writes properties in the schema's order).
-type orderedProps []kv
-
-type kv struct {
-	key string
-	val any
-}
-
-func (o orderedProps) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, kv := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(kv.key)
-		v, err := json.Marshal(kv.val)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
 
 // toolCall is a call the model made.
 type toolCall struct {
@@ -603,115 +344,6 @@ func mayBeCall(text string) bool {
 	return false
 }
 
-// chatMessage is a message of the history.
-type chatMessage struct {
-	Role       string
-	Content    string
-	Name       string
-	ToolCalls  []apiToolCall
-	ToolCallID string
-}
-
-// templateMessages writes the messages as the chat template reads them:
-// OpenAI's objects, with each call's arguments as a JSON object (as
-// transformers has them; the templates write them with tojson) and a tool
-// result's name, the function of the call it answers.
-func templateMessages(msgs []chatMessage) []byte {
-	names := map[string]string{}
-	var out []orderedProps
-	for _, m := range msgs {
-		o := orderedProps{{"role", m.Role}, {"content", m.Content}}
-		if m.Name != "" {
-			o = append(o, kv{"name", m.Name})
-		}
-		if len(m.ToolCalls) > 0 {
-			var calls []orderedProps
-			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Function.Name
-				var args any = c.Function.Arguments
-				var obj json.RawMessage
-				if json.Unmarshal([]byte(c.Function.Arguments), &obj) == nil && len(obj) > 0 && obj[0] == '{' {
-					args = obj
-				}
-				calls = append(calls, orderedProps{{"id", c.ID}, {"type", "function"},
-					{"function", orderedProps{{"name", c.Function.Name}, {"arguments", args}}}})
-			}
-			o = append(o, kv{"tool_calls", calls})
-		}
-		if m.Role == "tool" {
-			o = append(o, kv{"tool_call_id", m.ToolCallID})
-			if m.Name == "" && names[m.ToolCallID] != "" {
-				o = append(o, kv{"name", names[m.ToolCallID]})
-			}
-		}
-		out = append(out, o)
-	}
-	data, _ := json.Marshal(out)
-	return data
-}
-
-// polyfill writes the messages for a template that knows no tools
-// (describe: the tools are described in the system message) or no calls
-// (rewrite: an assistant's calls are written as JSON in its content, a
-// tool's result as a user message), as minja does for such templates.
-func polyfill(msgs []chatMessage, tp *toolPlan, describe, rewrite bool) []chatMessage {
-	var out []chatMessage
-	if tp != nil && describe {
-		var b strings.Builder
-		b.WriteString("You can call these functions:\n")
-		for _, raw := range tp.raw {
-			var compact bytes.Buffer
-			json.Compact(&compact, raw)
-			b.WriteString(compact.String() + "\n")
-		}
-		b.WriteString(`To call one, reply with only a JSON object {"name": <function name>, "arguments": <arguments object>}.`)
-		if len(msgs) > 0 && msgs[0].Role == "system" {
-			out = append(out, chatMessage{Role: "system", Content: msgs[0].Content + "\n\n" + b.String()})
-			msgs = msgs[1:]
-		} else {
-			out = append(out, chatMessage{Role: "system", Content: b.String()})
-		}
-	}
-	for _, m := range msgs {
-		switch {
-		case !rewrite:
-			out = append(out, m)
-		case m.Role == "tool":
-			out = append(out, chatMessage{Role: "user", Content: fmt.Sprintf("The result of call %s:\n%s", m.ToolCallID, m.Content)})
-		case len(m.ToolCalls) > 0:
-			var b strings.Builder
-			b.WriteString(m.Content)
-			for _, c := range m.ToolCalls {
-				if b.Len() > 0 {
-					b.WriteString("\n")
-				}
-				args := c.Function.Arguments
-				if !json.Valid([]byte(args)) {
-					a, _ := json.Marshal(args)
-					args = string(a)
-				}
-				name, _ := json.Marshal(c.Function.Name)
-				fmt.Fprintf(&b, `{"name": %s, "arguments": %s}`, name, args)
-			}
-			out = append(out, chatMessage{Role: m.Role, Content: b.String()})
-		default:
-			out = append(out, chatMessage{Role: m.Role, Content: m.Content})
-		}
-	}
-	return out
-}
-
-// builtinMessages writes the messages for llama.cpp's built-in templates,
-// which know neither tools nor calls.
-func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
-	var out []backend.Message
-	for _, m := range polyfill(msgs, tp, true, true) {
-		out = append(out, backend.Message{Role: m.Role, Content: m.Content})
-	}
-	return out
-}
-
-// toolStream holds back a streamed choice's text that may be a tool call,
 // to parse it at the end; text that cannot be one goes on as content. A
 // call whose name comes first (as every family writes it) is streamed as
 // it is written: its name once known, then its arguments as they come.
@@ -959,4 +591,53 @@ func jsonObjectPrefix(s string) int {
 		}
 	}
 	return len(s)
+}
+
+// toolReader is toolStream as an outputReader.
+type toolReader struct{ ts *toolStream }
+
+func (r toolReader) Add(text string) []replyDelta {
+	content, ds := r.ts.feed(text)
+	return appendChatDeltas(contentDeltas(content), ds)
+}
+
+func (r toolReader) End(stopped bool) ([]replyDelta, []toolCall) {
+	rest, calls, ds := r.ts.end(stopped)
+	return appendChatDeltas(contentDeltas(rest), ds), calls
+}
+
+func contentDeltas(text string) []replyDelta {
+	if text == "" {
+		return nil
+	}
+	return []replyDelta{{Content: text}}
+}
+
+func appendChatDeltas(out []replyDelta, ds []*delta) []replyDelta {
+	for _, d := range ds {
+		for _, tc := range d.ToolCalls {
+			out = append(out, replyDelta{Call: &callDelta{Index: *tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+	}
+	return out
+}
+
+// argumentsChunk is the most bytes of a call's arguments in one delta.
+const argumentsChunk = 16
+
+// callDeltas are the deltas that stream call i: the first names it (with
+// its id and empty arguments), the next ones carry its arguments piece by
+// piece, as OpenAI streams them.
+func callDeltas(i int, c toolCall) []*delta {
+	out := []*delta{{ToolCalls: []respToolCall{{Index: ptr(i), ID: c.ID, Type: "function", Function: respFunction{Name: c.Name}}}}}
+	args := c.Arguments
+	for len(args) > 0 {
+		n := min(len(args), argumentsChunk)
+		for n < len(args) && !utf8.RuneStart(args[n]) {
+			n++ // a delta holds whole characters
+		}
+		out = append(out, &delta{ToolCalls: []respToolCall{{Index: ptr(i), Function: respFunction{Arguments: args[:n]}}}})
+		args = args[n:]
+	}
+	return out
 }
