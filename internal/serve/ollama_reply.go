@@ -188,6 +188,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, err)
 		return
 	}
+	chat.ReasoningFormat = reasoningFormat(think)
 	o.run(w, r, h, chat, true)
 }
 
@@ -230,6 +231,9 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, err)
 		return
 	}
+	if chat {
+		gen.ReasoningFormat = reasoningFormat(think)
+	}
 	if !chat && gen.Logprobs != nil {
 		// A completion's logprobs is the number of alternatives.
 		top := 0
@@ -250,9 +254,19 @@ func (s *Server) checkThink(model string, think *bool) error {
 	return nil
 }
 
+// reasoningFormat is the reasoning_format of think: the thinking apart
+// (Ollama's default for a model that thinks), or with think false inline
+// in the content (the template is not told to stop the model thinking).
+func reasoningFormat(think *bool) string {
+	if think != nil && !*think {
+		return "none"
+	}
+	return "auto"
+}
+
 // thinks reports whether the model's replies reason apart (its template
 // has reasoning markers).
-func (s *Server) thinks() bool { return false }
+func (s *Server) thinks() bool { return s.cfg.ChatTemplate != nil && s.cfg.ChatTemplate.thinks }
 
 // loaded answers a request without a prompt or messages, which loads the
 // model in Ollama (and unloads it with keep_alive 0): here it is always
@@ -293,7 +307,8 @@ func (o *ollamaRun) run(w http.ResponseWriter, r *http.Request, h *holding, req 
 		ollamaError(w, ollamaParam(s.submitError(err, chat)))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools}
+	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools,
+		reader: p.newReader()}
 	var first time.Time
 	metrics := func() ollamaMetrics {
 		end := time.Now()
@@ -370,30 +385,31 @@ func (o *ollamaRun) run(w http.ResponseWriter, r *http.Request, h *holding, req 
 	out.close()
 }
 
-// ollamaPieces runs the choice and gives its pieces to emit: its text,
-// and with tools the calls the model wrote, read when it ends.
+// ollamaPieces runs the choice and gives its reply's events to emit as
+// Ollama's pieces: the answer's text, the thinking, and the calls, whole,
+// on the last (Ollama's done_reason is "stop" for a reply that calls).
 func ollamaPieces(c *choice, emit func(ollamaPiece)) {
-	var ts *toolStream
-	if c.tools != nil {
-		ts = &toolStream{tp: c.tools}
-	}
-	c.run(func(text string, lp *logprobs, finish *string) {
-		var pc ollamaPiece
-		if lp != nil {
-			pc.logprobs = append(pc.logprobs, lp.entries...)
+	for ev := range c.reply() {
+		if ev.Err != nil {
+			return // c.err says it
 		}
-		if ts != nil {
-			text, _ = ts.feed(text)
-			if finish != nil {
-				rest, calls, _ := ts.end(*finish == "stop")
-				text += rest
-				pc.calls = calls
+		var content, thinking []byte
+		for _, d := range ev.Deltas {
+			switch {
+			case d.Call != nil: // the calls come whole with the finish
+			case d.Reasoning != "":
+				thinking = append(thinking, d.Reasoning...)
+			default:
+				content = append(content, d.Content...)
 			}
 		}
-		pc.content = text
-		if finish != nil {
-			pc.finish = *finish
+		pc := ollamaPiece{content: string(content), thinking: string(thinking), logprobs: ev.Logprobs}
+		if ev.Finish != "" {
+			pc.calls, pc.finish = ev.Calls, ev.Finish
+			if pc.finish == "tool_calls" {
+				pc.finish = "stop"
+			}
 		}
 		emit(pc)
-	})
+	}
 }
