@@ -26,11 +26,11 @@ import (
 // server's API key, and the client sends it as a Bearer token (Ollama's
 // client sends none of its own: it signs requests with an ssh key only
 // when OLLAMA_AUTH is set).
-func ollamaClient(t *testing.T, key string) (*api.Client, string) {
+func ollamaClient(t *testing.T, key string) (*api.Client, string, *Server) {
 	t.Helper()
 	tmpl, err := NewChatTemplate(toolsTemplate, "<s>", "</s>")
 	require.NoError(t, err)
-	ts, _ := newServer(t, 2, Config{Embedder: &fakeEmbedder{}, APIKey: key, ChatTemplate: tmpl,
+	ts, srv, _ := newServerOf(t, 2, Config{Embedder: &fakeEmbedder{}, APIKey: key, ChatTemplate: tmpl,
 		Details: ModelDetails{Template: toolsTemplate}})
 	u, err := url.Parse(ts.URL)
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func ollamaClient(t *testing.T, key string) (*api.Client, string) {
 	if key != "" {
 		hc.Transport = bearerTransport{key}
 	}
-	return api.NewClient(u, hc), ts.URL
+	return api.NewClient(u, hc), ts.URL, srv
 }
 
 // toolsTemplate is a short ChatML template that renders tools, calls and
@@ -100,7 +100,7 @@ type openAIChat struct {
 // The endpoints that generate nothing: version (the pinned module's),
 // tags, show and ps name the one model.
 func TestOllamaClientModels(t *testing.T) {
-	c, _ := ollamaClient(t, "")
+	c, _, _ := ollamaClient(t, "")
 	ctx := context.Background()
 
 	v, err := c.Version(ctx)
@@ -138,7 +138,7 @@ func TestOllamaClientModels(t *testing.T) {
 // says through /v1/chat/completions, with its counts, done_reason and
 // log-probabilities.
 func TestOllamaClientChat(t *testing.T) {
-	c, base := ollamaClient(t, "")
+	c, base, _ := ollamaClient(t, "")
 	ctx := context.Background()
 	msgs := []api.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello there"}}
 	opts := map[string]any{"temperature": 0, "num_predict": 6}
@@ -204,7 +204,7 @@ func TestOllamaClientChat(t *testing.T) {
 // system), or raw as it is, as /v1/chat/completions and /v1/completions
 // say.
 func TestOllamaClientGenerate(t *testing.T) {
-	c, base := ollamaClient(t, "")
+	c, base, _ := ollamaClient(t, "")
 	ctx := context.Background()
 	opts := map[string]any{"temperature": 0, "num_predict": 5, "seed": 3}
 
@@ -244,7 +244,7 @@ func TestOllamaClientGenerate(t *testing.T) {
 // does: a reply cut by num_predict is the start of a JSON object, a whole
 // one is an object of the schema.
 func TestOllamaClientFormat(t *testing.T) {
-	c, _ := ollamaClient(t, "")
+	c, _, _ := ollamaClient(t, "")
 	ctx := context.Background()
 	schema := `{"type":"object","properties":{"city":{"type":"string","maxLength":8},"n":{"type":"integer","minimum":0,"maximum":9}},"required":["city","n"],"additionalProperties":false}`
 	chat := func(format string, n int) api.ChatResponse {
@@ -279,7 +279,7 @@ func TestOllamaClientFormat(t *testing.T) {
 // arguments as an object; the call and its result sent back render the
 // prompt that the same conversation renders through /v1/chat/completions.
 func TestOllamaClientTools(t *testing.T) {
-	c, base := ollamaClient(t, "")
+	c, base, _ := ollamaClient(t, "")
 	ctx := context.Background()
 	var tools api.Tools
 	require.NoError(t, json.Unmarshal([]byte(`[{"type":"function","function":{"name":"w","parameters":{"type":"object","properties":{"c":{"type":"string"}}}}}]`), &tools))
@@ -328,15 +328,25 @@ func TestOllamaClientTools(t *testing.T) {
 // Embeddings: /api/embed normalises them, /api/embeddings (the older
 // endpoint) does not; the fake embedder's vector is [first token, length].
 func TestOllamaClientEmbed(t *testing.T) {
-	ts, srv, _ := newServerOf(t, 1, Config{Embedder: &fakeEmbedder{}})
-	u, err := url.Parse(ts.URL)
-	require.NoError(t, err)
-	c := api.NewClient(u, http.DefaultClient)
+	c, _, srv := ollamaClient(t, "")
 	ctx := context.Background()
 	inputs := []string{"Hello world", "a"}
 	resp, err := c.Embed(ctx, &api.EmbedRequest{Model: "demo", Input: inputs})
 	require.NoError(t, err)
-	require.Len(t, resp.Embeddings, 2)
+	checkEmbeddings(t, srv, inputs, resp)
+
+	old, err := c.Embeddings(ctx, &api.EmbeddingRequest{Model: "demo", Prompt: "a"})
+	require.NoError(t, err)
+	toks, err := srv.cfg.Tokenizer.Tokenize("a", true, false)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{float64(toks[0]), float64(len(toks))}, old.Embedding)
+}
+
+// checkEmbeddings checks the /api/embed reply of inputs: the fake
+// embedder's [first token, length] of each, normalised.
+func checkEmbeddings(t *testing.T, srv *Server, inputs []string, resp *api.EmbedResponse) {
+	t.Helper()
+	require.Len(t, resp.Embeddings, len(inputs))
 	tokens := 0
 	for i, in := range inputs {
 		toks, err := srv.cfg.Tokenizer.Tokenize(in, true, false)
@@ -347,19 +357,13 @@ func TestOllamaClientEmbed(t *testing.T) {
 		assert.InDeltaSlice(t, []float64{x / n, y / n}, []float64{float64(resp.Embeddings[i][0]), float64(resp.Embeddings[i][1])}, 1e-6)
 	}
 	assert.Equal(t, tokens, resp.PromptEvalCount)
-
-	old, err := c.Embeddings(ctx, &api.EmbeddingRequest{Model: "demo", Prompt: "a"})
-	require.NoError(t, err)
-	toks, err := srv.cfg.Tokenizer.Tokenize("a", true, false)
-	require.NoError(t, err)
-	assert.Equal(t, []float64{float64(toks[0]), float64(len(toks))}, old.Embedding)
 }
 
 // Errors come back in Ollama's shape ({"error": "..."}) with Ollama's
 // statuses, so that its client reads them; the API key is required as a
 // Bearer token.
 func TestOllamaClientErrors(t *testing.T) {
-	c, base := ollamaClient(t, "sesame")
+	c, base, _ := ollamaClient(t, "sesame")
 	ctx := context.Background()
 	user := []api.Message{{Role: "user", Content: "Hi"}}
 	nop := func(api.ChatResponse) error { return nil }
