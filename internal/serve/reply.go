@@ -4,6 +4,8 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/backend"
+	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
@@ -92,6 +94,13 @@ type outputReader interface {
 	// End returns the last deltas and the calls made; stopped says the
 	// model ended by itself (an output cut by its length makes no call).
 	End(stopped bool) ([]replyDelta, []toolCall)
+}
+
+// newChoice is choice index of p, running as task (Engine.Submit of
+// p.reqs[index]); tok spells its tokens.
+func (p *plan) newChoice(index int, task *generation.Task, tok backend.Tokenizer) *choice {
+	return &choice{index: index, task: task, stops: p.stops, tok: tok, topN: p.topLogprobs, logprobs: p.logprobs,
+		reader: p.newReader(), special: p.reqs[index].RenderSpecial}
 }
 
 // reply runs the choice and yields its reply's events.

@@ -44,8 +44,7 @@ func (s *Server) runResponse(w http.ResponseWriter, r *http.Request, h *holding,
 		writeError(w, responsesParam(s.submitError(err, true)).(*requestError))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs,
-		tools: p.tools, reader: p.newReader()}
+	c := p.newChoice(0, task, s.cfg.Tokenizer)
 	obj := s.newResponseObject(req, p)
 	msgID := newItemID("msg")
 	if req.Stream {

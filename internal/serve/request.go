@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/genconfig"
@@ -214,50 +213,12 @@ func badRequest(param, format string, args ...any) *requestError {
 // bad JSON, invalid UTF-8 and unknown fields are errors; the first field in
 // the body's order that the server refuses is named.
 func decodeRequest(body []byte, chat bool) (*apiRequest, error) {
-	if !utf8.Valid(body) {
-		return nil, badRequest("", "the body is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest("", "the body holds more than one JSON value")
-	}
-	if fields == nil {
-		return nil, badRequest("", "the body is not a JSON object")
-	}
-	keys, err := objectKeys(body)
-	if err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	own, other := completionFields, chatFields
-	if chat {
-		own, other = chatFields, completionFields
-	}
 	req := &apiRequest{config: map[string]json.RawMessage{}}
-	for _, k := range keys {
-		v := fields[k]
-		switch {
-		case slices.Contains(commonFields, k), slices.Contains(own, k):
-		case slices.Contains(configFields, k):
-			req.config[k] = v
-		case chat && slices.Contains(ignoredChatFields, k):
-		case chat && checkedChatFields[k] != nil:
-			if string(bytes.TrimSpace(v)) == "null" {
-				continue
-			}
-			if why := checkedChatFields[k](v); why != "" {
-				return nil, badRequest(k, "%s", why)
-			}
-		case slices.Contains(other, k), !chat && (slices.Contains(ignoredChatFields, k) || checkedChatFields[k] != nil):
-			return nil, badRequest(quote.Value(k), "field %s belongs to the other endpoint", quote.String(k))
-		default:
-			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
-		}
+	table := completionsTable
+	if chat {
+		table = chatTable
 	}
-	if err := unmarshalFields(body, req); err != nil {
+	if err := table.decode(body, req, req.config); err != nil {
 		return nil, err
 	}
 	return req, nil

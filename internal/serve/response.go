@@ -16,8 +16,8 @@ type choice struct {
 	tok      backend.Tokenizer
 	logprobs bool
 	topN     int
-	tools    *toolPlan    // the tools it may call; nil: none
 	reader   outputReader // reads the text: nil, content only
+	special  bool         // the text spells special tokens (generation.Request.RenderSpecial)
 
 	text   []byte // generated so far
 	sent   int    // bytes of text given to the response
@@ -78,7 +78,7 @@ func (c *choice) run(emit func(text string, lp *logprobs, finish *string)) {
 			}
 			c.finish = "stop"
 		case generation.FinishEOS:
-			if c.reader != nil && c.tok != nil && ev.Token >= 0 {
+			if c.special && c.tok != nil && ev.Token >= 0 {
 				// A reply that is read renders special tokens (the
 				// families' markers, [TOOL_CALLS], <|python_tag|>,
 				// <think>): the end token's text is not the reply's.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
@@ -46,6 +45,9 @@ type responsesRequest struct {
 	// ReasoningFormat keeps the model's thinking inline ("none"; see
 	// apiRequest.ReasoningFormat) instead of a reasoning item.
 	ReasoningFormat string `json:"reasoning_format"`
+	// Grammar constrains the output to a GBNF grammar (see
+	// apiRequest.Grammar).
+	Grammar string `json:"grammar"`
 
 	config map[string]json.RawMessage // the GenerationConfig fields
 }
@@ -54,7 +56,7 @@ type responsesRequest struct {
 var (
 	responsesFields = []string{"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
 		"top_logprobs", "stream", "include", "text", "tools", "tool_choice", "parallel_tool_calls",
-		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special", "reasoning_format"}
+		"seed", "mirostat", "mirostat_tau", "mirostat_eta", "parse_special", "reasoning_format", "grammar"}
 	// ignoredResponsesFields change nothing here: OpenAI's accounting,
 	// storage (store: nothing is stored, whatever its value), routing,
 	// caching, reasoning and access controls, the stream's obfuscation, and
@@ -117,40 +119,8 @@ func jsonString(raw json.RawMessage) (string, bool) {
 // decodeResponsesRequest reads the body of /v1/responses: the first field
 // in the body's order that is unknown or refused is named.
 func decodeResponsesRequest(body []byte) (*responsesRequest, error) {
-	if !utf8.Valid(body) {
-		return nil, badRequest("", "the body is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, badRequest("", "the body is not a JSON object")
-	}
-	if dec.More() {
-		return nil, badRequest("", "the body holds more than one JSON value")
-	}
-	keys, err := objectKeys(body)
-	if err != nil {
-		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
 	req := &responsesRequest{config: map[string]json.RawMessage{}}
-	for _, k := range keys {
-		v := bytes.TrimSpace(fields[k])
-		switch {
-		case slices.Contains(responsesFields, k), slices.Contains(ignoredResponsesFields, k):
-		case slices.Contains(configFields, k):
-			req.config[k] = v
-		case checkedResponsesFields[k] != nil:
-			if string(v) == "null" {
-				continue
-			}
-			if why := checkedResponsesFields[k](v); why != "" {
-				return nil, badRequest(k, "%s", why)
-			}
-		default:
-			return nil, badRequest(quote.Value(k), "unknown field %s", quote.String(k))
-		}
-	}
-	if err := unmarshalFields(body, req); err != nil {
+	if err := responsesTable.decode(body, req, req.config); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -188,7 +158,7 @@ func (req *responsesRequest) chatRequest() (*apiRequest, error) {
 	out := &apiRequest{
 		Model: req.Model, MaxCompletionTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
 		Stream: req.Stream, Seed: req.Seed, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau,
-		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, ReasoningFormat: req.ReasoningFormat, config: req.config,
+		MirostatEta: req.MirostatEta, ParseSpecial: req.ParseSpecial, ReasoningFormat: req.ReasoningFormat, Grammar: req.Grammar, config: req.config,
 	}
 	if m := req.MaxOutputTokens; m != nil && *m < 1 {
 		return nil, badRequest("max_output_tokens", "max_output_tokens %d: must be at least 1", *m)

@@ -29,7 +29,17 @@
 // families; tool_choice required or a function constrains it with a
 // grammar to one call whose arguments validate against the function's
 // parameters. A stream sends a call's name, then its arguments, as the
-// model writes them.
+// model writes them. A model whose template has reasoning markers
+// (<think>...</think>: Qwen 3, DeepSeek R1, ...) has its thinking
+// returned apart, as reasoning_content on chat completions (whole and
+// streamed) and as a reasoning item on Responses, unless the request's
+// reasoning_format (llama-server's extension) is "none", which keeps it
+// inline in the content. grammar (llama-server's extension) constrains a
+// reply to a GBNF grammar.
+//
+// Every reply is one stream of events per choice (reply.go), read once
+// from the model's text by internal/chat's reader; each API's chunks,
+// messages, events and items are formatters of those events.
 // The transformers GenerationConfig fields (top_k, min_p, typical_p,
 // repetition_penalty, no_repeat_ngram_size, do_sample, sequence_bias,
 // suppress_tokens, ...) and Mirostat (mirostat 1 or 2, mirostat_tau,
@@ -486,8 +496,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, h *holding, req *ap
 		if i%nPerPrompt == 0 {
 			promptTokens += task.PromptTokens()
 		}
-		choices[i] = &choice{index: i, task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs,
-			tools: p.tools, reader: p.newReader()}
+		choices[i] = p.newChoice(i, task, s.cfg.Tokenizer)
 	}
 	resp := &response{
 		id: fmt.Sprintf("cmpl-%016x", rand.Uint64()), created: time.Now().Unix(),
