@@ -307,8 +307,7 @@ func (o *ollamaRun) run(w http.ResponseWriter, r *http.Request, h *holding, req 
 		ollamaError(w, ollamaParam(s.submitError(err, chat)))
 		return
 	}
-	c := &choice{task: task, stops: p.stops, tok: s.cfg.Tokenizer, topN: p.topLogprobs, logprobs: p.logprobs, tools: p.tools,
-		reader: p.newReader()}
+	c := p.newChoice(0, task, s.cfg.Tokenizer)
 	var first time.Time
 	metrics := func() ollamaMetrics {
 		end := time.Now()
