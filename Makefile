@@ -70,8 +70,13 @@ build: llama
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# PURE_TEST_PKGS build and pass without cgo too: test runs them once more
+# with CGO_ENABLED=0, so that they stay buildable without llama.cpp.
+PURE_TEST_PKGS := ./internal/serve/ ./internal/testkit/scripted/
+
 test: llama
 	$(GO) test -count=1 -timeout 30m ./...
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m $(PURE_TEST_PKGS)
 
 # test-asan runs the llama.cpp-backed tests under AddressSanitizer (and its
 # leak check at exit): the CPU hides memory errors that a GPU turns into

@@ -23,4 +23,5 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/api/version", s.ollamaVersion)
 	s.mux.HandleFunc("/api/embed", s.ollamaEmbed)
 	s.mux.HandleFunc("/api/embeddings", s.ollamaEmbeddings)
+	s.mux.HandleFunc("/apply-template", s.applyTemplate)
 }

@@ -6,67 +6,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
-	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
-	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
-	"github.com/llamaloop/llamaloop/llamacpp"
-	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var demoPath = sync.OnceValues(func() (string, error) {
-	d, err := testmodel.NewDemo()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "serve-test")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "demo.gguf")
-	return path, d.Write(path)
-})
-
-// newServer serves the demo model through an engine of slots sequences of
-// 256 tokens.
-func newServer(t *testing.T, slots int, cfg Config) (*httptest.Server, *generation.Engine) {
-	t.Helper()
-	ts, _, e := newServerOf(t, slots, cfg)
-	return ts, e
-}
-
-// newServerOf is newServer that also returns the Server.
-func newServerOf(t *testing.T, slots int, cfg Config) (*httptest.Server, *Server, *generation.Engine) {
-	t.Helper()
-	path, err := demoPath()
-	require.NoError(t, err)
-	m, err := llamacpp.LoadModel(path, llamatest.ModelParams(t, llamacpp.ModelParams{}))
-	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	c, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256 * slots, Sequences: slots, Threads: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	b, err := llamabackend.New(c)
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	tok := llamabackend.Tokenizer{Vocab: m.Vocab()}
-	e, err := generation.NewEngine(b, tok, generation.EngineOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { e.Close() })
-	cfg.Engine, cfg.Tokenizer, cfg.ModelID, cfg.SequenceSize = e, tok, "demo", b.Room(0)
-	srv := New(cfg)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return ts, srv, e
-}
 
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
@@ -108,7 +55,9 @@ func TestBusyAndClosed(t *testing.T) {
 // A client that leaves while its request waits for the one sequence, and
 // one that leaves while its request runs, leave nothing behind: once the
 // running request is gone, no sequence is held and none waits.
-func TestDisconnectsFreeEverything(t *testing.T) {
+func TestDisconnectsFreeEverything(t *testing.T) { disconnectsFreeEverything(t, newServer) }
+
+func disconnectsFreeEverything(t *testing.T, newServer func(*testing.T, int, Config) (*httptest.Server, *generation.Engine)) {
 	ts, e := newServer(t, 1, Config{})
 	stream := func(ctx context.Context) *bufio.Reader {
 		req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions",
