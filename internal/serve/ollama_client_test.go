@@ -415,3 +415,58 @@ func TestOllamaClientErrors(t *testing.T) {
 	_, err = c.List(ctx)
 	assert.NoError(t, err)
 }
+
+// A model that thinks (its template has <think> markers): its reasoning
+// comes back as thinking, apart from the content, streamed and not, on
+// chat and generate; think false leaves it inline; show names the
+// capability.
+func TestOllamaClientThinking(t *testing.T) {
+	tmpl, err := NewChatTemplate(toolsTemplate+"{#- the model thinks between <think> and </think> #}", "<s>", "</s>")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
+	const thinking, answer = "Let me see.", "Paris, of course."
+	h.model.SetScript(h.tok.Says("<think>" + thinking + "</think>" + answer))
+	u, err := url.Parse(h.ts.URL)
+	require.NoError(t, err)
+	c := api.NewClient(u, http.DefaultClient)
+	ctx := context.Background()
+
+	show, err := c.Show(ctx, &api.ShowRequest{Model: "demo"})
+	require.NoError(t, err)
+	assert.Contains(t, show.Capabilities, model.Capability("thinking"))
+
+	msgs := []api.Message{{Role: "user", Content: "The capital?"}}
+	for _, think := range []*api.ThinkValue{nil, {Value: true}} {
+		for _, stream := range []bool{false, true} {
+			var content, thoughts strings.Builder
+			var last api.ChatResponse
+			require.NoError(t, c.Chat(ctx, &api.ChatRequest{Model: "demo", Messages: msgs, Think: think, Stream: &stream},
+				func(r api.ChatResponse) error {
+					content.WriteString(r.Message.Content)
+					thoughts.WriteString(r.Message.Thinking)
+					last = r
+					return nil
+				}))
+			assert.Equal(t, thinking, thoughts.String(), "think %v, stream %v", think, stream)
+			assert.Equal(t, answer, content.String())
+			assert.Equal(t, "stop", last.DoneReason)
+		}
+	}
+	var whole api.ChatResponse
+	require.NoError(t, c.Chat(ctx, &api.ChatRequest{Model: "demo", Messages: msgs, Think: &api.ThinkValue{Value: false}, Stream: ptr(false)},
+		func(r api.ChatResponse) error {
+			whole = r
+			return nil
+		}))
+	assert.Equal(t, "<think>"+thinking+"</think>"+answer, whole.Message.Content)
+	assert.Empty(t, whole.Message.Thinking)
+
+	var gen api.GenerateResponse
+	require.NoError(t, c.Generate(ctx, &api.GenerateRequest{Model: "demo", Prompt: "The capital?", Think: &api.ThinkValue{Value: true}, Stream: ptr(false)},
+		func(r api.GenerateResponse) error {
+			gen = r
+			return nil
+		}))
+	assert.Equal(t, thinking, gen.Thinking)
+	assert.Equal(t, answer, gen.Response)
+}
