@@ -116,5 +116,3 @@ func builtinMessages(msgs []chatMessage, tp *toolPlan) []backend.Message {
 	}
 	return out
 }
-
-// toolStream holds back a streamed choice's text that may be a tool call,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/clicommon"
 	"github.com/llamaloop/llamaloop/internal/quote"
 	"github.com/llamaloop/llamaloop/internal/spectok"
@@ -91,7 +92,7 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 		toks, tail, err := p.renderChatText(ctx, shown, tools, parseSpecial)
 		if err == nil {
 			if tp != nil {
-				tp.family = p.chat.family
+				tp.family = p.chat.format.Family
 			}
 			return generation.Request{Prompt: toks}, "jinja", tail, nil
 		}
@@ -110,7 +111,7 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 		}
 	}
 	if tp != nil {
-		tp.family = familyJSON
+		tp.family = chat.JSON
 	}
 	return generation.Request{Messages: builtinMessages(msgs, tp), ParseSpecial: parseSpecial}, "builtin", "", nil
 }

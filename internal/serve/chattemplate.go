@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/jinja"
 )
 
@@ -17,10 +18,8 @@ import (
 type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
-	family   toolFamily
-	// thinks says the template's model reasons between <think> and
-	// </think> (the template writes or strips them).
-	thinks bool
+	// format is how the template's model writes tool calls and reasoning.
+	format chat.Format
 	// takesTools and takesCalls tell whether the template reads tools and
 	// the assistants' tool_calls: the server writes them into the
 	// messages for one that does not.
@@ -71,12 +70,8 @@ func NewChatTemplateLimits(src, bos, eos string, lim jinja.Limits) (*ChatTemplat
 	if err != nil {
 		return nil, err
 	}
-	ct := &ChatTemplate{tmpl: t, check: check, bos: bos, eos: eos, family: familyOf(src),
-		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls"),
-		thinks: strings.Contains(src, "</think>")}
-	if !ct.takesTools {
-		ct.family = familyJSON // it asks for calls as polyfill describes them
-	}
+	ct := &ChatTemplate{tmpl: t, check: check, bos: bos, eos: eos, format: chat.FormatOf(src),
+		takesTools: strings.Contains(src, "tools"), takesCalls: strings.Contains(src, "tool_calls")}
 	return ct, nil
 }
 
@@ -93,7 +88,7 @@ func (t *ChatTemplate) TakesTools() bool { return t.takesTools }
 // Family names the tool-call format the template's model writes: hermes
 // (<tool_call>), llama3 (a JSON object with "parameters", maybe after
 // <|python_tag|>), mistral ([TOOL_CALLS]) or json.
-func (t *ChatTemplate) Family() string { return string(t.family) }
+func (t *ChatTemplate) Family() string { return string(t.format.Family) }
 
 // render renders the chat under the template's limits, stopping when
 // ctx ends: messages and tools are JSON values (the message objects and

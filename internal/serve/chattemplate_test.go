@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/jinja"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/assert"
@@ -80,10 +81,10 @@ func renderChat(t *testing.T, src, bos, eos string, msgs []chatMessage, tools st
 func TestChatTemplatesRenderTools(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, bos, eos string
-		family              toolFamily
+		family              chat.Family
 		want                []string
 	}{
-		{"Llama 3.2", realTemplate(t, "Llama-3.2-1B-Instruct-GGUF.jinja"), "<|begin_of_text|>", "<|eot_id|>", familyLlama3, []string{
+		{"Llama 3.2", realTemplate(t, "Llama-3.2-1B-Instruct-GGUF.jinja"), "<|begin_of_text|>", "<|eot_id|>", chat.Llama3, []string{
 			"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n",
 			`Given the following functions, please respond with a JSON for a function call`,
 			`"name": "get_weather"`,
@@ -93,23 +94,23 @@ func TestChatTemplatesRenderTools(t *testing.T) {
 			// with tojson, as transformers renders it.
 			"<|start_header_id|>ipython<|end_header_id|>\n\n\"18 C\"<|eot_id|>",
 		}},
-		{"Qwen 3", realTemplate(t, "Qwen3-8B-Q8_0.jinja"), "", "<|im_end|>", familyHermes, []string{
+		{"Qwen 3", realTemplate(t, "Qwen3-8B-Q8_0.jinja"), "", "<|im_end|>", chat.Hermes, []string{
 			"<|im_start|>system\nYou answer with the weather.\n\n# Tools\n",
 			`<tools>` + "\n" + `{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}}` + "\n</tools>",
 			"<|im_start|>assistant\n<tool_call>\n" + `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}` + "\n</tool_call><|im_end|>\n",
 			"<|im_start|>user\n<tool_response>\n18 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
 		}},
-		{"Qwen 3.5", realTemplate(t, "Qwen3.5-35B-A3B-Q8_0.jinja"), "", "<|im_end|>", familyHermes, []string{
+		{"Qwen 3.5", realTemplate(t, "Qwen3.5-35B-A3B-Q8_0.jinja"), "", "<|im_end|>", chat.Hermes, []string{
 			"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>",
 			"<tool_response>\n18 C\n</tool_response>",
 		}},
-		{"Ministral 3", realTemplate(t, "Ministral-3-14B-Instruct-2512-Q4_0.jinja"), "<s>", "</s>", familyMistral, []string{
+		{"Ministral 3", realTemplate(t, "Ministral-3-14B-Instruct-2512-Q4_0.jinja"), "<s>", "</s>", chat.Mistral, []string{
 			"<s>[SYSTEM_PROMPT]You answer with the weather.[/SYSTEM_PROMPT]",
 			`[AVAILABLE_TOOLS][{"type": "function", "function": {"name": "get_weather"`,
 			`[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "c"}</s>`,
 			"[TOOL_RESULTS]18 C[/TOOL_RESULTS]",
 		}},
-		{"Hermes", hermesTemplate, "<|begin_of_text|>", "<|im_end|>", familyHermes, []string{
+		{"Hermes", hermesTemplate, "<|begin_of_text|>", "<|im_end|>", chat.Hermes, []string{
 			"<|begin_of_text|><|im_start|>system\nYou answer with the weather.\nYou are a function calling AI model. Functions: <tools> {\"type\": \"function\"",
 			"<|im_start|>assistant\n<tool_call>\n" + `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}` + "\n</tool_call><|im_end|>\n",
 			"<|im_start|>tool\n<tool_response>\n18 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
@@ -117,7 +118,7 @@ func TestChatTemplatesRenderTools(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, tmpl := renderChat(t, tc.src, tc.bos, tc.eos, toolChat, weatherTools)
-			assert.Equal(t, tc.family, tmpl.family)
+			assert.Equal(t, tc.family, tmpl.format.Family)
 			for _, w := range tc.want {
 				assert.Contains(t, out, w)
 			}
@@ -135,7 +136,7 @@ func TestChatTemplateChatMLAndErrors(t *testing.T) {
 	out, tmpl := renderChat(t, testmodel.ChatMLTemplate, "<s>", "</s>",
 		[]chatMessage{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}, "")
 	assert.Equal(t, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out)
-	assert.Equal(t, familyJSON, tmpl.family)
+	assert.Equal(t, chat.JSON, tmpl.format.Family)
 
 	llama, err := NewChatTemplate(realTemplate(t, "Llama-3.2-1B-Instruct-GGUF.jinja"), "<|begin_of_text|>", "<|eot_id|>")
 	require.NoError(t, err)

@@ -2,10 +2,12 @@ package serve
 
 import (
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
@@ -58,9 +60,11 @@ type replyEvent struct {
 	// event (whose text begins in what the reply shows so far); nil when
 	// the request did not ask for them.
 	Logprobs []tokenLogprob
-	// Finish is set on the last event: "stop", "length" or "tool_calls".
+	// Finish is set on the last event: "stop", "length" or "tool_calls"
+	// (the model ended by itself after whole calls).
 	Finish string
-	// Calls are the calls of the reply, whole, on the last event.
+	// Calls are the calls of the reply, on the last event: those its
+	// deltas streamed, whole (a call the reply left open is Partial).
 	Calls []toolCall
 	// Err is set on the last event when the generation failed (not
 	// cancelled).
@@ -68,21 +72,22 @@ type replyEvent struct {
 }
 
 // replyDelta is a piece of a choice's reply: one of Content, Reasoning
-// and Call is set.
-type replyDelta struct {
-	Content   string
-	Reasoning string
-	Call      *callDelta
-}
+// and Call is set (internal/chat's delta).
+type replyDelta = chat.Delta
 
 // callDelta is a piece of a tool call: the first of a call has its ID and
 // Name (and maybe the first of its arguments), the next ones carry its
 // arguments' text, which joined are the call's arguments (a JSON object).
-type callDelta struct {
-	Index     int // the call's position in the reply, from 0
+type callDelta = chat.CallDelta
+
+// toolCall is a call the model made.
+type toolCall struct {
 	ID        string
 	Name      string
-	Arguments string
+	Arguments string // a JSON object's text; when Partial, what the model wrote of it
+	// Partial says the arguments do not close: the reply was cut in the
+	// call (its finish is "length") or broke its syntax.
+	Partial bool
 }
 
 // outputReader reads a choice's text as it comes: its content, its
@@ -119,7 +124,7 @@ func (c *choice) reply() iter.Seq[replyEvent] {
 			if finish != nil {
 				last, calls := rd.End(*finish == "stop")
 				ev.Deltas = append(ev.Deltas, last...)
-				if len(calls) > 0 {
+				if c.finish == "stop" && len(calls) > 0 && !slices.ContainsFunc(calls, func(c toolCall) bool { return c.Partial }) {
 					c.finish = "tool_calls"
 				}
 				ev.Finish, ev.Calls = c.finish, calls
@@ -181,35 +186,62 @@ func (contentReader) End(bool) ([]replyDelta, []toolCall) { return nil, nil }
 
 // newReader returns the reader of a choice of p: nil reads content only.
 func (p *plan) newReader() outputReader {
-	if p.tools == nil {
+	if p.tools == nil && p.reasoning == nil {
 		return nil
 	}
-	return toolReader{&toolStream{tp: p.tools}}
+	opt := chat.Options{Format: chat.Format{Family: chat.JSON}}
+	if rp := p.reasoning; rp != nil {
+		opt.Format.Reasoning, opt.InReasoning, opt.ReasoningInline = rp.markers, rp.inside, rp.inline
+	}
+	if tp := p.tools; tp != nil {
+		opt.Format.Family = tp.family
+		opt.OneCall = !tp.parallel
+		for _, t := range tp.tools {
+			opt.Tools = append(opt.Tools, chat.Tool{Name: t.Function.Name, Parameters: t.Function.Parameters})
+		}
+	}
+	return chatReader{chat.NewReader(opt)}
+}
+
+// chatReader is internal/chat's reader as an outputReader.
+type chatReader struct{ r *chat.Reader }
+
+func (r chatReader) Add(text string) []replyDelta { return r.r.Add(text) }
+
+func (r chatReader) End(stopped bool) ([]replyDelta, []toolCall) {
+	deltas, calls := r.r.End(stopped)
+	var out []toolCall
+	for _, c := range calls {
+		out = append(out, toolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments), Partial: c.Partial})
+	}
+	return deltas, out
 }
 
 // reasoningPlan is how a chat reply's thinking is read.
 type reasoningPlan struct {
-	open, close string // the markers around it
+	markers chat.Markers // the template's, around the thinking
 	// inside says the prompt opened the reasoning: the reply begins in it
 	// (DeepSeek R1's generation prompt ends with <think>).
 	inside bool
+	// inline keeps the thinking in the content (reasoning_format none):
+	// it is still read, so that what it writes is no call.
+	inline bool
 }
 
 // reasoningPlan reads reasoning_format for a chat whose prompt the
 // template named made, ending with tail: nil when the reply's thinking is
 // not read apart.
 func (p *params) reasoningPlan(format, template, tail string) (*reasoningPlan, error) {
+	inline := false
 	switch format {
 	case "", "auto", "deepseek":
 	case "none":
-		return nil, nil
+		inline = true
 	default:
 		return nil, badRequest("reasoning_format", "reasoning_format %s: want auto (the thinking apart, as reasoning_content), deepseek (the same) or none (inline in the content)", quote.String(format))
 	}
-	if template != "jinja" || p.chat == nil || !p.chat.thinks {
+	if template != "jinja" || p.chat == nil || p.chat.format.Reasoning.Open == "" {
 		return nil, nil
 	}
-	rp := &reasoningPlan{open: "<think>", close: "</think>"}
-	rp.inside = strings.HasSuffix(strings.TrimRight(tail, " \t\r\n"), rp.open)
-	return rp, nil
+	return &reasoningPlan{markers: p.chat.format.Reasoning, inside: p.chat.format.OpensReasoning(tail), inline: inline}, nil
 }

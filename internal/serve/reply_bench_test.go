@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/llamaloop/llamaloop/internal/chat"
 )
 
 // benchToolPlan is weatherPlan's tools for a benchmark, Hermes's family.
@@ -17,7 +19,7 @@ func benchToolPlan(b *testing.B) *plan {
 	if err != nil || tp == nil {
 		b.Fatal(err)
 	}
-	tp.family = familyHermes
+	tp.family = chat.Hermes
 	return &plan{tools: tp}
 }
 

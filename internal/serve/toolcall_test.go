@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/grammar"
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +23,21 @@ func weatherPlan(t *testing.T, extra string) *toolPlan {
 	return tp
 }
 
-// The families' formats are read as calls; text that is not a call, or
+// readWhole reads text, a whole reply of a model that stopped by itself,
+// with the reader of a plan with tp's tools.
+func readWhole(tp *toolPlan, text string) (string, []toolCall) {
+	rd := (&plan{tools: tp}).newReader()
+	var content strings.Builder
+	deltas := rd.Add(text)
+	last, calls := rd.End(true)
+	for _, d := range append(deltas, last...) {
+		content.WriteString(d.Content)
+	}
+	return content.String(), calls
+}
+
+// The families' formats are read as calls through a plan's reader (the
+// request's tools, parallel_tool_calls); text that is not a call, or
 // calls a function that is not among the tools, stays content.
 func TestParseToolCalls(t *testing.T) {
 	tp := weatherPlan(t, "")
@@ -59,9 +73,11 @@ func TestParseToolCalls(t *testing.T) {
 		{`{"name": "delete_all", "arguments": {}}`, want{`{"name": "delete_all", "arguments": {}}`, nil}},
 		{`{"city": "Paris"}`, want{`{"city": "Paris"}`, nil}},
 		{`<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, want{`<tool_call>{"name": "get_weather", "arguments": [1]}</tool_call>`, nil}},
-		{`<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"`, want{`<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"`, nil}},
+		// An unclosed call is a call, partial (its finish is not
+		// tool_calls): a stream sent it as it came.
+		{`<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"`, want{"", []string{`get_weather {"city": "Paris"`}}},
 	} {
-		content, calls := tp.parse(tc.text)
+		content, calls := readWhole(tp, tc.text)
 		assert.Equal(t, tc.want.content, content, tc.text)
 		var got []string
 		for _, c := range calls {
@@ -73,7 +89,7 @@ func TestParseToolCalls(t *testing.T) {
 
 	// parallel_tool_calls false keeps one call.
 	one := weatherPlan(t, `,"parallel_tool_calls":false`)
-	_, calls := one.parse(`{"name": "get_time", "parameters": {}}; {"name": "get_time", "parameters": {}}`)
+	_, calls := readWhole(one, `{"name": "get_time", "parameters": {}}; {"name": "get_time", "parameters": {}}`)
 	assert.Len(t, calls, 1)
 }
 
@@ -116,11 +132,11 @@ func TestToolCallGrammar(t *testing.T) {
 		return !m.Dead(s) && m.Complete(s)
 	}
 	for _, tc := range []struct {
-		family    toolFamily
+		family    chat.Family
 		choice    string
 		good, bad []string
 	}{
-		{familyHermes, `"required"`, []string{
+		{chat.Hermes, `"required"`, []string{
 			"<tool_call>\n" + `{"name":"get_weather","arguments":{"city":"Paris"}}` + "\n</tool_call>",
 			"<tool_call>\n" + `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "f"}}` + "\n</tool_call>",
 			"<tool_call>\n" + `{"name":"get_time","arguments":{}}` + "\n</tool_call>",
@@ -131,15 +147,15 @@ func TestToolCallGrammar(t *testing.T) {
 			"<tool_call>\n" + `{"name":"get_weather","arguments":{"city":"Paris","unit":"k"}}` + "\n</tool_call>",
 			"<tool_call>\n" + `{"name":"other","arguments":{}}` + "\n</tool_call>",
 		}},
-		{familyLlama3, `{"type":"function","function":{"name":"get_weather"}}`, []string{
+		{chat.Llama3, `{"type":"function","function":{"name":"get_weather"}}`, []string{
 			`{"name":"get_weather","parameters":{"city":"Paris"}}`,
 		}, []string{
 			`{"name":"get_weather","arguments":{"city":"Paris"}}`,
 			"<tool_call>\n" + "{\n  \"name\": \"get_time\",\n  \"arguments\": {}\n}" + "\n</tool_call>", // single spaces only
 			`{"name":"get_time","parameters":{}}`,
 		}},
-		{familyMistral, `"required"`, []string{`[{"name":"get_time","arguments":{}}]`}, []string{`{"name":"get_time","arguments":{}}`}},
-		{familyJSON, `"required"`, []string{`{"name":"get_time","arguments":{}}`}, []string{`[{"name":"get_time","arguments":{}}]`}},
+		{chat.Mistral, `"required"`, []string{`[{"name":"get_time","arguments":{}}]`}, []string{`{"name":"get_time","arguments":{}}`}},
+		{chat.JSON, `"required"`, []string{`{"name":"get_time","arguments":{}}`}, []string{`[{"name":"get_time","arguments":{}}]`}},
 	} {
 		tp := weatherPlan(t, `,"tool_choice":`+tc.choice)
 		tp.family = tc.family
@@ -147,7 +163,7 @@ func TestToolCallGrammar(t *testing.T) {
 		require.NoError(t, err)
 		for _, g := range tc.good {
 			assert.True(t, accepts(src, g), "%s: %s", tc.family, g)
-			_, calls := tp.parse(g)
+			_, calls := readWhole(tp, g)
 			require.Len(t, calls, 1, g)
 			var args map[string]any
 			assert.NoError(t, json.Unmarshal([]byte(calls[0].Arguments), &args))
@@ -166,110 +182,44 @@ func TestToolCallGrammar(t *testing.T) {
 	assert.Empty(t, src)
 }
 
-// A stream sends text that cannot open a call at once, holds back what may
-// be one, streams a call's name and arguments as they are written, and
-// reads the rest at the end.
-func TestToolStream(t *testing.T) {
-	tp := weatherPlan(t, "")
-	type streamed struct {
-		content string
-		rest    string
-		calls   []toolCall
-		// per call: id, name, arguments joined from the deltas
-		ids, names, args []string
-		deltas           int // deltas before the end
+// A plan's reader streams a call's name, then its arguments as they are
+// written, each byte once; they join into the call End returns, whose id
+// its first delta has.
+func TestReplyReaderStreamsCalls(t *testing.T) {
+	rd := (&plan{tools: weatherPlan(t, "")}).newReader()
+	var deltas []replyDelta
+	for _, piece := range []string{"Checking. <tool", "_call>\n{\"name\": \"get_weather\",", " \"arguments\": {\"ci", "ty\": \"Pa", "ris\"}}\n</tool_call>"} {
+		got := rd.Add(piece)
+		deltas = append(deltas, got...)
 	}
-	feed := func(pieces ...string) streamed {
-		var out streamed
-		ts := &toolStream{tp: tp}
-		add := func(ds []*delta) {
-			for _, d := range ds {
-				tc := d.ToolCalls[0]
-				i := *tc.Index
-				for len(out.ids) <= i {
-					out.ids, out.names, out.args = append(out.ids, ""), append(out.names, ""), append(out.args, "")
-				}
-				out.ids[i] += tc.ID
-				out.names[i] += tc.Function.Name
-				out.args[i] += tc.Function.Arguments
-			}
+	before := len(deltas)
+	last, calls := rd.End(true)
+	deltas = append(deltas, last...)
+	require.Len(t, calls, 1)
+	var content, args strings.Builder
+	var id, name string
+	for _, d := range deltas {
+		content.WriteString(d.Content)
+		if d.Call != nil {
+			assert.Equal(t, 0, d.Call.Index)
+			id += d.Call.ID
+			name += d.Call.Name
+			args.WriteString(d.Call.Arguments)
 		}
-		for _, p := range pieces {
-			c, ds := ts.feed(p)
-			out.content += c
-			out.deltas += len(ds)
-			add(ds)
-		}
-		rest, calls, ds := ts.end(true)
-		add(ds)
-		out.rest, out.calls = rest, calls
-		for i, c := range calls {
-			assert.Equal(t, c.ID, out.ids[i])
-			assert.Equal(t, c.Name, out.names[i])
-			assert.Equal(t, c.Arguments, out.args[i], "the deltas make the arguments")
-		}
-		return out
 	}
-	got := feed("It", " is", " sunny", ".")
-	assert.Equal(t, "It is sunny.", got.content)
-	assert.Empty(t, got.rest)
-	assert.Empty(t, got.calls)
+	assert.Equal(t, "Checking.", strings.TrimSpace(content.String()))
+	assert.Equal(t, calls[0].ID, id)
+	assert.Regexp(t, `^call_[a-zA-Z0-9]{24}$`, id)
+	assert.Equal(t, "get_weather", name)
+	assert.Equal(t, `{"city": "Paris"}`, args.String())
+	assert.Equal(t, args.String(), calls[0].Arguments)
+	assert.False(t, calls[0].Partial)
+	assert.Greater(t, before, 2, "the name and arguments stream before the end")
 
-	got = feed(" <tool", "_call>\n{\"name\": \"get_weather\",", " \"arguments\": {\"ci", "ty\": \"Pa", "ris\"}}\n</tool_call>")
-	assert.Equal(t, "", got.content)
-	assert.Empty(t, got.rest)
-	require.Len(t, got.calls, 1)
-	assert.Equal(t, `{"city": "Paris"}`, got.calls[0].Arguments)
-	assert.GreaterOrEqual(t, got.deltas, 4, "the name, then the arguments as they come")
-
-	got = feed("Checking. <", "tool_call>{\"name\": \"get_time\"}</tool_call>")
-	assert.Equal(t, "Checking. ", got.content)
-	assert.Empty(t, got.rest)
-	require.Len(t, got.calls, 1)
-	assert.Equal(t, 0, got.deltas, "no arguments key: sent at the end")
-
-	// Two calls, Llama 3 style with parameters; then Mistral's array.
-	got = feed(`{"name": "get_time", "parameters": {}}`)
-	require.Len(t, got.calls, 1)
-	assert.Equal(t, "{}", got.args[0])
-	got = feed(`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "A"}}, {"name": "get_time", "arguments": {}}]`)
-	require.Len(t, got.calls, 2)
-	assert.Equal(t, []string{`{"city": "A"}`, "{}"}, got.args)
-
-	// JSON that is not a call is sent at the end.
-	got = feed(`{"a":`, ` 1}`)
-	assert.Equal(t, "", got.content)
-	assert.Equal(t, `{"a": 1}`, got.rest)
-	assert.Empty(t, got.calls)
-
-	// A call cut by the length sends no text at the end.
-	ts := &toolStream{tp: tp}
-	_, ds := ts.feed(`<tool_call>{"name": "get_weather", "arguments": {"city": "Par`)
-	assert.Len(t, ds, 2)
-	rest, calls, _ := ts.end(false)
-	assert.Empty(t, rest)
-	assert.Empty(t, calls)
-}
-
-// A call's arguments stream in deltas of whole characters that join into
-// them.
-func TestCallDeltas(t *testing.T) {
-	c := toolCall{ID: "call_1", Name: "f", Arguments: `{"city":"Zürich – 東京 ☃☃☃☃☃☃","n":1}`}
-	ds := callDeltas(2, c)
-	require.Greater(t, len(ds), 2)
-	first := ds[0].ToolCalls[0]
-	assert.Equal(t, 2, *first.Index)
-	assert.Equal(t, "call_1", first.ID)
-	assert.Equal(t, "function", first.Type)
-	assert.Equal(t, "f", first.Function.Name)
-	assert.Equal(t, "", first.Function.Arguments)
-	var args strings.Builder
-	for _, d := range ds[1:] {
-		tc := d.ToolCalls[0]
-		assert.Equal(t, 2, *tc.Index)
-		assert.Empty(t, tc.ID)
-		assert.True(t, utf8.ValidString(tc.Function.Arguments))
-		args.WriteString(tc.Function.Arguments)
-	}
-	assert.Equal(t, c.Arguments, args.String())
+	// A call cut by the length is partial.
+	rd = (&plan{tools: weatherPlan(t, "")}).newReader()
+	rd.Add(`<tool_call>{"name": "get_weather", "arguments": {"city": "Par`)
+	_, calls = rd.End(false)
+	require.Len(t, calls, 1)
+	assert.True(t, calls[0].Partial)
 }

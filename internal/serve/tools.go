@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
@@ -46,7 +47,7 @@ type toolPlan struct {
 	mode     string            // "auto", "required" or "function"
 	name     string            // the function tool_choice names
 	parallel bool              // parallel_tool_calls (default true)
-	family   toolFamily
+	family   chat.Family
 }
 
 // parseTools reads tools, tool_choice and parallel_tool_calls; nil when no
@@ -157,7 +158,7 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 		return "", nil
 	}
 	argsKey := "arguments"
-	if tp.family == familyLlama3 {
+	if tp.family == chat.Llama3 {
 		argsKey = "parameters"
 	}
 	var branches []map[string]any
@@ -225,9 +226,9 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 	src = strings.Replace(src, jsonSpace, `space ::= | " "`, 1)
 	var root string
 	switch tp.family {
-	case familyHermes:
+	case chat.Hermes:
 		root = `root ::= "<tool_call>\n" tool-call-object "\n</tool_call>"`
-	case familyMistral:
+	case chat.Mistral:
 		root = `root ::= "[" tool-call-object "]"`
 	default:
 		root = `root ::= tool-call-object`
