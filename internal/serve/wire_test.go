@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -351,3 +352,77 @@ func TestResponsesEventsOfACall(t *testing.T) {
 // toolPlan.parse: issue 36's Deliver 2 makes them one reader, after which
 // this should be the identity).
 func streamedText(s string) string { return strings.TrimRight(s, " \n") }
+
+// The framing of the streams: chat and completions send "data: JSON"
+// events, each on one line and ended by a blank line, then
+// "data: [DONE]"; the Responses API sends "event: TYPE" before each data
+// line, its type the JSON's, numbered from 0, and no [DONE]. The usage
+// chunk counts what the whole reply counts.
+func TestStreamFraming(t *testing.T) {
+	h := newHarness(t, 1, Config{}, nil)
+	h.model.SetScript(h.tok.Says("Hello there, line one.\nLine two."))
+	read := func(path, body string) (http.Header, []string) {
+		resp := post(t, h.ts.URL+path, body)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var b strings.Builder
+		_, err := io.Copy(&b, resp.Body)
+		require.NoError(t, err)
+		text := b.String()
+		require.True(t, strings.HasSuffix(text, "\n\n"), "%q", text)
+		return resp.Header, strings.Split(strings.TrimSuffix(text, "\n\n"), "\n\n")
+	}
+	const streamed = `,"stream":true,"stream_options":{"include_usage":true}}`
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/completions", `{"prompt":"x","max_tokens":50}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`},
+	} {
+		header, blocks := read(tc.path, strings.TrimSuffix(tc.body, "}")+streamed)
+		assert.Equal(t, "text/event-stream", header.Get("Content-Type"))
+		assert.Equal(t, "no-cache", header.Get("Cache-Control"))
+		assert.Equal(t, "data: [DONE]", blocks[len(blocks)-1])
+		var usage struct {
+			Choices []any `json:"choices"`
+			Usage   struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		for _, b := range blocks[:len(blocks)-1] {
+			data, ok := strings.CutPrefix(b, "data: ")
+			require.True(t, ok, "%q", b)
+			require.NotContains(t, data, "\n")
+			require.NoError(t, json.Unmarshal([]byte(data), &usage), data)
+		}
+		assert.Empty(t, usage.Choices, "the last chunk is the usage")
+		resp := post(t, h.ts.URL+tc.path, tc.body)
+		var whole struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&whole))
+		resp.Body.Close()
+		assert.Equal(t, len(h.tok.Spell("Hello there, line one.\nLine two."))+1, whole.Usage.CompletionTokens, "the text's tokens and </s>")
+		assert.Equal(t, whole.Usage.CompletionTokens, usage.Usage.CompletionTokens, tc.path)
+	}
+
+	header, blocks := read("/v1/responses", `{"input":"x","stream":true}`)
+	assert.Equal(t, "text/event-stream", header.Get("Content-Type"))
+	for i, b := range blocks {
+		typ, data, ok := strings.Cut(b, "\n")
+		require.True(t, ok, "%q", b)
+		typ, ok = strings.CutPrefix(typ, "event: ")
+		require.True(t, ok, "%q", b)
+		data, ok = strings.CutPrefix(data, "data: ")
+		require.True(t, ok, "%q", b)
+		var ev struct {
+			Type string `json:"type"`
+			Seq  *int   `json:"sequence_number"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(data), &ev), data)
+		assert.Equal(t, typ, ev.Type)
+		require.NotNil(t, ev.Seq, data)
+		assert.Equal(t, i, *ev.Seq)
+	}
+	assert.Contains(t, blocks[len(blocks)-1], "event: response.completed\n")
+}
