@@ -68,9 +68,9 @@ type chatReply struct {
 	deltas   int // chunks with tool-call deltas
 }
 
-// chat posts body to /v1/chat/completions, whole and then streamed, and
+// chatReplies posts body to /v1/chat/completions, whole and then streamed, and
 // returns both replies of its one choice.
-func chat(t *testing.T, url, body string) (whole, streamed chatReply) {
+func chatReplies(t *testing.T, url, body string) (whole, streamed chatReply) {
 	t.Helper()
 	resp := post(t, url+"/v1/chat/completions", body)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
@@ -181,7 +181,7 @@ func TestToolCallsStreamedAsWhole(t *testing.T) {
 			}
 			h := newHarness(t, 1, cfg, nil)
 			h.model.SetScript(h.tok.Says(tc.output))
-			whole, streamed := chat(t, h.ts.URL, weatherRequest)
+			whole, streamed := chatReplies(t, h.ts.URL, weatherRequest)
 			assert.Equal(t, tc.content, whole.content)
 			assert.Equal(t, tc.content, streamedText(streamed.content))
 			assert.Equal(t, tc.calls, callsOf(t, whole.calls))
@@ -206,7 +206,7 @@ func TestLogprobBytes(t *testing.T) {
 	toks := h.tok.Spell(text)
 	require.Equal(t, []int32{testmodel.FirstByte + 0xC3, testmodel.FirstByte + 0xA9}, toks[:2], "é is two byte tokens")
 	h.model.SetScript(h.tok.Says(text))
-	whole, streamed := chat(t, h.ts.URL, `{"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"top_logprobs":2}`)
+	whole, streamed := chatReplies(t, h.ts.URL, `{"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"top_logprobs":2}`)
 	for _, r := range []chatReply{whole, streamed} {
 		assert.Equal(t, text, r.content)
 		require.Len(t, r.logprobs, len(toks))
@@ -258,7 +258,7 @@ func TestStopStringsScripted(t *testing.T) {
 	h := newHarness(t, 1, Config{}, nil)
 	h.model.SetScript(h.tok.Says("Hello world. Bye"))
 	for stop, want := range map[string]string{`"world"`: "Hello ", `["o w", "Bye"]`: "Hell", `"ld. B"`: "Hello wor", `"nothing"`: "Hello world. Bye"} {
-		whole, streamed := chat(t, h.ts.URL, fmt.Sprintf(`{"messages":[{"role":"user","content":"Hi"}],"stop":%s,"logprobs":true}`, stop))
+		whole, streamed := chatReplies(t, h.ts.URL, fmt.Sprintf(`{"messages":[{"role":"user","content":"Hi"}],"stop":%s,"logprobs":true}`, stop))
 		for _, r := range []chatReply{whole, streamed} {
 			assert.Equal(t, want, r.content, stop)
 			assert.Equal(t, "stop", r.finish, stop)
