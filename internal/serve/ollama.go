@@ -78,7 +78,8 @@ var (
 		"top_logprobs", "truncate", "shift"}
 	ollamaChatFields     = []string{"messages", "tools"}
 	ollamaGenerateFields = []string{"prompt", "system", "raw"}
-	// ollamaRefused are accepted when empty (the zero value or null), refused otherwise.
+	// ollamaRefused are accepted when empty (the zero value or null),
+	// refused otherwise; all but _debug_render_only are generate's.
 	ollamaRefused = map[string]string{
 		"images":             "images: this server generates from text only (no multimodal model is loaded)",
 		"template":           "template: this server renders prompts with the model's own chat template; send raw true with a prompt you rendered",
@@ -127,7 +128,7 @@ func decodeOllama(body []byte, chat bool, v any) error {
 	for _, k := range keys {
 		switch why, refused := ollamaRefused[k]; {
 		case slices.Contains(ollamaCommonFields, k), slices.Contains(own, k):
-		case refused && !(chat && k != "images"):
+		case refused && (!chat || k == "_debug_render_only"):
 			if !ollamaEmpty(fields[k]) {
 				return badRequest(k, "%s", why)
 			}
@@ -299,8 +300,9 @@ func chatMessages(in []ollamaMessage) ([]apiMessage, error) {
 		if len(m.Images) > 0 {
 			return nil, badRequest(fmt.Sprintf("messages[%d].images", i), "messages[%d]: images: this server generates from text only (no multimodal model is loaded)", i)
 		}
-		msg := textMessage(m.Role, m.Content)
-		switch m.Role {
+		role := strings.ToLower(m.Role) // as Ollama's api.Message reads it
+		msg := textMessage(role, m.Content)
+		switch role {
 		case "assistant":
 			open = open[:0]
 			for j, c := range m.ToolCalls {
@@ -365,10 +367,6 @@ func (req *ollamaGenerateRequest) generateRequest() (*apiRequest, bool, error) {
 			return nil, false, badRequest("system", "raw mode does not support template, system, or context")
 		}
 		out.Prompt, _ = json.Marshal(req.Prompt)
-		if out.MaxTokens == nil {
-			// Not OpenAI's 16: until the end, as a chat.
-			out.MaxTokens = new(int)
-		}
 		return out, false, nil
 	}
 	if req.System != "" {

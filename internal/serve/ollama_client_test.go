@@ -233,6 +233,19 @@ func TestOllamaClientGenerate(t *testing.T) {
 	assert.Equal(t, raw.Usage.PromptTokens, last.PromptEvalCount)
 	assert.Equal(t, "length", last.DoneReason)
 
+	// Without num_predict a raw generate runs to its end, as a chat (not
+	// to the 16 tokens of a completion without max_tokens).
+	var rawAll openAIChat
+	openAI(t, base+"/v1/completions", "", `{"prompt":"Once upon","temperature":0,"max_tokens":256}`, &rawAll)
+	require.Greater(t, rawAll.Usage.CompletionTokens, 16)
+	require.NoError(t, c.Generate(ctx, &api.GenerateRequest{Model: "demo", Prompt: "Once upon", Raw: true, Stream: ptr(false),
+		Options: map[string]any{"temperature": 0}}, func(r api.GenerateResponse) error {
+		last = r
+		return nil
+	}))
+	assert.Equal(t, rawAll.Choices[0].Text, last.Response)
+	assert.Equal(t, rawAll.Usage.CompletionTokens, last.EvalCount)
+
 	require.NoError(t, c.Generate(ctx, &api.GenerateRequest{Model: "demo"}, func(r api.GenerateResponse) error {
 		last = r
 		return nil

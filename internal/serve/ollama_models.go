@@ -274,8 +274,8 @@ func (s *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"embedding": vecs[0]})
 }
 
-// ollamaEmbedStart reads an embeddings request into v (its options are
-// refused: they change nothing of an embedding here) and holds its
+// ollamaEmbedStart reads an embeddings request into v (keep_alive and
+// options are accepted and change nothing of an embedding) and holds its
 // sequence, or answers.
 func (s *Server) ollamaEmbedStart(w http.ResponseWriter, r *http.Request, fields []string, v any) (*holding, Embedder, bool) {
 	body := s.ollamaBody(w, r)

@@ -293,10 +293,12 @@ func (o *ollamaRun) run(w http.ResponseWriter, r *http.Request, h *holding, req 
 		return
 	}
 	if req.MaxTokens == nil && !chat {
-		for i := range p.reqs { // a raw generate runs to its end, as a chat
-			n := s.params.slotSize
-			p.reqs[i].Config.MaxNewTokens = &n
-		}
+		// A raw generate runs to its end, as a chat, not to OpenAI's 16
+		// tokens of a completion.
+		cfg := p.reqs[0].Config.Clone()
+		n := s.params.slotSize
+		cfg.MaxNewTokens = &n
+		p.reqs[0].Config = cfg
 	}
 	actx, cancel, ok := s.admit(w, r, h, p)
 	if !ok {
