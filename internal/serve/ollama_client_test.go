@@ -483,3 +483,66 @@ func TestOllamaClientThinking(t *testing.T) {
 	assert.Equal(t, thinking, gen.Thinking)
 	assert.Equal(t, answer, gen.Response)
 }
+
+// Qwen 3's template and a call in its format: the reply's call comes back
+// whole with its arguments as an object, beside the text before it,
+// streamed and not.
+func TestOllamaClientQwenCall(t *testing.T) {
+	tmpl, err := NewChatTemplate(realTemplate(t, "Qwen3-8B-Q8_0.jinja"), "<s>", "</s>")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{SequenceSize: 4096, ChatTemplate: tmpl}, nil)
+	h.model.SetScript(h.tok.Says("Let me see.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>"))
+	u, err := url.Parse(h.ts.URL)
+	require.NoError(t, err)
+	c := api.NewClient(u, http.DefaultClient)
+	var tools api.Tools
+	require.NoError(t, json.Unmarshal([]byte(`[{"type":"function","function":{"name":"get_weather",
+		"parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}}}}}]`), &tools))
+	for _, stream := range []bool{false, true} {
+		var content strings.Builder
+		var calls []api.ToolCall
+		var last api.ChatResponse
+		require.NoError(t, c.Chat(context.Background(), &api.ChatRequest{Model: "demo", Tools: tools, Stream: &stream,
+			Messages: []api.Message{{Role: "user", Content: "Weather in Paris?"}}}, func(r api.ChatResponse) error {
+			content.WriteString(r.Message.Content)
+			calls = append(calls, r.Message.ToolCalls...)
+			last = r
+			return nil
+		}))
+		assert.Equal(t, "Let me see.", strings.TrimSpace(content.String()), "stream %v", stream)
+		require.Len(t, calls, 1)
+		assert.Equal(t, "get_weather", calls[0].Function.Name)
+		assert.Equal(t, `{"city":"Paris","days":2}`, calls[0].Function.Arguments.String())
+		assert.NotEmpty(t, calls[0].ID)
+		assert.Equal(t, "stop", last.DoneReason)
+		assert.True(t, last.Done)
+	}
+}
+
+// A stream that Abort cuts ends with an {"error": ...} line, which
+// Ollama's client returns as the stream's error.
+func TestOllamaAbortEndsStream(t *testing.T) {
+	h := newHarness(t, 1, Config{}, nil)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	steps := 0
+	h.model.SetBeforeEval(func() {
+		if steps++; steps == 2 {
+			<-release
+		}
+	})
+	u, err := url.Parse(h.ts.URL)
+	require.NoError(t, err)
+	c := api.NewClient(u, http.DefaultClient)
+	chunks := 0
+	err = c.Chat(context.Background(), &api.ChatRequest{Model: "demo", Messages: []api.Message{{Role: "user", Content: "Hi"}},
+		Options: map[string]any{"num_predict": 100, "temperature": 0}}, func(r api.ChatResponse) error {
+		if chunks++; chunks == 1 {
+			h.srv.Abort()
+		}
+		return nil
+	})
+	require.Error(t, err)
+	assert.Equal(t, "the server is shutting down: the request was cut", err.Error())
+	assert.Equal(t, 1, chunks)
+}
