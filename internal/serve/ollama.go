@@ -255,7 +255,7 @@ func ollamaThink(raw json.RawMessage) (*bool, error) {
 	return nil, badRequest("think", "think must be a boolean")
 }
 
-// baseRequest is the chat request of the fields /api/chat and
+// ollamaBase is the chat request of the fields /api/chat and
 // /api/generate share.
 func ollamaBase(stream *bool, format, options json.RawMessage, logprobs bool, top *int) (*apiRequest, error) {
 	out := &apiRequest{Stream: stream == nil || *stream, config: map[string]json.RawMessage{}}
@@ -281,7 +281,7 @@ func (req *ollamaChatRequest) chatRequest() (*apiRequest, error) {
 		return nil, err
 	}
 	out.Model, out.Tools = req.Model, req.Tools
-	msgs, err := chatMessages(req.Messages)
+	msgs, err := ollamaMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +289,11 @@ func (req *ollamaChatRequest) chatRequest() (*apiRequest, error) {
 	return out, nil
 }
 
-// chatMessages maps Ollama's messages onto OpenAI's: a call's arguments
+// ollamaMessages maps Ollama's messages onto OpenAI's: a call's arguments
 // become their text, a call without an id gets one, and a tool message
 // without tool_call_id answers the earlier call of its tool_name, or else
 // the next call not yet answered.
-func chatMessages(in []ollamaMessage) ([]apiMessage, error) {
+func ollamaMessages(in []ollamaMessage) ([]apiMessage, error) {
 	out := make([]apiMessage, 0, len(in))
 	var open []apiToolCall // the last assistant's calls not yet answered
 	for i, m := range in {
@@ -393,8 +393,9 @@ func ollamaParam(err error) error {
 	return &out
 }
 
-// ollamaStatus is the status of an error Ollama's server answers: its
-// model is not found (404), or the request is bad (400).
+// ollamaModelError is the error of a request for model where the server
+// has id, as Ollama's server answers it: 404 when another model, 400 when
+// none; nil for id (with or without the tag :latest).
 func ollamaModelError(model, id string) *requestError {
 	if model == "" {
 		return badRequest("model", "model is required")

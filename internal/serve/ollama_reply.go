@@ -151,34 +151,12 @@ func ollamaError(w http.ResponseWriter, err error) {
 
 // ollamaChat serves POST /api/chat.
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body := s.ollamaBody(w, r)
-	if body == nil {
-		return
-	}
-	h := s.hold(w, 1)
-	if h == nil {
+	var req ollamaChatRequest
+	o, h, think := s.ollamaStart(w, r, true, &req, func() (string, json.RawMessage) { return req.Model, req.Think })
+	if o == nil {
 		return
 	}
 	defer h.release()
-	var req ollamaChatRequest
-	if err := decodeOllama(body, true, &req); err != nil {
-		ollamaError(w, err)
-		return
-	}
-	if e := ollamaModelError(req.Model, s.cfg.ModelID); e != nil {
-		ollamaError(w, e)
-		return
-	}
-	o := &ollamaRun{s: s, chat: true, model: req.Model, start: start}
-	think, err := ollamaThink(req.Think)
-	if err == nil {
-		err = s.checkThink(req.Model, think)
-	}
-	if err != nil {
-		ollamaError(w, err)
-		return
-	}
 	if len(req.Messages) == 0 {
 		o.loaded(w, req.KeepAlive)
 		return
@@ -194,34 +172,12 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 
 // ollamaGenerate serves POST /api/generate.
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body := s.ollamaBody(w, r)
-	if body == nil {
-		return
-	}
-	h := s.hold(w, 1)
-	if h == nil {
+	var req ollamaGenerateRequest
+	o, h, think := s.ollamaStart(w, r, false, &req, func() (string, json.RawMessage) { return req.Model, req.Think })
+	if o == nil {
 		return
 	}
 	defer h.release()
-	var req ollamaGenerateRequest
-	if err := decodeOllama(body, false, &req); err != nil {
-		ollamaError(w, err)
-		return
-	}
-	if e := ollamaModelError(req.Model, s.cfg.ModelID); e != nil {
-		ollamaError(w, e)
-		return
-	}
-	o := &ollamaRun{s: s, model: req.Model, start: start}
-	think, err := ollamaThink(req.Think)
-	if err == nil {
-		err = s.checkThink(req.Model, think)
-	}
-	if err != nil {
-		ollamaError(w, err)
-		return
-	}
 	if req.Prompt == "" {
 		o.loaded(w, req.KeepAlive)
 		return
@@ -233,8 +189,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	if chat {
 		gen.ReasoningFormat = reasoningFormat(think)
-	}
-	if !chat && gen.Logprobs != nil {
+	} else if gen.Logprobs != nil {
 		// A completion's logprobs is the number of alternatives.
 		top := 0
 		if gen.TopLogprobs != nil {
@@ -243,6 +198,38 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		gen.Logprobs, gen.TopLogprobs = json.RawMessage(fmt.Sprint(top)), nil
 	}
 	o.run(w, r, h, gen, chat)
+}
+
+// ollamaStart reads the body of /api/chat (chat) or /api/generate into v,
+// holds its sequence and checks its model and think (which fields gives),
+// or answers the request and returns nil. The caller releases h.
+func (s *Server) ollamaStart(w http.ResponseWriter, r *http.Request, chat bool, v any,
+	fields func() (model string, think json.RawMessage)) (o *ollamaRun, h *holding, think *bool) {
+	start := time.Now()
+	body := s.ollamaBody(w, r)
+	if body == nil {
+		return nil, nil, nil
+	}
+	if h = s.hold(w, 1); h == nil {
+		return nil, nil, nil
+	}
+	err := decodeOllama(body, chat, v)
+	model, rawThink := fields()
+	if e := ollamaModelError(model, s.cfg.ModelID); err == nil && e != nil {
+		err = e
+	}
+	if err == nil {
+		think, err = ollamaThink(rawThink)
+	}
+	if err == nil {
+		err = s.checkThink(model, think)
+	}
+	if err != nil {
+		h.release()
+		ollamaError(w, err)
+		return nil, nil, nil
+	}
+	return &ollamaRun{s: s, chat: chat, model: model, start: start}, h, think
 }
 
 // checkThink refuses think true for a model whose template separates no
