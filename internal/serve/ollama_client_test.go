@@ -547,3 +547,39 @@ func TestOllamaAbortEndsStream(t *testing.T) {
 	assert.Equal(t, "the server is shutting down: the request was cut", err.Error())
 	assert.Equal(t, 1, chunks)
 }
+
+// Ollama's requests have the bounds of chat and embeddings requests: the
+// body, the tools, the format's schema, the embeddings' inputs.
+func TestOllamaBounds(t *testing.T) {
+	h := newHarness(t, 1, Config{MaxBodyBytes: 4096, Embedder: &fakeEmbedder{},
+		Limits: Limits{MaxTools: 1, MaxSchemaBytes: 64, MaxEmbeddingInputs: 2}}, nil)
+	u, err := url.Parse(h.ts.URL)
+	require.NoError(t, err)
+	c := api.NewClient(u, http.DefaultClient)
+	ctx := context.Background()
+	user := []api.Message{{Role: "user", Content: "Hi"}}
+	var tools api.Tools
+	require.NoError(t, json.Unmarshal([]byte(`[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},
+		{"type":"function","function":{"name":"b","parameters":{"type":"object"}}}]`), &tools))
+	big := `{"type":"object","properties":{"a_long_property_name":{"type":"string"},"another":{"type":"integer"}}}`
+	for _, tc := range []struct {
+		req    *api.ChatRequest
+		status int
+		msg    string
+	}{
+		{&api.ChatRequest{Model: "demo", Messages: user, Tools: tools}, 400, "2 tools: a request takes at most 1 (llamaserve --max-tools)"},
+		{&api.ChatRequest{Model: "demo", Messages: user, Format: json.RawMessage(big)}, 400, "more than the 64 a request may have (llamaserve --max-schema-bytes)"},
+		{&api.ChatRequest{Model: "demo", Messages: []api.Message{{Role: "user", Content: strings.Repeat("x", 5000)}}}, 413, "the body is larger than 4096 bytes"},
+	} {
+		err := c.Chat(ctx, tc.req, func(api.ChatResponse) error { return nil })
+		var se api.StatusError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, tc.status, se.StatusCode)
+		assert.Contains(t, se.ErrorMessage, tc.msg)
+	}
+	_, err = c.Embed(ctx, &api.EmbedRequest{Model: "demo", Input: []string{"a", "b", "c"}})
+	var se api.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusBadRequest, se.StatusCode)
+	assert.Equal(t, "3 inputs: a request takes at most 2 (llamaserve --max-embedding-inputs)", se.ErrorMessage)
+}
