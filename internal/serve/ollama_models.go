@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llamaloop/llamaloop/embedding"
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // ollamaAPIVersion is the version /api/version answers: that of Ollama's
@@ -347,32 +348,15 @@ func (s *Server) ollamaBody(w http.ResponseWriter, r *http.Request) []byte {
 	return s.readBody(w, r)
 }
 
-// ollamaErrors gives the errors written on Ollama's paths Ollama's shape,
-// {"error": "..."}: every error of the server (the API key's 401, 404,
-// 405, 413, 415, 429 and the requests' own) is written as OpenAI's error
-// object, which it rewrites.
+// ollamaErrors is the ResponseWriter of Ollama's paths: writeError gives
+// every error there (the API key's 401, 404, 405, 413, 415, 429 and the
+// requests' own) Ollama's shape, {"error": "..."}.
 type ollamaErrors struct {
 	http.ResponseWriter
-	failed bool
 }
 
-func (w *ollamaErrors) WriteHeader(code int) {
-	w.failed = code >= 400
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *ollamaErrors) Write(b []byte) (int, error) {
-	if w.failed {
-		var e apiError
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			data, _ := json.Marshal(map[string]string{"error": e.Error.Message})
-			if _, err := w.ResponseWriter.Write(append(data, '\n')); err != nil {
-				return 0, err
-			}
-			return len(b), nil
-		}
-	}
-	return w.ResponseWriter.Write(b)
+func (w *ollamaErrors) writeShapedError(e *requestError) {
+	writeJSON(w.ResponseWriter, e.status, map[string]string{"error": quote.Message(e.msg)})
 }
 
 // Flush sends what is buffered.

@@ -146,7 +146,7 @@ func ollamaError(w http.ResponseWriter, err error) {
 	if !errors.As(err, &re) {
 		re = &requestError{status: http.StatusInternalServerError, msg: err.Error()}
 	}
-	writeError(w, re) // the /api/ paths' writer (ollamaErrors) gives it Ollama's shape
+	writeError(w, re) // the /api/ paths' writer (ollamaErrors) shapes it
 }
 
 // ollamaChat serves POST /api/chat.

@@ -303,7 +303,17 @@ type apiError struct {
 	} `json:"error"`
 }
 
+// errorShaper is the ResponseWriter of an API whose errors have another
+// shape than OpenAI's (anthropicWriter).
+type errorShaper interface {
+	writeShapedError(e *requestError)
+}
+
 func writeError(w http.ResponseWriter, e *requestError) {
+	if es, ok := w.(errorShaper); ok {
+		es.writeShapedError(e)
+		return
+	}
 	var body apiError
 	body.Error.Message = quote.Message(e.msg)
 	switch {
