@@ -99,6 +99,21 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, tc.inline, m.Content)
 			assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
 
+			if tc.name == "qwen3" {
+				// enable_thinking false: the template closes the thinking
+				// in the prompt, and the model answers.
+				res, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("grammar", gbnfLiteral(answer)),
+					option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+				require.NoError(t, err)
+				m = res.Choices[0].Message
+				assert.Equal(t, answer, m.Content)
+				assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
+				_, err = client.Chat.Completions.New(ctx, params, option.WithJSONSet("chat_template_kwargs", map[string]any{"date": "today"}))
+				var apiErr *openai.Error
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, "chat_template_kwargs", apiErr.Param)
+			}
+
 			// Responses: a reasoning item, then the message.
 			rparams := responses.ResponseNewParams{Model: "demo", MaxOutputTokens: openai.Int(100),
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather?")}}
@@ -111,6 +126,16 @@ func TestServeReasoning(t *testing.T) {
 			assert.Equal(t, thought, strings.TrimSpace(r.Content[0].Text))
 			assert.Equal(t, "message", resp.Output[1].Type)
 			assert.Equal(t, answer, strings.TrimSpace(resp.OutputText()))
+
+			// The output goes back as input: the reasoning item is taken
+			// (and left out of the prompt).
+			var output []any
+			require.NoError(t, json.Unmarshal([]byte(resp.JSON.Output.Raw()), &output))
+			next, err := client.Responses.New(ctx, rparams, grammar, option.WithJSONSet("input",
+				append(append([]any{map[string]any{"role": "user", "content": "Weather?"}}, output...),
+					map[string]any{"role": "user", "content": "And tomorrow?"})))
+			require.NoError(t, err)
+			assert.Equal(t, answer, strings.TrimSpace(next.OutputText()))
 
 			rs := client.Responses.NewStreaming(ctx, rparams, grammar)
 			var thinking, text strings.Builder

@@ -62,7 +62,12 @@ type frame struct {
 	argsText           string
 	hasArgs, argsWhole bool
 	call               int // the call it began (-1 none, -2 dropped by OneCall)
+	keys               int // the keys read
 }
+
+// callKeys are the keys a call may open with.
+var callKeys = map[string]bool{"name": true, "arguments": true, "parameters": true, "function": true,
+	"tool_calls": true, "type": true, "id": true}
 
 // enterBlock begins a block at pos: region is the offset of its held
 // text (its marker, or the answer's spaces), closer its end.
@@ -91,7 +96,7 @@ func (r *Reader) block(end bool) bool {
 				r.pos++
 				r.work++
 				continue
-			case (c == '{' || c == '[') && !(b.one && !b.fresh):
+			case c == '{' || c == '[':
 				if !b.fresh {
 					b.region = r.pos
 					r.discard(r.pos)
@@ -100,7 +105,10 @@ func (r *Reader) block(end bool) bool {
 				b.sc.reset()
 			case b.fresh && b.xml && hasPrefix(rest, markFunction):
 				r.pos += len(markFunction)
-				r.enterXML()
+				r.enterXML(&qwenXML)
+				return true
+			case b.fresh && b.xml && isNameStart(c):
+				r.enterXML(&glmXML)
 				return true
 			case b.closer != "" && hasPrefix(rest, b.closer) && !b.fresh:
 				r.toContent(r.pos+len(b.closer), true)
@@ -135,6 +143,11 @@ func (r *Reader) block(end bool) bool {
 			// until it is a call.
 			if f := &b.frames[len(b.frames)-1]; f.role == roleCand && f.keyStart >= r.base {
 				f.key = jsonString(r.rest(f.keyStart)[:r.pos+1-f.keyStart])
+				if f.keys++; f.keys == 1 && !callKeys[f.key] {
+					// A call opens with one of its keys: an answer in
+					// JSON goes out without waiting for its end.
+					r.broken(r.pos + 1)
+				}
 			}
 		case evError:
 			r.broken(r.pos)
@@ -170,7 +183,7 @@ func jsonString(raw []byte) string {
 	return s
 }
 
-// cand is the candidate a value at depth d belongs to (nil for none).
+// parent is the container of a value at depth d (nil at the top).
 func (r *Reader) parent(d int) *frame {
 	if d == 0 {
 		return nil
@@ -197,6 +210,13 @@ func (r *Reader) roleOf(d int, c byte) role {
 		}
 		return roleNot
 	case p.role != roleCand:
+		return roleOther
+	}
+	// A call holds no calls, and a wrapper of calls is none.
+	switch k := p.key; {
+	case p.named && (k == "function" || k == "tool_calls"):
+		return roleOther
+	case p.wrapper && (k == "name" || k == "arguments" || k == "parameters"):
 		return roleOther
 	}
 	switch p.key {
@@ -283,7 +303,7 @@ func (r *Reader) valueEnd(d, end int) {
 		p := r.parent(d)
 		var raw []byte
 		if b.scalar != roleOther {
-			raw = r.rest(b.scalarStart)[:end-b.scalarStart]
+			raw = r.rest(b.scalarStart)[:end-b.scalarStart] // held: no call holds the text
 		}
 		switch b.scalar {
 		case roleName:

@@ -14,7 +14,8 @@ const (
 	// Hermes is Hermes 2/3 and Qwen 2.5/3:
 	// <tool_call>{"name": ..., "arguments": ...}</tool_call>, and Qwen 3
 	// Coder/3.5's XML form inside it:
-	// <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>.
+	// <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>,
+	// and GLM's: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>.
 	Hermes Family = "hermes"
 	// Llama3 is Llama 3.x: {"name": ..., "parameters": ...}, maybe after
 	// <|python_tag|>.
@@ -63,6 +64,9 @@ type Markers struct {
 // GLM and Granite.
 var Think = Markers{Open: "<think>", Close: "</think>"}
 
+// GemmaThought is Gemma 4's reasoning channel.
+var GemmaThought = Markers{Open: "<|channel>thought", Close: "<channel|>"}
+
 // Format is what a chat template tells of its model's answers: how it
 // writes tool calls, and between which markers it reasons (zero Markers:
 // it does not).
@@ -89,8 +93,11 @@ func FormatOf(src string) Format {
 	default:
 		f.Family = JSON
 	}
-	if strings.Contains(src, Think.Close) {
+	switch {
+	case strings.Contains(src, Think.Close):
 		f.Reasoning = Think
+	case strings.Contains(src, GemmaThought.Open) && strings.Contains(src, GemmaThought.Close):
+		f.Reasoning = GemmaThought
 	}
 	return f
 }

@@ -9,7 +9,7 @@ import (
 
 // fuzzOptions are the reader's options that flags choose: the family (low
 // two bits), reasoning markers, the answer opening in them, reasoning
-// inline and one call.
+// inline, one call, no tools and a small MaxHeld.
 func fuzzOptions(flags uint8) Options {
 	opt := Options{Tools: weatherTools, Format: Format{Family: []Family{Hermes, Llama3, Mistral, JSON}[flags&3]}}
 	if flags&4 != 0 {
@@ -20,6 +20,9 @@ func fuzzOptions(flags uint8) Options {
 	opt.OneCall = flags&32 != 0
 	if flags&64 != 0 {
 		opt.Tools = nil
+	}
+	if flags&128 != 0 {
+		opt.MaxHeld = 24
 	}
 	return opt
 }
@@ -52,6 +55,8 @@ var fuzzSeeds = []string{
 	"Okay, the weather.\n</think>\n\nIt is sunny.",
 	"It is sunny. <tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": 1e3, \"x\": [true, false, null, -0.5, \"\\u00e9\"]}}</tool_call> ok",
 	"  {\"city\": \"Paris\"} and <tool",
+	"<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n</tool_call>",
+	`{"function": {"name": "get_time", "arguments": {"zone": 1}}, "name": "get_weather", "arguments": {}}`,
 }
 
 // A streamed answer, cut anywhere, reads as the whole one, for every
@@ -60,7 +65,7 @@ var fuzzSeeds = []string{
 func FuzzReaderStreamedEqualsWhole(f *testing.F) {
 	for i, s := range fuzzSeeds {
 		for flags := range 32 {
-			f.Add(s, uint8(flags|i&32), uint64(i))
+			f.Add(s, uint8(flags|i%8<<5), uint64(i))
 		}
 	}
 	f.Fuzz(func(t *testing.T, text string, flags uint8, seed uint64) {

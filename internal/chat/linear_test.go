@@ -59,6 +59,8 @@ func TestReaderLinear(t *testing.T) {
 		w10, s10 := cost(t, large)
 		require.Positive(t, w1)
 		perByte1, perByte10 := float64(w1)/float64(len(small)), float64(w10)/float64(len(large))
+		t.Logf("%s: %d bytes: %.3f bytes read and %.3f sent per byte; %d bytes: %.3f and %.3f", name,
+			len(small), perByte1, float64(s1)/float64(len(small)), len(large), perByte10, float64(s10)/float64(len(large)))
 		assert.LessOrEqual(t, perByte10, 1.01*perByte1, "%s: work %d for %d bytes, %d for %d", name, w1, len(small), w10, len(large))
 		assert.LessOrEqual(t, w10, 3*len(large), "%s: each byte is read a few times at most", name)
 		assert.LessOrEqual(t, s1, len(small), "%s: no byte sent twice", name)
@@ -83,5 +85,31 @@ func BenchmarkReader(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// The reader holds at most MaxHeld bytes of a call not yet known as one,
+// and nothing of a call's arguments once they are given out.
+func TestReaderHoldsLittle(t *testing.T) {
+	const maxHeld = 4096
+	for name, tc := range map[string]struct {
+		head, body string
+		call       bool
+	}{
+		"not a call":     {`{"note": "`, "blah ", false},
+		"name too late":  {`<tool_call>{"a": "`, "blah ", false},
+		"long arguments": {`<tool_call>{"name": "get_weather", "arguments": {"city": "`, "Paris ", true},
+		"long xml value": {"<tool_call>\n<function=get_weather>\n<parameter=city>\n", "Paris ", true},
+	} {
+		r := NewReader(Options{Tools: weatherTools, Format: Format{Family: Hermes}, MaxHeld: maxHeld})
+		r.Add(tc.head)
+		held := 0
+		for range 100000 {
+			r.Add(tc.body)
+			held = max(held, len(r.buf))
+		}
+		assert.LessOrEqual(t, held, maxHeld+64, name)
+		_, calls := r.End(true)
+		assert.Equal(t, tc.call, len(calls) == 1 && calls[0].Partial, name)
 	}
 }

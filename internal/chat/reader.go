@@ -5,9 +5,14 @@
 //
 // A Reader is given the text piece by piece (Add) and ended (End); a whole
 // reply is the same reader given the whole text at once, so a streamed
-// reply and a whole one are equal by construction. It reads each byte
-// once: its cost is linear in the text, and it sends each byte of a
-// call's arguments once.
+// reply and a whole one are equal by construction. It keeps its state
+// between pieces and never reads the answer again from its start: its
+// cost is linear in the text (a byte is read about once, a marker's bytes
+// a few times at most), and it sends each byte of a call's arguments once.
+//
+// Beside the reader are the chat's history (Message), as templates read
+// it (TemplateMessages, Polyfill), and the model's Jinja chat template
+// (Template), whose source tells the reader the answer's Format.
 package chat
 
 import (
@@ -89,10 +94,12 @@ type Options struct {
 // DefaultMaxHeld is the default of Options.MaxHeld.
 const DefaultMaxHeld = 1 << 20
 
-// Reader reads one choice's answer. Its memory is the text it holds back
-// (spaces that may come before a call, a part of a marker, a call not yet
-// known as one, at most MaxHeld bytes of it) and the calls' arguments,
-// which End returns.
+// Reader reads one choice's answer; it is not safe for concurrent use.
+// Its memory is the text it holds back and the calls' arguments, which
+// End returns. It holds back a run of spaces that may come before a call,
+// a part of a marker (a few bytes), and at most MaxHeld bytes of a call
+// not yet known as one or of one parameter of the XML form; a call's
+// arguments in JSON it gives out as they come, and holds none of them.
 type Reader struct {
 	opt     Options
 	markers []string
@@ -114,6 +121,10 @@ type Reader struct {
 	xml   xmlCall
 	calls []callState
 	out   []Delta
+
+	// added is the text of the Add in progress, from offset addedAt.
+	added   string
+	addedAt int
 
 	// work counts the bytes the reader examines (for the linearity test).
 	work int
@@ -169,21 +180,26 @@ func NewReader(opt Options) *Reader {
 // (nil for none). Text that may still turn out to be a call, a marker or
 // spaces before one is held back until it is known.
 func (r *Reader) Add(text string) []Delta {
+	r.added, r.addedAt = text, r.end()
 	r.buf = append(r.buf, text...)
 	r.run(false)
+	r.added = ""
 	return r.take()
 }
 
 // End ends the answer: it returns the deltas of the text held back and
-// the calls made (nil for none). The reader reads nothing after it. stopped tells whether the model ended by itself (not
-// cut by its length); a call that the answer leaves open is Partial
-// either way (OpenAI's finish_reason "length" when !stopped).
+// the calls made (nil for none); the reader reads nothing after it.
+// stopped tells whether the model ended by itself rather than being cut
+// by its length. What is read does not depend on it (a streamed and a
+// whole reply agree however they end): a call the answer leaves open is
+// Partial either way, and a reply cut by its length reports it with
+// finish_reason "length", as OpenAI does.
 func (r *Reader) End(stopped bool) ([]Delta, []Call) {
 	r.run(true)
 	var calls []Call
 	for i := range r.calls {
 		c := &r.calls[i]
-		calls = append(calls, Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(string(c.args)), Partial: !c.done})
+		calls = append(calls, Call{ID: c.id, Name: c.name, Arguments: c.args, Partial: !c.done})
 	}
 	return r.take(), calls
 }
@@ -246,10 +262,20 @@ func (r *Reader) step(end bool) bool {
 }
 
 // The text of buf between answer offsets.
-func (r *Reader) at(i int) byte            { return r.buf[i-r.base] }
-func (r *Reader) text(from, to int) string { return string(r.buf[from-r.base : to-r.base]) }
-func (r *Reader) rest(from int) []byte     { return r.buf[from-r.base:] }
-func (r *Reader) end() int                 { return r.base + len(r.buf) }
+func (r *Reader) at(i int) byte { return r.buf[i-r.base] }
+
+// text is the answer's text between offsets: a part of the text Add was
+// given, when it lies in it (most tokens' text goes out whole), else a
+// copy.
+func (r *Reader) text(from, to int) string {
+	if from >= r.addedAt && to <= r.addedAt+len(r.added) {
+		return r.added[from-r.addedAt : to-r.addedAt]
+	}
+	return string(r.buf[from-r.base : to-r.base])
+}
+
+func (r *Reader) rest(from int) []byte { return r.buf[from-r.base:] }
+func (r *Reader) end() int             { return r.base + len(r.buf) }
 
 // discard drops the text before offset to, given out or dropped.
 func (r *Reader) discard(to int) {

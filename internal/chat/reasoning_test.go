@@ -71,6 +71,9 @@ func TestReadReasoning(t *testing.T) {
 		{"r1 writes the marker too", JSON, "<think>\nOkay.\n</think>\n\nHello!", "Hello!", "Okay.", nil},
 		{"r1 cut", JSON, "Okay, the", "", "Okay, the", nil},
 	})
+	checkCases(t, Options{Format: Format{Reasoning: GemmaThought}}, []readCase{
+		{"gemma 4", JSON, "<|channel>thought\nThe user greets me.<channel|>Hello!", "Hello!", "The user greets me.", nil},
+	})
 	checkCases(t, Options{Format: think, ReasoningInline: true}, []readCase{
 		{"inline", Hermes, "<think>\nThe user greets me.\n</think>\n\nHello!", "<think>\nThe user greets me.\n</think>\n\nHello!", "", nil},
 	})

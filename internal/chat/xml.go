@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// xmlCall is the state of a call in Qwen 3 Coder's (and 3.5's) XML form,
-// inside <tool_call>:
+// xmlCall is the state of a call in an XML form inside <tool_call>: Qwen 3
+// Coder's (and 3.5's)
 //
 //	<function=NAME>
 //	<parameter=KEY>
@@ -15,9 +15,14 @@ import (
 //	</parameter>
 //	</function>
 //
+// or GLM's
+//
+//	NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>
+//
 // A value is JSON where it reads as JSON and its parameter is not a
 // string, else text. Each parameter goes out when it closes.
 type xmlCall struct {
+	form   *xmlForm
 	state  xmlState
 	start  int // offset of the name, key or value being read
 	search int // where to look for the value's end next
@@ -27,45 +32,81 @@ type xmlCall struct {
 	types  map[string]string // the parameters' JSON Schema types
 }
 
+// xmlForm is the markup of an XML form.
+type xmlForm struct {
+	nameEnd   byte   // the byte after the function's name (read with it when '>')
+	open      string // opens a parameter, before its key
+	keyEnd    string // after the key
+	valueOpen string // after keyEnd and spaces, before the value ("": none)
+	valueEnd  string // after the value
+	callEnd   string // after the last parameter
+	trimLines bool   // a value's first and last newline are markup
+	inBlock   bool   // </tool_call> follows callEnd
+}
+
+var (
+	qwenXML = xmlForm{nameEnd: '>', open: markParam, keyEnd: ">", valueEnd: markParamEnd,
+		callEnd: markFunctionEnd, trimLines: true, inBlock: true}
+	glmXML = xmlForm{nameEnd: '<', open: "<arg_key>", keyEnd: "</arg_key>", valueOpen: "<arg_value>",
+		valueEnd: "</arg_value>", callEnd: markHermesEnd}
+)
+
 type xmlState uint8
 
 const (
-	xmlName  xmlState = iota // after <function=
-	xmlBody                  // between parameters
-	xmlKey                   // after <parameter=
-	xmlValue                 // after the key's >
+	xmlName      xmlState = iota // the function's name
+	xmlBody                      // between parameters
+	xmlKey                       // a parameter's key
+	xmlValueOpen                 // after its key, before its value
+	xmlValue                     // its value
 )
 
 // maxXMLName bounds a function's or parameter's name.
 const maxXMLName = 128
 
-func (r *Reader) enterXML() {
+func (r *Reader) enterXML(form *xmlForm) {
 	r.mode = modeXML
-	r.xml = xmlCall{state: xmlName, start: r.pos, call: -1}
+	r.xml = xmlCall{form: form, state: xmlName, start: r.pos, call: -1}
 }
+
+// isNameStart reports whether c may begin a function's name.
+func isNameStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // xmlStep reads the XML call.
 func (r *Reader) xmlStep(end bool) bool {
 	x := &r.xml
+	f := x.form
 	switch x.state {
 	case xmlName, xmlKey:
-		i := r.findByte('>', x.start, maxXMLName)
+		stop := f.nameEnd
+		if x.state == xmlKey {
+			stop = f.keyEnd[0]
+		}
+		i := r.findByte(stop, x.start, maxXMLName)
 		if i == -2 || i == -1 && end {
-			if x.state == xmlName {
-				r.notCall(r.pos)
-			} else {
-				r.toContent(r.pos, false)
-			}
+			r.xmlBroken(x.state == xmlName)
 			return true
 		}
 		if i < 0 {
 			return false
 		}
 		name := strings.TrimSpace(r.text(x.start, i))
-		r.pos = i + 1
 		if x.state == xmlKey {
-			x.key, x.state, x.start, x.search = name, xmlValue, r.pos, r.pos
+			rest := r.rest(i)
+			switch {
+			case hasPrefix(rest, f.keyEnd):
+			case !end && isPrefix(rest, f.keyEnd):
+				return false
+			default:
+				r.xmlBroken(false)
+				return true
+			}
+			r.pos = i + len(f.keyEnd)
+			x.key, x.state = name, xmlValueOpen
 			return true
+		}
+		if stop == '>' {
+			r.pos = i + 1
 		}
 		t := r.tools[name]
 		if t == nil {
@@ -82,11 +123,11 @@ func (r *Reader) xmlStep(end bool) bool {
 		r.pos = r.spaceEnd(r.pos)
 		rest := r.rest(r.pos)
 		switch {
-		case hasPrefix(rest, markParam):
-			r.pos += len(markParam)
+		case hasPrefix(rest, f.open):
+			r.pos += len(f.open)
 			x.state, x.start = xmlKey, r.pos
 			return true
-		case hasPrefix(rest, markFunctionEnd):
+		case hasPrefix(rest, f.callEnd):
 			if x.params == 0 {
 				r.xmlArgs("{}")
 			} else {
@@ -95,41 +136,77 @@ func (r *Reader) xmlStep(end bool) bool {
 			if x.call >= 0 {
 				r.calls[x.call].done = true
 			}
-			r.pos += len(markFunctionEnd)
+			r.pos += len(f.callEnd)
 			r.discard(r.pos)
-			r.mode = modeAfterXML
+			if f.inBlock {
+				r.mode = modeAfterXML
+			} else {
+				r.toContent(r.pos, true)
+			}
 			return true
-		case !end && (isPrefix(rest, markParam) || isPrefix(rest, markFunctionEnd)):
+		case !end && (isPrefix(rest, f.open) || isPrefix(rest, f.callEnd)):
 			return false
 		}
-		r.toContent(r.pos, false)
+		r.xmlBroken(false)
+		return true
+	case xmlValueOpen:
+		if f.valueOpen != "" {
+			r.pos = r.spaceEnd(r.pos)
+			rest := r.rest(r.pos)
+			switch {
+			case hasPrefix(rest, f.valueOpen):
+				r.pos += len(f.valueOpen)
+			case !end && isPrefix(rest, f.valueOpen):
+				return false
+			default:
+				r.xmlBroken(false)
+				return true
+			}
+		}
+		x.state, x.start, x.search = xmlValue, r.pos, r.pos
 		return true
 	case xmlValue:
 		rest := r.rest(x.search)
 		r.work += len(rest)
-		if i := bytes.Index(rest, []byte(markParamEnd)); i >= 0 {
+		i := bytes.Index(rest, []byte(f.valueEnd))
+		if i >= 0 && x.search+i-x.start > r.opt.MaxHeld || i < 0 && r.end()-x.start >= r.opt.MaxHeld+len(f.valueEnd) {
+			// Longer than MaxHeld (whether its end is known or not):
+			// not read, the call is partial.
+			r.toContent(x.start, false)
+			return true
+		}
+		if i >= 0 {
 			v := r.text(x.start, x.search+i)
-			v = strings.TrimPrefix(v, "\n")
-			v = strings.TrimSuffix(v, "\n")
+			if f.trimLines {
+				v = strings.TrimPrefix(v, "\n")
+				v = strings.TrimSuffix(v, "\n")
+			}
 			r.xmlParam(x.key, v)
-			r.pos = x.search + i + len(markParamEnd)
+			r.pos = x.search + i + len(f.valueEnd)
 			r.discard(r.pos)
 			x.state = xmlBody
 			return true
 		}
-		x.search = max(x.start, r.end()-len(markParamEnd)+1)
+		x.search = max(x.start, r.end()-len(f.valueEnd)+1)
 		r.pos = r.end()
-		switch {
-		case end:
+		if end {
 			r.toContent(r.end(), false) // cut in the value: the call is partial
-			return true
-		case r.end()-x.start > r.opt.MaxHeld:
-			r.toContent(x.start, false)
 			return true
 		}
 		return false
 	}
 	return false
+}
+
+// xmlBroken ends an XML call whose markup breaks at pos: before its name
+// is known, its text is content; after, the call is partial and the
+// content goes on from pos.
+func (r *Reader) xmlBroken(beforeName bool) {
+	if beforeName {
+		r.notCall(r.pos)
+	} else {
+		r.toContent(r.pos, false)
+	}
 }
 
 // xmlParam gives out parameter key with value v.

@@ -68,7 +68,13 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 		}
-		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCalls: calls, ToolCallID: m.ToolCallID}
+		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}
+		if role == "assistant" {
+			out[i].Reasoning = m.ReasoningContent
+		}
+		for _, c := range calls {
+			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
 	}
 	return out, nil
 }
@@ -79,20 +85,23 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // names the template that ran. Only the template's markers become control
 // tokens, unless parseSpecial: the texts of the messages stay text.
 // tail is the end of the rendered chat (Jinja only).
-func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool) (req generation.Request, template, tail string, err error) {
+// thinking, when set, is the template's enable_thinking.
+func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool, thinking *bool) (req generation.Request, template, tail string, err error) {
 	if p.chat != nil && p.tok != nil {
+		takesTools, takesCalls := p.chat.takesTools, p.chat.takesCalls
 		var tools []byte
-		if tp != nil && p.chat.takesTools {
+		if tp != nil && takesTools {
 			tools = tp.toolsJSON()
 		}
 		shown := msgs
-		if !p.chat.takesTools || !p.chat.takesCalls {
-			shown = polyfill(msgs, tp, !p.chat.takesTools, !p.chat.takesCalls)
+		if !takesTools || !takesCalls {
+			shown = polyfill(msgs, tp, !takesTools, !takesCalls)
 		}
-		toks, tail, err := p.renderChatText(ctx, shown, tools, parseSpecial)
+		opt := chat.RenderOptions{AddGenerationPrompt: true, Thinking: thinking}
+		toks, tail, err := p.renderChatWith(ctx, shown, tools, parseSpecial, opt)
 		if err == nil {
 			if tp != nil {
-				tp.family = p.chat.format.Family
+				tp.family = p.chat.format().Family
 			}
 			return generation.Request{Prompt: toks}, "jinja", tail, nil
 		}
@@ -120,14 +129,15 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 // error of the template is returned as it is, one of tokenization as a
 // *requestError.
 func (p *params) renderChat(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, error) {
-	toks, _, err := p.renderChatText(ctx, msgs, tools, parseSpecial)
+	toks, _, err := p.renderChatWith(ctx, msgs, tools, parseSpecial, chat.RenderOptions{AddGenerationPrompt: true})
 	return toks, err
 }
 
-// renderChatText is renderChat that also returns the rendered text's
-// tail, where the generation prompt is (up to promptTail bytes).
-func (p *params) renderChatText(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool) ([]int32, string, error) {
-	render, contents, fields := p.chatTexts(ctx, msgs, tools)
+// renderChatWith is renderChat with the render's options, which also
+// returns the rendered text's tail, where the generation prompt is (up to
+// promptTail bytes).
+func (p *params) renderChatWith(ctx context.Context, msgs []chatMessage, tools []byte, parseSpecial bool, opt chat.RenderOptions) ([]int32, string, error) {
+	render, contents, fields := p.chatTexts(ctx, msgs, tools, opt)
 	tail := func(text string) string { return text[max(0, len(text)-promptTail):] }
 	ct, ok := p.tok.(backend.ChatTokenizer)
 	if !ok {
@@ -175,18 +185,19 @@ const promptTail = 256
 // call ids, arguments and tools, which it cannot mark (the ids pair calls
 // with results, the arguments are parsed) and are only checked for
 // markers.
-func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte) (render func([]string) (string, error), contents, fields []string) {
+func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte, opt chat.RenderOptions) (render func([]string) (string, error), contents, fields []string) {
 	add := func(field, text string) {
 		contents, fields = append(contents, text), append(fields, field)
 	}
 	for i, m := range msgs {
 		add(fmt.Sprintf("messages[%d].content", i), m.Content)
+		add(fmt.Sprintf("messages[%d].reasoning_content", i), m.Reasoning)
 		add(fmt.Sprintf("messages[%d].name", i), m.Name)
 		add(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID)
 		for j, c := range m.ToolCalls {
 			add(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), c.ID)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name)
-			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Function.Arguments)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Name)
+			add(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), c.Arguments)
 		}
 	}
 	add("tools", jsonStrings(tools))
@@ -196,16 +207,16 @@ func (p *params) chatTexts(ctx context.Context, msgs []chatMessage, tools []byte
 		next := func() string { k++; return cs[k-1] }
 		for i := range shown {
 			m := &shown[i]
-			m.Content, m.Name = next(), next()
+			m.Content, m.Reasoning, m.Name = next(), next(), next()
 			next()
 			m.ToolCalls = slices.Clone(m.ToolCalls)
 			for j := range m.ToolCalls {
 				next()
-				m.ToolCalls[j].Function.Name = next()
+				m.ToolCalls[j].Name = next()
 				next()
 			}
 		}
-		return p.chat.render(ctx, templateMessages(shown), tools, true)
+		return p.chat.renderWith(ctx, templateMessages(shown), tools, opt)
 	}
 	return render, contents, fields
 }

@@ -50,14 +50,12 @@ For each function call return a json object with function name and arguments wit
 var toolChat = []chatMessage{
 	{Role: "system", Content: "You answer with the weather."},
 	{Role: "user", Content: "Weather in Paris?"},
-	{Role: "assistant", ToolCalls: []apiToolCall{call("call_1", "get_weather", `{"city": "Paris", "unit": "c"}`)}},
+	{Role: "assistant", ToolCalls: []chat.ToolCall{call("call_1", "get_weather", `{"city": "Paris", "unit": "c"}`)}},
 	{Role: "tool", ToolCallID: "call_1", Content: "18 C"},
 }
 
-func call(id, name, args string) apiToolCall {
-	var c apiToolCall
-	c.ID, c.Type, c.Function.Name, c.Function.Arguments = id, "function", name, args
-	return c
+func call(id, name, args string) chat.ToolCall {
+	return chat.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
 const weatherTools = `[{"type":"function","function":{"name":"get_weather","description":"The weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["c","f"]}},"required":["city"]}}}]`
@@ -118,7 +116,7 @@ func TestChatTemplatesRenderTools(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, tmpl := renderChat(t, tc.src, tc.bos, tc.eos, toolChat, weatherTools)
-			assert.Equal(t, tc.family, tmpl.format.Family)
+			assert.Equal(t, tc.family, tmpl.format().Family)
 			for _, w := range tc.want {
 				assert.Contains(t, out, w)
 			}
@@ -136,11 +134,11 @@ func TestChatTemplateChatMLAndErrors(t *testing.T) {
 	out, tmpl := renderChat(t, testmodel.ChatMLTemplate, "<s>", "</s>",
 		[]chatMessage{{Role: "system", Content: "S"}, {Role: "user", Content: "Hi"}}, "")
 	assert.Equal(t, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out)
-	assert.Equal(t, chat.JSON, tmpl.format.Family)
+	assert.Equal(t, chat.JSON, tmpl.format().Family)
 
 	llama, err := NewChatTemplate(realTemplate(t, "Llama-3.2-1B-Instruct-GGUF.jinja"), "<|begin_of_text|>", "<|eot_id|>")
 	require.NoError(t, err)
-	two := []chatMessage{{Role: "user", Content: "x"}, {Role: "assistant", ToolCalls: []apiToolCall{
+	two := []chatMessage{{Role: "user", Content: "x"}, {Role: "assistant", ToolCalls: []chat.ToolCall{
 		call("a", "get_weather", `{"city":"A"}`), call("b", "get_weather", `{"city":"B"}`)}}}
 	_, err = llama.render(context.Background(), templateMessages(two), []byte(weatherTools), true)
 	require.Error(t, err)

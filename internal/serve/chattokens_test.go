@@ -36,7 +36,7 @@ func TestRealTemplatesPlaceContents(t *testing.T) {
 		tmpl, err := NewChatTemplate(string(src), "<s>", "</s>")
 		require.NoError(t, err, name)
 		p := &params{chat: tmpl}
-		render, contents, fields := p.chatTexts(context.Background(), chat, nil)
+		render, contents, fields := p.chatTexts(context.Background(), chat, nil, genPrompt)
 		if _, err := render(contents); err != nil {
 			t.Logf("%s: does not render a plain chat: %v", filepath.Base(name), err)
 			continue

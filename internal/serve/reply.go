@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"encoding/json"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,13 +14,17 @@ import (
 )
 
 // replyEvent is one step of a choice's reply. A choice's reply is one
-// stream of reply events, whatever the API that writes it: the choice's text goes through one reader (the tool calls and
-// the reasoning of the template's family), and every API's writer is a
+// stream of reply events, whatever the API that writes it: the choice's
+// text goes through one reader (internal/chat's: the tool calls and the
+// reasoning of the template's family), and every API's writer is a
 // formatter of the events, streamed or gathered. No writer reads the
 // model's text itself.
 //
-// A formatter consumes them this way (the chat-completions chunk, in
-// stream.go, is one):
+// A writer plans the request (params.plan of an apiRequest: another
+// API's body maps onto one, as responsesRequest.chatRequest does),
+// submits p.reqs[i] to the engine, makes each choice with p.newChoice,
+// and formats its events (the chat-completions chunk, in stream.go, and
+// the Responses events, in reply_responses.go, are formatters):
 //
 //	for ev := range c.reply() {
 //		if ev.Err != nil {
@@ -240,8 +246,28 @@ func (p *params) reasoningPlan(format, template, tail string) (*reasoningPlan, e
 	default:
 		return nil, badRequest("reasoning_format", "reasoning_format %s: want auto (the thinking apart, as reasoning_content), deepseek (the same) or none (inline in the content)", quote.String(format))
 	}
-	if template != "jinja" || p.chat == nil || p.chat.format.Reasoning.Open == "" {
+	if template != "jinja" || p.chat == nil || p.chat.format().Reasoning.Open == "" {
 		return nil, nil
 	}
-	return &reasoningPlan{markers: p.chat.format.Reasoning, inside: p.chat.format.OpensReasoning(tail), inline: inline}, nil
+	return &reasoningPlan{markers: p.chat.format().Reasoning, inside: p.chat.format().OpensReasoning(tail), inline: inline}, nil
+}
+
+// templateThinking is the template's enable_thinking the request asks
+// for: chat_template_kwargs' enable_thinking or thinking, else the
+// thinking another API's request mapped (nil: the template's default).
+func (req *apiRequest) templateThinking() (*bool, error) {
+	thinking := req.thinking
+	for _, k := range slices.Sorted(maps.Keys(req.ChatTemplateKwargs)) {
+		switch k {
+		case "enable_thinking", "thinking":
+			var b bool
+			if err := json.Unmarshal(req.ChatTemplateKwargs[k], &b); err != nil {
+				return nil, badRequest("chat_template_kwargs."+k, "chat_template_kwargs.%s must be a boolean", k)
+			}
+			thinking = &b
+		default:
+			return nil, badRequest("chat_template_kwargs", "chat_template_kwargs %s: only enable_thinking (or thinking) is passed to the template", quote.String(k))
+		}
+	}
+	return thinking, nil
 }

@@ -40,7 +40,7 @@ func pieces(text string) []string {
 // output (a reader that reparses what it holds is quadratic).
 func BenchmarkReplyReader(b *testing.B) {
 	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
-	for _, tokens := range []int{1024, 4096} {
+	for _, tokens := range []int{1024, 8192, 32768} {
 		closed := pieces(strings.Repeat(call, tokens*4/len(call)+1))[:tokens]
 		unclosed := pieces("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" + strings.Repeat("abcd", tokens))[:tokens]
 		for _, in := range []struct {

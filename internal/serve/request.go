@@ -79,6 +79,15 @@ type apiRequest struct {
 	// JSON Schema; it takes neither response_format nor a forced tool
 	// call beside it.
 	Grammar string `json:"grammar"`
+	// ChatTemplateKwargs (chat), llama-server's and vLLM's: the
+	// template's enable_thinking (or thinking, DeepSeek V3.1's), a
+	// boolean; false asks a model that thinks not to. Other keys are
+	// refused.
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+
+	// thinking, when set, is the template's enable_thinking: the other
+	// APIs' switches (Ollama's think, Anthropic's thinking) map onto it.
+	thinking *bool
 
 	// config holds the transformers GenerationConfig fields of the body,
 	// applied with genconfig.Config.Update.
@@ -95,6 +104,9 @@ type apiMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name"`
+	// ReasoningContent is an assistant's thinking, as a reply gave it
+	// (reasoning_content); templates that think read it.
+	ReasoningContent string `json:"reasoning_content"`
 	// ToolCalls are an assistant's calls; ToolCallID the call a tool
 	// message answers. FunctionCall, OpenAI's deprecated form, is refused
 	// unless null.
@@ -113,7 +125,7 @@ var (
 		"logprobs", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user", "response_format",
 		"mirostat", "mirostat_tau", "mirostat_eta", "grammar"}
 	completionFields = []string{"prompt", "echo", "best_of", "suffix"}
-	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special", "reasoning_format"}
+	chatFields       = []string{"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "parse_special", "reasoning_format", "chat_template_kwargs"}
 	// ignoredChatFields change nothing here, whatever their value: OpenAI's
 	// storage, billing, caching, routing and reasoning controls, the
 	// predicted output (a speed-up that does not change the reply) and
@@ -347,7 +359,11 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 		}
 		var prompt generation.Request
 		var tail string
-		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial); err != nil {
+		thinking, err := req.templateThinking()
+		if err != nil {
+			return nil, err
+		}
+		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial, thinking); err != nil {
 			return nil, err
 		}
 		if out.reasoning, err = p.reasoningPlan(req.ReasoningFormat, out.template, tail); err != nil {

@@ -231,6 +231,10 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 			continue
 		case "custom_tool_call", "custom_tool_call_output":
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item of type %s: only function tools are supported", i, quote.String(it.Type))
+		case "reasoning":
+			// An earlier output's thinking, which the templates leave out
+			// of the prompt.
+			continue
 		case "item_reference":
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "input[%d]: an item reference: this server stores no items; send the item itself", i)
 		default:

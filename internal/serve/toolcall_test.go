@@ -223,3 +223,6 @@ func TestReplyReaderStreamsCalls(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.True(t, calls[0].Partial)
 }
+
+// genPrompt renders a chat with its generation prompt.
+var genPrompt = chat.RenderOptions{AddGenerationPrompt: true}
