@@ -254,7 +254,7 @@ func reasoningFormat(think *bool) string {
 // thinks reports whether the model's replies reason apart (its template
 // has reasoning markers).
 func (s *Server) thinks() bool {
-	return s.cfg.ChatTemplate != nil && s.cfg.ChatTemplate.format.Reasoning.Open != ""
+	return s.cfg.ChatTemplate != nil && s.cfg.ChatTemplate.format().Reasoning.Open != ""
 }
 
 // loaded answers a request without a prompt or messages, which loads the
