@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/llamaloop/llamaloop/internal/quote"
 )
 
 // The replies of /api/chat and /api/generate: newline-delimited JSON
@@ -367,10 +369,10 @@ func (o *ollamaRun) run(w http.ResponseWriter, r *http.Request, h *holding, req 
 	switch {
 	case actx.Err() != nil:
 		if r.Context().Err() == nil && s.stopping.Err() != nil {
-			send(map[string]string{"error": errShuttingDown.msg})
+			send(map[string]string{"error": quote.Message(errShuttingDown.msg)})
 		}
 	case c.err != nil:
-		send(map[string]string{"error": s.choiceError("stream", c.err).msg})
+		send(map[string]string{"error": quote.Message(s.choiceError("stream", c.err).msg)})
 	}
 	out.close()
 }
