@@ -430,16 +430,27 @@ func TestOllamaClientErrors(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// What the model of thinkingHarness thinks and answers.
+const thinkingText, thinkingAnswer = "Let me see.", "Paris, of course."
+
+// thinkingHarness serves a model that thinks (its template has <think>
+// markers) and writes <think>thinkingText</think>thinkingAnswer.
+func thinkingHarness(t *testing.T) *harness {
+	t.Helper()
+	tmpl, err := NewChatTemplate(toolsTemplate+"{#- the model thinks between <think> and </think> #}", "<s>", "</s>")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
+	h.model.SetScript(h.tok.Says("<think>" + thinkingText + "</think>" + thinkingAnswer))
+	return h
+}
+
 // A model that thinks (its template has <think> markers): its reasoning
 // comes back as thinking, apart from the content, streamed and not, on
 // chat and generate; think false leaves it inline; show names the
 // capability.
 func TestOllamaClientThinking(t *testing.T) {
-	tmpl, err := NewChatTemplate(toolsTemplate+"{#- the model thinks between <think> and </think> #}", "<s>", "</s>")
-	require.NoError(t, err)
-	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
-	const thinking, answer = "Let me see.", "Paris, of course."
-	h.model.SetScript(h.tok.Says("<think>" + thinking + "</think>" + answer))
+	h := thinkingHarness(t)
+	const thinking, answer = thinkingText, thinkingAnswer
 	u, err := url.Parse(h.ts.URL)
 	require.NoError(t, err)
 	c := api.NewClient(u, http.DefaultClient)

@@ -28,7 +28,8 @@ func TestOllamaJSClient(t *testing.T) {
 		t.Skip("the ollama npm package is not installed: run `npm ci --prefix internal/serve/testdata/clients/ollama`")
 	}
 	_, base, srv := ollamaClient(t, "sesame")
-	cmd := exec.CommandContext(t.Context(), "node", "client.mjs", base, "sesame")
+	thinker := thinkingHarness(t)
+	cmd := exec.CommandContext(t.Context(), "node", "client.mjs", base, "sesame", thinker.ts.URL)
 	cmd.Dir = ollamaJSDir
 	cmd.Stderr = os.Stderr
 	data, err := cmd.Output()
@@ -121,6 +122,21 @@ func TestOllamaJSClient(t *testing.T) {
 		{"role":"assistant","content":"","tool_calls":[{"id":"x","type":"function","function":{"name":"w","arguments":"{\"c\":\"P\"}"}}]},
 		{"role":"tool","tool_call_id":"x","content":"{\"t\": 21}"}],"tools":[{"type":"function","function":{"name":"w","parameters":{"type":"object","properties":{"c":{"type":"string"}}}}}],"temperature":0,"max_tokens":3}`, &round)
 	assert.Equal(t, round.Usage.PromptTokens, result.PromptEvalCount)
+
+	var think api.ChatResponse
+	as("think", &think)
+	assert.Equal(t, thinkingText, think.Message.Thinking)
+	assert.Equal(t, thinkingAnswer, think.Message.Content)
+	var thinkParts []api.ChatResponse
+	as("think_stream", &thinkParts)
+	var thoughts strings.Builder
+	text.Reset()
+	for _, p := range thinkParts {
+		thoughts.WriteString(p.Message.Thinking)
+		text.WriteString(p.Message.Content)
+	}
+	assert.Equal(t, thinkingText, thoughts.String())
+	assert.Equal(t, thinkingAnswer, text.String())
 
 	type failure struct {
 		Error      string `json:"error"`

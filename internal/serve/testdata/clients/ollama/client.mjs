@@ -1,9 +1,10 @@
 // Runs Ollama's JavaScript client (the ollama npm package) against a
-// llamaserve: node client.mjs URL KEY. It prints one JSON object, each
-// case's result by name, for internal/serve's TestOllamaJSClient to check.
+// llamaserve: node client.mjs URL KEY THINKING_URL (a server whose model
+// thinks, without a key). It prints one JSON object, each case's result by
+// name, for internal/serve's TestOllamaJSClient to check.
 import { Ollama } from 'ollama'
 
-const [url, key] = process.argv.slice(2)
+const [url, key, thinkingURL] = process.argv.slice(2)
 const client = new Ollama({ host: url, headers: { Authorization: `Bearer ${key}` } })
 const out = {}
 
@@ -83,5 +84,14 @@ await run('error_stream', async () => {
   }
 })
 await run('no_key', () => new Ollama({ host: url }).list())
+const thinker = new Ollama({ host: thinkingURL })
+await run('think', () => thinker.chat({ model: 'demo', messages: [{ role: 'user', content: 'The capital?' }], think: true }))
+await run('think_stream', async () => {
+  const parts = []
+  for await (const part of await thinker.chat({ model: 'demo', messages: [{ role: 'user', content: 'The capital?' }], think: true, stream: true })) {
+    parts.push(part)
+  }
+  return parts
+})
 
 console.log(JSON.stringify(out))
