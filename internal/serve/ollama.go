@@ -146,9 +146,18 @@ func decodeOllama(body []byte, chat bool, v any) error {
 // Mirostat, which older Ollama servers read): each maps onto the chat
 // request or the generation config.
 var ollamaOptions = map[string]func(req *apiRequest, v json.RawMessage) error{
-	"temperature":       func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.Temperature) },
-	"top_p":             func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.TopP) },
-	"seed":              func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.Seed) },
+	"temperature": func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.Temperature) },
+	"top_p":       func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.TopP) },
+	"seed": func(req *apiRequest, v json.RawMessage) error {
+		var n int64
+		if err := json.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		if n >= 0 { // -1, Ollama's default: a seed of its own
+			req.Seed = &n
+		}
+		return nil
+	},
 	"presence_penalty":  func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.PresencePenalty) },
 	"frequency_penalty": func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.FrequencyPenalty) },
 	"mirostat":          func(req *apiRequest, v json.RawMessage) error { return json.Unmarshal(v, &req.Mirostat) },
