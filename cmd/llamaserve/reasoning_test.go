@@ -65,7 +65,7 @@ func TestServeReasoning(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startServer(t, "--chat-template", vendoredTemplate(t, tc.template))
+			s := startServer(t, "--ctx", "2048", "--chat-template", vendoredTemplate(t, tc.template)) // the tools take 700 tokens
 			client := s.client()
 			ctx := context.Background()
 			params := openai.ChatCompletionNewParams{Model: "demo", MaxTokens: openai.Int(100),
@@ -98,6 +98,35 @@ func TestServeReasoning(t *testing.T) {
 			m = res.Choices[0].Message
 			assert.Equal(t, tc.inline, m.Content)
 			assert.NotContains(t, m.JSON.ExtraFields, "reasoning_content")
+
+			// Thinking, then a call: the call after the reasoning is read.
+			call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+			withTools := params
+			withTools.Tools = testTools
+			withTools.MaxTokens = openai.Int(300) // the demo spells the markup a character a token
+			res, err = client.Chat.Completions.New(ctx, withTools, option.WithJSONSet("grammar",
+				gbnfLiteral(strings.TrimSuffix(tc.written, answer)+call)))
+			require.NoError(t, err)
+			m = res.Choices[0].Message
+			assert.Equal(t, "tool_calls", string(res.Choices[0].FinishReason), m.RawJSON())
+			assert.Equal(t, thought, strings.TrimSpace(extra(m.JSON.ExtraFields, "reasoning_content")))
+			require.Len(t, m.ToolCalls, 1, m.RawJSON())
+			assert.Equal(t, "get_weather", m.ToolCalls[0].Function.Name)
+			assert.JSONEq(t, `{"city": "Paris"}`, m.ToolCalls[0].Function.Arguments)
+			assert.Empty(t, m.Content)
+
+			// Cut by max_tokens while thinking: the reasoning so far, no
+			// content.
+			short := params
+			short.MaxTokens = openai.Int(12)
+			res, err = client.Chat.Completions.New(ctx, short, grammar)
+			require.NoError(t, err)
+			m = res.Choices[0].Message
+			assert.Equal(t, "length", string(res.Choices[0].FinishReason))
+			cut := extra(m.JSON.ExtraFields, "reasoning_content")
+			assert.NotEmpty(t, cut, m.RawJSON())
+			assert.True(t, strings.HasPrefix(thought, strings.TrimSpace(cut)), "%q", cut)
+			assert.Empty(t, m.Content)
 
 			if tc.name == "qwen3" {
 				// enable_thinking false: the template closes the thinking

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/llamaloop/llamaloop/internal/chat"
 	"github.com/llamaloop/llamaloop/internal/jinja"
@@ -19,6 +20,11 @@ type ChatTemplate struct {
 	// the assistants' tool_calls (t's TakesTools and TakesCalls): the
 	// server writes them into the messages for one that does not.
 	takesTools, takesCalls bool
+	// globals are variables every render sees beside the chat's (tests
+	// hook a render with them): set before the first render, which gives
+	// them to t.
+	globals map[string]jinja.Value
+	once    sync.Once
 }
 
 // NewChatTemplate compiles src, a Jinja chat template, under the default
@@ -63,6 +69,11 @@ func (t *ChatTemplate) render(ctx context.Context, messages, tools []byte, addGe
 
 // renderWith is render with the render's options.
 func (t *ChatTemplate) renderWith(ctx context.Context, messages, tools []byte, opt chat.RenderOptions) (string, error) {
+	t.once.Do(func() {
+		if t.globals != nil {
+			t.t.SetGlobals(t.globals)
+		}
+	})
 	return t.t.Render(ctx, messages, tools, opt)
 }
 

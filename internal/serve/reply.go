@@ -102,8 +102,9 @@ type outputReader interface {
 	// Add takes the next piece of text and returns the deltas it
 	// completes.
 	Add(text string) []replyDelta
-	// End returns the last deltas and the calls made; stopped says the
-	// model ended by itself (an output cut by its length makes no call).
+	// End returns the last deltas and the calls made, those its deltas
+	// streamed (a call left open is Partial); stopped says the model
+	// ended by itself, not cut by its length.
 	End(stopped bool) ([]replyDelta, []toolCall)
 }
 

@@ -75,10 +75,10 @@ func TestChatTemplateRenderStopsWithContext(t *testing.T) {
 		jinja.Limits{MaxSteps: 1 << 62, MaxAllocBytes: 1 << 50})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	tmpl.t.SetGlobals(map[string]jinja.Value{"cancel": jinja.NewFunc("cancel", func(*jinja.Call) (jinja.Value, error) {
+	tmpl.globals = map[string]jinja.Value{"cancel": jinja.NewFunc("cancel", func(*jinja.Call) (jinja.Value, error) {
 		cancel() // the client leaves once the render has started
 		return jinja.NewString(""), nil
-	})})
+	})}
 	_, err = tmpl.render(ctx, templateMessages(toolChat[:2]), nil, true)
 	require.ErrorIs(t, err, context.Canceled)
 	re := templateError(err)
@@ -94,10 +94,10 @@ func TestHostileTemplateServerGoesOn(t *testing.T) {
 		jinja.Limits{MaxSteps: 1 << 62, MaxAllocBytes: 1 << 50})
 	require.NoError(t, err)
 	started := make(chan struct{}, 2)
-	tmpl.t.SetGlobals(map[string]jinja.Value{"started": jinja.NewFunc("started", func(c *jinja.Call) (jinja.Value, error) {
+	tmpl.globals = map[string]jinja.Value{"started": jinja.NewFunc("started", func(c *jinja.Call) (jinja.Value, error) {
 		started <- struct{}{}
 		return jinja.NewString(""), nil
-	})})
+	})}
 	ts, _ := newServer(t, 1, Config{ChatTemplate: tmpl})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,10 +133,10 @@ func TestHostileTemplateStopsOnAbort(t *testing.T) {
 		jinja.Limits{MaxSteps: 1 << 62, MaxAllocBytes: 1 << 50})
 	require.NoError(t, err)
 	started := make(chan struct{}, 1)
-	tmpl.t.SetGlobals(map[string]jinja.Value{"started": jinja.NewFunc("started", func(c *jinja.Call) (jinja.Value, error) {
+	tmpl.globals = map[string]jinja.Value{"started": jinja.NewFunc("started", func(c *jinja.Call) (jinja.Value, error) {
 		started <- struct{}{}
 		return jinja.NewString(""), nil
-	})})
+	})}
 	ts, srv, _ := newServerOf(t, 1, Config{ChatTemplate: tmpl})
 	done := make(chan int, 1)
 	go func() {
