@@ -311,6 +311,7 @@ func ollamaMessages(in []ollamaMessage) ([]apiMessage, error) {
 		}
 		role := strings.ToLower(m.Role) // as Ollama's api.Message reads it
 		msg := textMessage(role, m.Content)
+		msg.ReasoningContent = m.Thinking // an earlier reply's, for templates that show it
 		switch role {
 		case "assistant":
 			open = open[:0]

@@ -594,3 +594,34 @@ func TestOllamaBounds(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, se.StatusCode)
 	assert.Equal(t, "3 inputs: a request takes at most 2 (llamaserve --max-embedding-inputs)", se.ErrorMessage)
 }
+
+// think reaches the template as enable_thinking (false: Qwen 3's template
+// closes the thinking before the model writes), and an assistant's earlier
+// thinking as its reasoning_content.
+func TestOllamaThinkReachesTemplate(t *testing.T) {
+	tmpl, err := NewChatTemplate(`{% for m in messages %}<|im_start|>{{ m.role }}
+{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}<|im_end|>
+{% endfor %}<|im_start|>assistant
+{% if enable_thinking is defined and not enable_thinking %}<think>
+
+</think>
+
+{% endif %}`, "<s>", "</s>")
+	require.NoError(t, err)
+	h := newHarness(t, 1, Config{ChatTemplate: tmpl}, nil)
+	var seen string
+	h.model.SetScript(h.tok.Replies(func(prompt string) string { seen = prompt; return "ok" }))
+	u, err := url.Parse(h.ts.URL)
+	require.NoError(t, err)
+	c := api.NewClient(u, http.DefaultClient)
+	msgs := []api.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Thinking: "A greeting.", Content: "Hello"},
+		{Role: "user", Content: "Bye"}}
+	for _, think := range []bool{false, true} {
+		require.NoError(t, c.Chat(context.Background(), &api.ChatRequest{Model: "demo", Messages: msgs, Think: &api.ThinkValue{Value: think},
+			Stream: ptr(false)}, func(api.ChatResponse) error { return nil }))
+		// (the prompt as the script reads it back: the demo's pieces of
+		// special tokens end with a space)
+		assert.Contains(t, seen, "<|im_start|> assistant\n<think>A greeting.</think>Hello<|im_end|>")
+		assert.Equal(t, !think, strings.HasSuffix(seen, "<|im_start|> assistant\n<think>\n\n</think>\n\n"), "think %v: %q", think, seen)
+	}
+}

@@ -168,7 +168,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, err)
 		return
 	}
-	chat.ReasoningFormat = reasoningFormat(think)
+	chat.ReasoningFormat, chat.thinking = reasoningFormat(think), think
 	o.run(w, r, h, chat, true)
 }
 
@@ -190,7 +190,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if chat {
-		gen.ReasoningFormat = reasoningFormat(think)
+		gen.ReasoningFormat, gen.thinking = reasoningFormat(think), think
 	} else if gen.Logprobs != nil {
 		// A completion's logprobs is the number of alternatives.
 		top := 0
@@ -245,7 +245,8 @@ func (s *Server) checkThink(model string, think *bool) error {
 
 // reasoningFormat is the reasoning_format of think: the thinking apart
 // (Ollama's default for a model that thinks), or with think false inline
-// in the content (the template is not told to stop the model thinking).
+// in the content (the template, told enable_thinking false, may still let
+// the model think: what it writes is then shown, not dropped).
 func reasoningFormat(think *bool) string {
 	if think != nil && !*think {
 		return "none"
