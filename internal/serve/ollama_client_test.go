@@ -103,7 +103,6 @@ func TestOllamaClientModels(t *testing.T) {
 	c, _, _ := ollamaClient(t, "")
 	ctx := context.Background()
 
-	require.NoError(t, c.Heartbeat(ctx))
 	v, err := c.Version(ctx)
 	require.NoError(t, err)
 	gomod, err := os.ReadFile("../../go.mod")

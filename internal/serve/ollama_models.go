@@ -115,13 +115,6 @@ func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 	}}})
 }
 
-// ollamaRoot serves GET and HEAD /, which Ollama's clients ask to know the
-// server is up (api.Client.Heartbeat).
-func (s *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("llamaserve is running (Ollama's API under /api/)"))
-}
-
 // ollamaVersion serves GET /api/version.
 func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {

@@ -15,7 +15,6 @@ func (s *Server) moreRoutes() {
 	s.mux.HandleFunc("/detokenize", s.detokenize)
 	s.mux.HandleFunc("/v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/embeddings", s.embeddings)
-	s.mux.HandleFunc("GET /{$}", s.ollamaRoot)
 	s.mux.HandleFunc("/api/chat", s.ollamaChat)
 	s.mux.HandleFunc("/api/generate", s.ollamaGenerate)
 	s.mux.HandleFunc("/api/tags", s.ollamaTags)
