@@ -342,7 +342,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
 		APIKey: o.apiKey, CORSOrigins: o.corsOrigins, Embedder: emb, Matryoshka: o.matryoshka,
-		Limits: o.limits,
+		Limits: o.limits, Details: modelDetails(m, o),
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

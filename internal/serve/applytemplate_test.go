@@ -144,11 +144,11 @@ func TestApplyTemplateBounds(t *testing.T) {
 	started, proceed := make(chan struct{}), make(chan struct{})
 	slow, err := NewChatTemplate("{{ wait() }}"+testmodel.ChatMLTemplate, "", "")
 	require.NoError(t, err)
-	slow.globals = map[string]jinja.Value{"wait": jinja.NewFunc("wait", func(*jinja.Call) (jinja.Value, error) {
+	slow.t.SetGlobals(map[string]jinja.Value{"wait": jinja.NewFunc("wait", func(*jinja.Call) (jinja.Value, error) {
 		close(started)
 		<-proceed
 		return jinja.NewString(""), nil
-	})}
+	})})
 	h = newHarness(t, 1, Config{MaxConcurrent: 1, ChatTemplate: slow}, nil)
 	done := make(chan int)
 	go func() {

@@ -154,6 +154,9 @@ type Config struct {
 	// Limits bound the work of preparing a request; zero fields take
 	// their defaults.
 	Limits Limits
+	// Details describe the model to Ollama's /api/tags, /api/show and
+	// /api/ps (ollama_models.go).
+	Details ModelDetails
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -245,8 +248,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if path == "/" || path == "" {
 		path = "other"
 	}
-	if !s.gate(sw, r) {
-		s.mux.ServeHTTP(sw, r)
+	// Ollama's paths answer errors in Ollama's shape.
+	hw := ollamaWriter(sw, r.URL.Path)
+	if !s.gate(hw, r) {
+		s.mux.ServeHTTP(hw, r)
 	}
 	s.metrics.count(path, sw.status)
 }
