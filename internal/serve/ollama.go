@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llamaloop/llamaloop/internal/quote"
 )
@@ -102,44 +102,36 @@ func ollamaEmpty(raw json.RawMessage) bool {
 	return false
 }
 
+// The tables of /api/chat and /api/generate: a refused field is accepted
+// when empty (ollamaEmpty); /api/chat takes none of generate's but
+// _debug_render_only, and names them as unknown.
+var (
+	ollamaChatTable     = &fieldTable{read: slices.Concat(ollamaCommonFields, ollamaChatFields), checked: ollamaChecks("_debug_render_only")}
+	ollamaGenerateTable = &fieldTable{read: slices.Concat(ollamaCommonFields, ollamaGenerateFields), checked: ollamaChecks(slices.Collect(maps.Keys(ollamaRefused))...)}
+)
+
+// ollamaChecks are the checks of the refused fields named.
+func ollamaChecks(names ...string) map[string]func(json.RawMessage) string {
+	checks := map[string]func(json.RawMessage) string{}
+	for _, name := range names {
+		checks[name] = func(raw json.RawMessage) string {
+			if ollamaEmpty(raw) {
+				return ""
+			}
+			return ollamaRefused[name]
+		}
+	}
+	return checks
+}
+
 // decodeOllama reads body as the request of /api/chat (chat) or
 // /api/generate into v: the first field in the body's order that is
 // unknown, or refused with a value, is named.
 func decodeOllama(body []byte, chat bool, v any) error {
-	if !utf8.Valid(body) {
-		return badRequest("", "the body is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return badRequest("", "the body is not a JSON object")
-	}
-	if dec.More() {
-		return badRequest("", "the body holds more than one JSON value")
-	}
-	keys, err := objectKeys(body)
-	if err != nil {
-		return badRequest("", "the body is not a JSON object: %v", err)
-	}
-	own := ollamaGenerateFields
 	if chat {
-		own = ollamaChatFields
+		return ollamaChatTable.decode(body, v, nil)
 	}
-	for _, k := range keys {
-		switch why, refused := ollamaRefused[k]; {
-		case slices.Contains(ollamaCommonFields, k), slices.Contains(own, k):
-		case refused && (!chat || k == "_debug_render_only"):
-			if !ollamaEmpty(fields[k]) {
-				return badRequest(k, "%s", why)
-			}
-		default:
-			return badRequest(quote.Value(k), "unknown field %s", quote.String(k))
-		}
-	}
-	if err := unmarshalFields(body, v); err != nil {
-		return err
-	}
-	return nil
+	return ollamaGenerateTable.decode(body, v, nil)
 }
 
 // ollamaOptions are the options Ollama's API takes (api.Options, and
