@@ -240,7 +240,7 @@ func TestMessagesChatRequest(t *testing.T) {
 	mc, err := req.chatRequest()
 	require.NoError(t, err)
 	chat := mc.chat
-	msgs, err := parseMessages(chat.Messages)
+	msgs, err := parseMessages(chat.Messages, nil)
 	require.NoError(t, err)
 	require.Len(t, msgs, 5)
 	assert.Equal(t, chatMessage{Role: "system", Content: "Be\nbrief."}, msgs[0])

@@ -154,6 +154,10 @@ type Config struct {
 	// Limits bound the work of preparing a request; zero fields take
 	// their defaults.
 	Limits Limits
+	// Media, when set, reads the images and audio of chat messages (the
+	// model's projector, llamaserve --mmproj); without it a request with
+	// media is answered 400.
+	Media MediaPrompter
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -197,7 +201,7 @@ func New(cfg Config) *Server {
 		cfg: cfg,
 		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
 			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize(), maxSchemaBytes: cfg.Limits.MaxSchemaBytes},
-			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate, limits: cfg.Limits},
+			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate, limits: cfg.Limits, media: cfg.Media},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 
