@@ -95,7 +95,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
-	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens"}},
+	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens", "max-media", "max-media-bytes", "max-media-pixels"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
@@ -124,6 +124,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.limits.MaxSchemaBytes, "max-schema-bytes", serve.DefaultMaxSchemaBytes, "the largest response_format schema, and tool parameters of a request together, in `BYTES` (larger: 400 schema_too_large); their grammar takes about a second per MB to compile")
 	fs.IntVar(&o.limits.MaxEmbeddingInputs, "max-embedding-inputs", serve.DefaultMaxEmbeddingInputs, "the most inputs of an embeddings request (`N`; more: 400 too_many_inputs)")
 	fs.IntVar(&o.limits.MaxEmbeddingTokens, "max-embedding-tokens", serve.DefaultMaxEmbeddingTokens, "the most tokens of an embeddings request's inputs together (`N`; more: 400 too_many_tokens)")
+	fs.IntVar(&o.limits.MaxMedia, "max-media", serve.DefaultMaxMedia, "the most images and audio clips of a request together (`N`; more: 400 too_many_media)")
+	fs.IntVar(&o.limits.MaxMediaBytes, "max-media-bytes", serve.DefaultMaxMediaBytes, "the largest image or audio file of a request, decoded from base64, in `BYTES` (larger: 400 media_too_large); the body holds it as base64, a third larger, within --max-body")
+	fs.IntVar(&o.limits.MaxMediaPixels, "max-media-pixels", serve.DefaultMaxMediaPixels, "the most pixels of an image, read from its header before it is decoded (`N`; more: 400 image_too_large)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token or an x-api-key header on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
 	fs.Func("cors-origin", "let pages of `ORIGIN` call the server from a browser (CORS; * for any origin; repeat it or give a comma-separated list); without it, same-origin only", func(v string) error {
 		for _, origin := range strings.Split(v, ",") {
@@ -216,6 +219,12 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
 	case o.limits.MaxEmbeddingTokens < 1:
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
+	case o.limits.MaxMedia < 1:
+		return nil, cli.Usagef("--max-media %d: must be at least 1", o.limits.MaxMedia)
+	case o.limits.MaxMediaBytes < 1:
+		return nil, cli.Usagef("--max-media-bytes %d: must be at least 1", o.limits.MaxMediaBytes)
+	case o.limits.MaxMediaPixels < 1:
+		return nil, cli.Usagef("--max-media-pixels %d: must be at least 1", o.limits.MaxMediaPixels)
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
