@@ -225,6 +225,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
 	case o.mmproj != "" && o.cacheSlots > 0:
 		return nil, cli.Usagef("--mmproj with --cache-slots %d: the prefix cache does not take media (their embeddings)", o.cacheSlots)
+	case o.mmproj != "" && o.invariant:
+		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
 	case o.mmprojCausal && o.mmproj == "":
 		return nil, cli.Usagef("--mmproj-causal needs --mmproj")
 	case o.limits.MaxMedia < 1:

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// imageURL is a data URL of a 32x32 PNG (the tiny projector's size) whose
+// pixels depend on seed.
+func imageURL(t *testing.T, seed byte) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
+	for y := range 32 {
+		for x := range 32 {
+			img.Set(x, y, color.RGBA{byte(8*x) + seed, byte(8 * y), byte(4*(x+y)) ^ seed, 255})
+		}
+	}
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, img))
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// An image in a chat message goes through llamaserve's projector into the
+// model: the tiny model with the self-made gemma3 projector (16 image
+// embeddings) answers with its prompt 16 tokens and more longer than the
+// text alone, the same image twice gives the same log-probabilities (one
+// sequence, so the same batches), and another image others (the embeddings reach the decoder).
+// Without --mmproj-causal the Gemma 3 projector's non-causal images are
+// refused, saying so.
+func TestServeImage(t *testing.T) {
+	dir := t.TempDir()
+	model, proj := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny-gemma3.mmproj.gguf")
+	require.NoError(t, testmodel.Random{Spec: testmodel.TinySpec(gguf.TensorF32)}.Write(model))
+	require.NoError(t, testmodel.TinyGemma3Projector().Write(proj))
+	start := func(args ...string) *server {
+		return startProcess(t, append([]string{"-m", model, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "256",
+			"--mmproj", proj, "--chat-template", testmodel.ChatMLTemplate}, args...))
+	}
+	s := start("--mmproj-causal")
+
+	type reply struct {
+		Choices []struct {
+			Logprobs struct {
+				Content []struct {
+					Logprob float64 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	ask := func(content string) (int, reply, string) {
+		body := `{"max_tokens":2,"temperature":0,"logprobs":true,"messages":[{"role":"user","content":` + content + `}]}`
+		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var r reply
+		if resp.StatusCode == http.StatusOK {
+			require.NoError(t, json.Unmarshal(data, &r), "%s", data)
+		}
+		return resp.StatusCode, r, string(data)
+	}
+	parts := func(url string) string {
+		return `[{"type":"text","text":"What is this? "},{"type":"image_url","image_url":{"url":"` + url + `"}}]`
+	}
+	code, text, body := ask(`"What is this? "`)
+	require.Equal(t, http.StatusOK, code, body)
+	code, a, body := ask(parts(imageURL(t, 0)))
+	require.Equal(t, http.StatusOK, code, body)
+	code, again, body := ask(parts(imageURL(t, 0)))
+	require.Equal(t, http.StatusOK, code, body)
+	code, b, body := ask(parts(imageURL(t, 97)))
+	require.Equal(t, http.StatusOK, code, body)
+
+	assert.GreaterOrEqual(t, a.Usage.PromptTokens, text.Usage.PromptTokens+16)
+	require.NotEmpty(t, a.Choices)
+	require.NotEmpty(t, a.Choices[0].Logprobs.Content)
+	assert.Equal(t, a.Choices[0].Logprobs, again.Choices[0].Logprobs)
+	assert.NotEqual(t, a.Choices[0].Logprobs.Content[0].Logprob, b.Choices[0].Logprobs.Content[0].Logprob)
+
+	s = start()
+	code, _, body = ask(parts(imageURL(t, 0)))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "non-causal")
+}
