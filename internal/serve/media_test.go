@@ -22,8 +22,10 @@ import (
 // fakePrompter records what the server gives the projector and makes the
 // request of the prompt's text, each marker written as "image".
 type fakePrompter struct {
-	mu      sync.Mutex
-	tok     interface{ Tokenize(string, bool, bool) ([]int32, error) }
+	mu  sync.Mutex
+	tok interface {
+		Tokenize(string, bool, bool) ([]int32, error)
+	}
 	prompts []string
 	media   [][]Media
 	audio   bool
@@ -150,7 +152,7 @@ func TestMediaRefusals(t *testing.T) {
 			msg: "this model's projector (--mmproj) takes no audio"},
 		{name: "assistant", body: `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":[` + image(dataURL("image/png", img)) + `]}]}`,
 			param: "messages[1].content", msg: "images and audio belong to user messages, not assistant"},
-		{name: "marker in text", body: user(`{"type":"text","text":"` + MediaMarker + `"}`, image(dataURL("image/png", img))),
+		{name: "marker in text", body: user(`{"type":"text","text":"`+MediaMarker+`"}`, image(dataURL("image/png", img))),
 			param: "messages", msg: "the chat prompt holds the media marker <__media__> 2 times for 1 images and audio clips"},
 		{name: "unknown part", body: user(`{"type":"file","file":{}}`), param: "messages[0].content[0].type",
 			msg: `content part of type "file": only text, image_url and input_audio are read`},
