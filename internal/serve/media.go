@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
-	_ "image/jpeg" // image.DecodeConfig reads JPEG
+	_ "image/gif"  // image.DecodeConfig reads GIF,
+	_ "image/jpeg" // JPEG
 	_ "image/png"  // and PNG
 	"net/http"
 	"slices"
@@ -45,7 +46,7 @@ const (
 // base64, not decoded further).
 type Media struct {
 	Kind MediaKind
-	// Format is the file's format: "png" or "jpeg" for an image, "wav"
+	// Format is the file's format: "png", "jpeg" or "gif" for an image, "wav"
 	// for audio.
 	Format string
 	// Data holds the file's bytes.
@@ -117,7 +118,9 @@ func (r *mediaReader) decode(param, data string) ([]byte, error) {
 	return b, nil
 }
 
-// imageURL reads an image part's URL: a data URL of a PNG or JPEG image.
+// imageURL reads an image part's URL: a data URL of a PNG, JPEG or GIF
+// image (its first frame is what a projector sees), whose format is read
+// from its header.
 func (r *mediaReader) imageURL(param, url string) error {
 	if err := r.add(param, MediaImage); err != nil {
 		return err
@@ -135,17 +138,20 @@ func (r *mediaReader) imageURL(param, url string) error {
 		return badRequest(param, "%s: a data URL without ;base64: only base64 data is read", param)
 	}
 	switch strings.ToLower(mime) {
-	case "image/png", "image/jpeg", "image/jpg":
+	case "image/png", "image/jpeg", "image/jpg", "image/gif":
 	default:
-		return badRequest(param, "%s: an image of type %s: only image/png and image/jpeg are read", param, quote.String(mime))
+		return badRequest(param, "%s: an image of type %s: only image/png, image/jpeg and image/gif are read", param, quote.String(mime))
 	}
 	b, err := r.decode(param, data)
 	if err != nil {
 		return err
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	if err == nil && format != "png" && format != "jpeg" && format != "gif" {
+		err = fmt.Errorf("a %s image", format)
+	}
 	if err != nil {
-		return badRequest(param, "%s: not a PNG or JPEG image: %v", param, err)
+		return badRequest(param, "%s: not a PNG, JPEG or GIF image: %v", param, err)
 	}
 	if cfg.Width < 1 || cfg.Height < 1 || int64(cfg.Width)*int64(cfg.Height) > int64(r.limits.MaxMediaPixels) {
 		return tooMuchMedia(param, "image_too_large", "%s: a %dx%d image, more than the %d pixels an image may have (llamaserve --max-media-pixels)", param, cfg.Width, cfg.Height, r.limits.MaxMediaPixels)
@@ -271,4 +277,30 @@ func (p *params) renderMediaChat(ctx context.Context, msgs []chatMessage, media 
 		return generation.Request{}, "", badRequest("messages", "the images and audio cannot be read: %v", err)
 	}
 	return req, text[max(0, len(text)-promptTail):], nil
+}
+
+// ollamaImageContent writes an Ollama message's text and images (base64
+// strings, as its api.ImageData marshals) as OpenAI content parts, the
+// images first, as Ollama puts them before the text; an image's type is
+// read from its first bytes (Ollama sends none).
+func ollamaImageContent(text string, images []json.RawMessage) (json.RawMessage, error) {
+	parts := make([]map[string]any, 0, len(images)+1)
+	for j, raw := range images {
+		var data string
+		if err := json.Unmarshal(raw, &data); err != nil {
+			return nil, fmt.Errorf("images[%d]: must be a base64 string", j)
+		}
+		mime := "application/octet-stream"
+		switch {
+		case strings.HasPrefix(data, "iVBORw0KGgo"):
+			mime = "image/png"
+		case strings.HasPrefix(data, "/9j/"):
+			mime = "image/jpeg"
+		case strings.HasPrefix(data, "R0lGOD"):
+			mime = "image/gif"
+		}
+		parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:" + mime + ";base64," + data}})
+	}
+	parts = append(parts, map[string]any{"type": "text", "text": text})
+	return json.Marshal(parts)
 }

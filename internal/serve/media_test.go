@@ -135,10 +135,10 @@ func TestMediaRefusals(t *testing.T) {
 		{name: "remote URL", body: user(image("https://example.com/cat.png")), param: "messages[0].content[0].image_url.url",
 			msg: `a URL of scheme "https": this server fetches nothing; send the image in a data URL`},
 		{name: "webp", body: user(image(dataURL("image/webp", img))), param: "messages[0].content[0].image_url.url",
-			msg: `an image of type "image/webp": only image/png and image/jpeg are read`},
+			msg: `an image of type "image/webp": only image/png, image/jpeg and image/gif are read`},
 		{name: "not base64", body: user(image("data:image/png,abc")), param: "messages[0].content[0].image_url.url", msg: "without ;base64"},
 		{name: "bad base64", body: user(image("data:image/png;base64,@@@@")), param: "messages[0].content[0].image_url.url", msg: "the data is not base64"},
-		{name: "not an image", body: user(image(dataURL("image/png", []byte("GIF89a, not a PNG")))), param: "messages[0].content[0].image_url.url", msg: "not a PNG or JPEG image"},
+		{name: "not an image", body: user(image(dataURL("image/png", []byte("not an image at all")))), param: "messages[0].content[0].image_url.url", msg: "not a PNG, JPEG or GIF image"},
 		{name: "mp3", body: user(audio("mp3")), param: "messages[0].content[0].input_audio", msg: `audio of format "mp3": only wav is read`},
 		{name: "not wav", body: user(`{"type":"input_audio","input_audio":{"data":"` + base64.StdEncoding.EncodeToString(img) + `","format":"wav"}}`),
 			param: "messages[0].content[0].input_audio", msg: "not a WAV file"},
@@ -201,4 +201,33 @@ func TestMediaNeedProjectorAndTemplate(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, errorOf(t, resp).Error.Message, "an input_image by file_id: this server stores no files")
 	assert.Empty(t, f.prompts)
+}
+
+// Ollama's images (base64 strings) become image parts before the message's
+// text, their type read from their first bytes; what is not PNG, JPEG or GIF
+// is refused by the part's reader.
+func TestOllamaImageContent(t *testing.T) {
+	png64 := base64.StdEncoding.EncodeToString(pngOf(t, 3, 2))
+	jpeg64 := "/9j/4AAQ"
+	content, err := ollamaImageContent("Hi", []json.RawMessage{json.RawMessage(`"` + png64 + `"`), json.RawMessage(`"` + jpeg64 + `"`), json.RawMessage(`"UklGR"`)})
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"type":"image_url","image_url":{"url":"data:image/png;base64,`+png64+`"}},
+		{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,`+jpeg64+`"}},
+		{"type":"image_url","image_url":{"url":"data:application/octet-stream;base64,UklGR"}},
+		{"type":"text","text":"Hi"}]`, string(content))
+	_, err = ollamaImageContent("Hi", []json.RawMessage{json.RawMessage(`3`)})
+	assert.EqualError(t, err, "images[0]: must be a base64 string")
+
+	r := &mediaReader{limits: Limits{}.withDefaults(), media: &fakePrompter{}}
+	content, err = ollamaImageContent("Hi", []json.RawMessage{json.RawMessage(`"` + png64 + `"`)})
+	require.NoError(t, err)
+	text, err := r.messageText(content, "messages[0].content")
+	require.NoError(t, err)
+	assert.Equal(t, MediaMarker+"Hi", text)
+	require.Len(t, r.items, 1)
+	assert.Equal(t, 3, r.items[0].Width)
+	content, err = ollamaImageContent("Hi", []json.RawMessage{json.RawMessage(`"UklGR"`)})
+	require.NoError(t, err)
+	_, err = r.messageText(content, "messages[0].content")
+	assert.ErrorContains(t, err, `an image of type "application/octet-stream": only image/png, image/jpeg and image/gif are read`)
 }
