@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/llamaloop/llamaloop/internal/gguf"
+	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,28 @@ func TestServeImage(t *testing.T) {
 	code, _, body = ask(parts(imageURL(t, 0)))
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "non-causal")
+}
+
+// --mmproj's refusals on the command line: the flags it does not combine
+// with, the media limits at 0, --mmproj-causal alone, and a projector file
+// that is not one (an error, exit status 1).
+func TestMediaCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--mmproj", "p.gguf", "--cache-slots", "1"}, "--mmproj with --cache-slots 1: the prefix cache does not take media"},
+		{[]string{"--mmproj", "p.gguf", "--batch-invariant"}, "--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings"},
+		{[]string{"--mmproj-causal"}, "--mmproj-causal needs --mmproj"},
+		{[]string{"--max-media", "0"}, "--max-media 0: must be at least 1"},
+		{[]string{"--max-media-bytes", "0"}, "--max-media-bytes 0: must be at least 1"},
+		{[]string{"--max-media-pixels", "0"}, "--max-media-pixels 0: must be at least 1"},
+	} {
+		res := clitest.Run(t, bin, "", append([]string{"-m", demoModel}, c.args...)...)
+		assert.Equal(t, 2, res.Code, c.args)
+		assert.Contains(t, res.Stderr, c.msg)
+	}
+	res := clitest.Run(t, bin, "", "-m", demoModel, "--threads", "1", "--addr", "127.0.0.1:0", "--mmproj", demoModel)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "projector")
 }
