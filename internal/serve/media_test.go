@@ -231,3 +231,30 @@ func TestOllamaImageContent(t *testing.T) {
 	_, err = r.messageText(content, "messages[0].content")
 	assert.ErrorContains(t, err, `an image of type "application/octet-stream": only image/png, image/jpeg and image/gif are read`)
 }
+
+// The projector reads control tokens throughout the prompt, so in a
+// request with media a message's text holding a control token's text
+// (the demo's </s>) is refused unless parse_special reads it as the token;
+// without media it stays text as before.
+func TestMediaControlTokenText(t *testing.T) {
+	h, f := mediaHarness(t, Config{})
+	image := `{"type":"image_url","image_url":{"url":"` + dataURL("image/png", pngOf(t, 3, 2)) + `"}}`
+	body := func(extra string) string {
+		return `{"max_tokens":3,"messages":[{"role":"user","content":[{"type":"text","text":"a </s> b"},` + image + `]}]` + extra + `}`
+	}
+	resp := post(t, h.ts.URL+"/v1/chat/completions", body(""))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	e := errorOf(t, resp)
+	assert.Contains(t, e.Error.Message, "messages[0].content holds the text of a control token, which a prompt with images or audio cannot keep as text")
+	assert.Empty(t, f.prompts)
+
+	resp = post(t, h.ts.URL+"/v1/chat/completions", body(`,"parse_special":true`))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, f.prompts, 1)
+	assert.Contains(t, f.prompts[0], "a </s> b<__media__>")
+
+	resp = post(t, h.ts.URL+"/v1/chat/completions", `{"max_tokens":3,"messages":[{"role":"user","content":"a </s> b"}]}`)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
