@@ -97,7 +97,10 @@ func TestProjectorEmbeddingsMatchReference(t *testing.T) {
 	_, err = pr.Encode(0)
 	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "a text chunk does not encode")
 
-	// Inputs: refused for a non-causal projector unless accepted.
+	// Inputs: refused for M-RoPE, and for a non-causal projector unless accepted.
+	_, _, err = llamacpp.WithMRoPE(pr).Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	assert.ErrorIs(t, err, llamacpp.ErrMRoPE)
+	assert.ErrorContains(t, err, "four positions per embedding")
 	_, _, err = pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	assert.ErrorIs(t, err, llamacpp.ErrNonCausal)
 	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
