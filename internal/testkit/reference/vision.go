@@ -46,9 +46,9 @@ type VisionProjector struct {
 
 	patchW, patchW1, patchB, posEmbd []float64
 	mm0W, mm0B, mm2W, mm2B           []float64
-	layers                  []visionLayer
-	postW, postB            []float64
-	softNorm, proj          []float64 // proj: [e][text] as stored
+	layers                           []visionLayer
+	postW, postB                     []float64
+	softNorm, proj                   []float64 // proj: [e][text] as stored
 }
 
 type visionLayer struct {
@@ -249,7 +249,7 @@ func (m *VisionProjector) EmbedImage(rgb []byte, width, height int) ([][]float64
 	}
 	x, pos := m.patchEmbeddings(px, width, height)
 	for i := range m.layers {
-		x = m.block(&m.layers[i], x, pos)
+		x = encoderBlock(&m.layers[i], x, m.NHead, m.Eps, pos, silu)
 	}
 	for _, row := range x {
 		layerNorm(row, m.postW, m.postB, m.Eps)
@@ -356,19 +356,22 @@ func ggmlGELU(x float64) float64 {
 	case f >= 10:
 		return float64(f)
 	}
-	h := float64(gguf.Float16ToFloat32(gguf.Float32ToFloat16(f)))
+	h := roundF16(float64(f))
 	g := 0.5 * h * (1 + math.Tanh(math.Sqrt(2/math.Pi)*h*(1+0.044715*h*h)))
-	return float64(gguf.Float16ToFloat32(gguf.Float32ToFloat16(float32(g))))
+	return roundF16(g)
 }
 
-func (m *VisionProjector) block(l *visionLayer, x [][]float64, pos [][2]int) [][]float64 {
-	e, nh := m.NEmbd, m.NHead
+// encoderBlock is clip.cpp's build_vit block: pre-norm attention over all
+// positions, then a pre-norm feed-forward with activation act; pos, when
+// not nil, gives Qwen2-VL's rotary positions.
+func encoderBlock(l *visionLayer, x [][]float64, nh int, eps float64, pos [][2]int, act func(float64) float64) [][]float64 {
+	e := len(x[0])
 	dh := e / nh
 	n := len(x)
 	q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 	for i, row := range x {
 		a := append([]float64(nil), row...)
-		layerNorm(a, l.ln1W, l.ln1B, m.Eps)
+		layerNorm(a, l.ln1W, l.ln1B, eps)
 		q[i], k[i], v[i] = affine(l.wq, l.bq, a, e), affine(l.wk, l.bk, a, e), affine(l.wv, l.bv, a, e)
 		if pos != nil {
 			for h := range nh {
@@ -411,10 +414,10 @@ func (m *VisionProjector) block(l *visionLayer, x [][]float64, pos [][2]int) [][
 			r[d] = x[i][d] + att[d]
 		}
 		f := append([]float64(nil), r...)
-		layerNorm(f, l.ln2W, l.ln2B, m.Eps)
-		u := affine(l.up, l.upB, f, m.NFF)
+		layerNorm(f, l.ln2W, l.ln2B, eps)
+		u := affine(l.up, l.upB, f, len(l.upB))
 		for j, z := range u {
-			u[j] = z / (1 + math.Exp(-z))
+			u[j] = act(z)
 		}
 		dn := affine(l.down, l.downB, u, e)
 		for d := range e {
@@ -462,6 +465,8 @@ func (m *VisionProjector) gemma3(x [][]float64) [][]float64 {
 	}
 	return out
 }
+
+func silu(z float64) float64 { return z / (1 + math.Exp(-z)) }
 
 // affine returns W x + b for W stored row-major [out][in] (ggml's [in, out]).
 func affine(w, b, x []float64, out int) []float64 {
