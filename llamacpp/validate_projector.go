@@ -1,0 +1,180 @@
+package llamacpp
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+)
+
+// clipKeyTypes are the GGUF types clip.cpp reads its keys as: gguf_get_val_*
+// asserts the type (an abort, not an error), so a key of another type is
+// refused here. Keys with %s take "vision" and "audio".
+var clipKeyTypes = map[string]string{
+	"clip.projector_type":                 "string",
+	"clip.vision.projector_type":          "string",
+	"clip.audio.projector_type":           "string",
+	"clip.has_vision_encoder":             "bool",
+	"clip.has_audio_encoder":              "bool",
+	"clip.use_gelu":                       "bool",
+	"clip.use_silu":                       "bool",
+	"clip.%s.embedding_length":            "u32",
+	"clip.%s.feed_forward_length":         "u32",
+	"clip.%s.block_count":                 "u32",
+	"clip.%s.projection_dim":              "u32",
+	"clip.%s.attention.head_count":        "u32",
+	"clip.%s.attention.layer_norm_epsilon": "f32",
+	"clip.vision.image_size":              "u32",
+	"clip.vision.preproc_image_size":      "u32",
+	"clip.vision.patch_size":              "u32",
+	"clip.vision.image_crop_resolution":   "u32",
+	"clip.vision.projector.scale_factor":  "u32",
+	"clip.vision.spatial_merge_size":      "u32",
+	"clip.vision.n_wa_pattern":            "u32",
+	"clip.vision.window_size":             "u32",
+	"clip.minicpmv_version":               "i32",
+	"clip.minicpmv_query_num":             "u32",
+	"clip.audio.num_mel_bins":             "u32",
+	"clip.audio.projector.stack_factor":   "u32",
+	"clip.vision.image_mean":              "[]f32",
+	"clip.vision.image_std":               "[]f32",
+	"clip.vision.image_grid_pinpoints":    "[]i32",
+	"clip.vision.feature_layer":           "[]i32",
+}
+
+// Bounds on a projector's hyperparameters, far above any released model's.
+const (
+	maxClipLayers    = 256
+	maxClipEmbd      = 1 << 16
+	maxClipImageSize = 1 << 14
+	maxClipMelBins   = 1024
+)
+
+// validateProjector checks the projector GGUF at path before clip.cpp
+// reads it: a readable GGUF (the header parse of LoadModel: magic, version,
+// counts, key and tensor records within the file, tensor data inside it),
+// architecture "clip", no tensor with a zero dimension or a non-weight
+// type, every key clip.cpp reads of the type it reads it as, a vision or an
+// audio encoder, and for each encoder its embedding width, heads (dividing
+// the width), feed-forward width, block count, epsilon (positive, finite)
+// and, for vision, image and patch size (the patch dividing the image), for
+// audio the mel bins, within the bounds above.
+func validateProjector(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProjector, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProjector, err)
+	}
+	file, err := readHeader(f, st, path)
+	if err != nil {
+		return projectorError(err)
+	}
+	v := validator{f: file, ts: file.Tensors, size: st.Size()}
+	v.tensors()
+	v.clip()
+	if v.err != "" {
+		return fmt.Errorf("%w %s: %s", ErrProjector, path, v.err)
+	}
+	return nil
+}
+
+// projectorError restates a model-file error (ErrLoad, naming the path)
+// as a projector one.
+func projectorError(err error) error {
+	return fmt.Errorf("%w %s", ErrProjector, strings.TrimPrefix(err.Error(), ErrLoad.Error()+" "))
+}
+
+func gtype(x any) string {
+	switch x.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case uint32:
+		return "u32"
+	case int32:
+		return "i32"
+	case float32:
+		return "f32"
+	case []float32:
+		return "[]f32"
+	case []int32:
+		return "[]i32"
+	}
+	return describe(x)
+}
+
+// clip checks the keys clip.cpp reads (see validateProjector).
+func (v *validator) clip() {
+	if arch, _ := v.f.Lookup("general.architecture"); arch != "clip" {
+		v.failf("general.architecture is %v, want \"clip\" (a projector file)", arch)
+		return
+	}
+	for key, want := range clipKeyTypes {
+		for _, m := range []string{"vision", "audio"} {
+			k := key
+			if strings.Contains(key, "%s") {
+				k = fmt.Sprintf(key, m)
+			}
+			if x, ok := v.f.Lookup(k); ok && gtype(x) != want {
+				v.failf("%s: is %s, want %s", k, describe(x), want)
+				return
+			}
+		}
+	}
+	vision, _ := v.f.Lookup("clip.has_vision_encoder")
+	audio, _ := v.f.Lookup("clip.has_audio_encoder")
+	if vision != true && audio != true {
+		v.failf("neither clip.has_vision_encoder nor clip.has_audio_encoder is true")
+		return
+	}
+	for _, m := range []string{"vision", "audio"} {
+		if (m == "vision" && vision != true) || (m == "audio" && audio != true) {
+			continue
+		}
+		embd := v.clipUint(m, "embedding_length", 1, maxClipEmbd)
+		heads := v.clipUint(m, "attention.head_count", 1, maxClipEmbd)
+		v.clipUint(m, "feed_forward_length", 1, 1<<20)
+		v.clipUint(m, "block_count", 1, maxClipLayers)
+		if v.err != "" {
+			return
+		}
+		if embd%heads != 0 {
+			v.failf("clip.%s.embedding_length %d is not a multiple of clip.%s.attention.head_count %d", m, embd, m, heads)
+			return
+		}
+		eps, ok := v.float("clip." + m + ".attention.layer_norm_epsilon")
+		if !ok || !(eps > 0) || math.IsInf(eps, 0) {
+			v.failf("clip.%s.attention.layer_norm_epsilon: is %v, want a positive f32", m, v.raw("clip."+m+".attention.layer_norm_epsilon"))
+			return
+		}
+		if m == "vision" {
+			size := v.clipUint(m, "image_size", 1, maxClipImageSize)
+			patch := v.clipUint(m, "patch_size", 1, maxClipImageSize)
+			if v.err == "" && size%patch != 0 {
+				v.failf("clip.vision.image_size %d is not a multiple of clip.vision.patch_size %d", size, patch)
+			}
+		} else {
+			v.clipUint(m, "num_mel_bins", 1, maxClipMelBins)
+		}
+	}
+}
+
+// clipUint reads clip.<modality>.<name>, which must lie in [lo, hi].
+func (v *validator) clipUint(modality, name string, lo, hi uint64) uint64 {
+	key := "clip." + modality + "." + name
+	x, ok := v.uint(key)
+	if !ok {
+		v.failf("%s: missing (clip.cpp requires it)", key)
+		return 1
+	}
+	if x < lo || x > hi {
+		v.failf("%s: %d outside [%d, %d]", key, x, lo, hi)
+		return 1
+	}
+	return x
+}
