@@ -38,6 +38,9 @@ type MtmdParams struct {
 	NThreads    int32
 	MediaMarker string // "" keeps mtmd_default_marker
 	Warmup      bool
+	// FlashAttn turns the encoder's flash attention on (llama.cpp's auto
+	// otherwise would: its CPU kernel rounds K and V to f16).
+	FlashAttn bool
 }
 
 // MtmdDefaultMarker is mtmd_default_marker.
@@ -54,6 +57,10 @@ func MtmdInitFromFile(path string, model Model, p MtmdParams) Mtmd {
 	cp.use_gpu = C.bool(p.UseGPU)
 	cp.print_timings = false
 	cp.warmup = C.bool(p.Warmup)
+	cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+	if p.FlashAttn {
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
+	}
 	if p.NThreads > 0 {
 		cp.n_threads = C.int(p.NThreads)
 	}

@@ -66,6 +66,7 @@ var ErrProjector = errors.New("llamacpp: cannot load projector")
 // keeps it alive as a context does).
 func LoadProjector(path string, m *Model, p ProjectorParams) (*Projector, error) {
 	initialize()
+	mtmdLogOnce.Do(cgo.MtmdLogInstall)
 	if m == nil {
 		return nil, invalid("LoadProjector: nil model")
 	}
@@ -109,6 +110,9 @@ func LoadProjector(path string, m *Model, p ProjectorParams) (*Projector, error)
 	}, projectorResources{c, m})
 	return pr, nil
 }
+
+// mtmdLogOnce routes clip's and mtmd's own logger to llamaloop's (SetLogger).
+var mtmdLogOnce sync.Once
 
 type projectorResources struct {
 	c cgo.Mtmd
