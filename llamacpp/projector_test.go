@@ -47,9 +47,10 @@ func loadProjector(t *testing.T, path string, m *llamacpp.Model) *llamacpp.Proje
 	return p
 }
 
-// The image embeddings of the tiny gemma3 projector, through llama.cpp's
+// A prompt with an image through the tiny gemma3 projector: its chunks, the
+// image embeddings through llama.cpp's
 // clip, against the float64 reference of the same file.
-func TestProjectorEmbeddingsMatchReference(t *testing.T) {
+func TestProjectorPrompt(t *testing.T) {
 	m := loadModel(t, "tiny-f32")
 	path := gemma3Projector(t)
 	p := loadProjector(t, path, m)

@@ -193,14 +193,48 @@ type clipDims struct {
 // llamaloop refuses them until they are checked (and tested on a model).
 var projectorTypes = map[string]func(v *validator, d clipDims){
 	"gemma3": func(v *validator, d clipDims) {
-		merge, ok := v.uint("clip.vision.projector.scale_factor")
-		if !ok || merge == 0 || d.side%merge != 0 {
-			v.failf("clip.vision.projector.scale_factor: is %v, want a divisor of the %d patches per side", v.raw("clip.vision.projector.scale_factor"), d.side)
-			return
-		}
+		v.merge("clip.vision.projector.scale_factor", d)
+		v.shape("v.position_embd.weight", true, d.embd, d.side*d.side)
 		v.shape("mm.soft_emb_norm.weight", true, d.embd)
 		v.shape("mm.input_projection.weight", true, d.proj, d.embd)
 	},
+	"qwen2vl_merger": func(v *validator, d clipDims) {
+		m := v.merge("clip.vision.spatial_merge_size", d)
+		in := d.embd * m * m
+		if _, ok := v.tensor("v.position_embd.weight"); ok {
+			v.failf("tensor v.position_embd.weight: qwen2vl_merger uses rotary positions, not these")
+		}
+		v.shape("v.patch_embd.weight.1", false, d.patch, d.patch, 3, d.embd)
+		w, ok := v.tensor("mm.0.weight")
+		if !ok || len(w.Shape) != 2 || w.Shape[0] != in || w.Shape[1] == 0 || w.Shape[1] > 1<<20 {
+			v.failf("tensor mm.0.weight: shape %v, want [%d hidden]", w.Shape, in)
+			return
+		}
+		hidden := w.Shape[1]
+		v.shape("mm.0.bias", false, hidden)
+		v.shape("mm.2.weight", true, hidden, d.proj)
+		v.shape("mm.2.bias", false, d.proj)
+	},
+	"qwen2a": func(v *validator, d clipDims) {
+		mel, _ := v.uint("clip.audio.num_mel_bins")
+		v.shape("a.conv1d.1.weight", true, 3, mel, d.embd)
+		v.shape("a.conv1d.1.bias", false, 1, d.embd)
+		v.shape("a.conv1d.2.weight", true, 3, d.embd, d.embd)
+		v.shape("a.conv1d.2.bias", false, 1, d.embd)
+		v.shape("a.position_embd.weight", true, d.embd, 1500)
+		v.shape("mm.a.fc.weight", true, d.embd, d.proj)
+		v.shape("mm.a.fc.bias", false, d.proj)
+	},
+}
+
+// merge reads a vision merge factor, which must divide the patches per side.
+func (v *validator) merge(key string, d clipDims) uint64 {
+	m, ok := v.uint(key)
+	if !ok || m == 0 || m > d.side || d.side%m != 0 {
+		v.failf("%s: is %v, want a divisor of the %d patches per side", key, v.raw(key), d.side)
+		return 1
+	}
+	return m
 }
 
 func validatedTypes() string {
@@ -230,7 +264,6 @@ func (v *validator) towerTensors(m string, d clipDims) {
 	if m == "vision" {
 		v.shape(p+"patch_embd.weight", true, d.patch, d.patch, 3, d.embd)
 		v.shape(p+"patch_embd.bias", false, d.embd)
-		v.shape(p+"position_embd.weight", true, d.embd, d.side*d.side)
 	}
 	for _, n := range []string{"pre_ln.weight", "pre_ln.bias", "post_ln.weight", "post_ln.bias"} {
 		v.shape(p+n, false, d.embd)
