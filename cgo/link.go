@@ -23,6 +23,8 @@
 package cgo
 
 import (
+	// The projector graphs of llama.cpp's multimodal library (mtmd.go).
+	_ "github.com/ollama/ollama/llama/llama.cpp/tools/mtmd/models"
 	// Compiles and links llama.cpp (libllama) and ggml with its CPU backend.
 	_ "github.com/ollama/ollama/llama/llama.cpp/src"
 	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"

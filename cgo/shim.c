@@ -1,4 +1,5 @@
 #include "shim.h"
+#include "../tools/mtmd/mtmd.h"
 #include "_cgo_export.h"
 #include <string.h>
 #if defined(__GLIBC__)
@@ -214,3 +215,7 @@ void llamaloop_threadpool_free(llamaloop_threadpool_free_fn free, struct ggml_th
 		free(tp);
 	}
 }
+
+// llamaloop_mtmd_log_install routes the multimodal library's log (clip's and
+// mtmd's, which keep a logger of their own) to llamaloop's callback.
+void llamaloop_mtmd_log_install(void) { mtmd_log_set(llamaloop_log_cb, NULL); }

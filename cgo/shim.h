@@ -12,6 +12,7 @@
 
 // Log forwarding: messages below the minimum level never cross into Go.
 void llamaloop_log_install(void);
+void llamaloop_mtmd_log_install(void);
 void llamaloop_log_set_min(int level);
 // Routes the log of a loaded library's own ggml-base copy (the libggml-base.so
 // beside dynamically loaded backends) through the same callback; returns 0

@@ -42,6 +42,8 @@ type options struct {
 	addr          string
 	template      string
 	templateLim   string // --template-limits
+	mmproj        string // the projector file
+	mmprojCausal  bool
 	genConfig     string
 	parallel      int
 	ctx           int
@@ -93,9 +95,9 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 `
 
 var usageGroups = []cli.Group{
-	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config"}},
+	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config", "mmproj", "mmproj-causal"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
-	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens"}},
+	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens", "max-media", "max-media-bytes", "max-media-pixels"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
@@ -114,6 +116,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.template, "chat-template", "", "chat template replacing the model's: a llama.cpp built-in `NAME` (chatml, llama3, ...) or Jinja text")
 	fs.StringVar(&o.templateLim, "template-limits", "", "bounds of the Jinja chat template's compile and of every render, as `Name=N,...` with the names of internal/jinja's Limits (MaxSteps=10000000,MaxOutputBytes=16777216,MaxCallDepth=100,...; unnamed ones keep their defaults, listed in README); over a limit a chat request gets a 500 chat_template_limit naming it")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
+	fs.StringVar(&o.mmproj, "mmproj", "", "the model's projector `FILE` (an mmproj GGUF, llama.cpp's mtmd): chat messages may then hold images and audio (without it: 400)")
+	fs.BoolVar(&o.mmprojCausal, "mmproj-causal", false, "decode the images of a projector whose model reads them non-causally (Gemma 3) with causal attention, which generation does (its logits differ from llama.cpp's); without it their requests are refused")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
 	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut, a stream with an error event")
@@ -124,6 +128,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.limits.MaxSchemaBytes, "max-schema-bytes", serve.DefaultMaxSchemaBytes, "the largest response_format schema, and tool parameters of a request together, in `BYTES` (larger: 400 schema_too_large); their grammar takes about a second per MB to compile")
 	fs.IntVar(&o.limits.MaxEmbeddingInputs, "max-embedding-inputs", serve.DefaultMaxEmbeddingInputs, "the most inputs of an embeddings request (`N`; more: 400 too_many_inputs)")
 	fs.IntVar(&o.limits.MaxEmbeddingTokens, "max-embedding-tokens", serve.DefaultMaxEmbeddingTokens, "the most tokens of an embeddings request's inputs together (`N`; more: 400 too_many_tokens)")
+	fs.IntVar(&o.limits.MaxMedia, "max-media", serve.DefaultMaxMedia, "the most images and audio clips of a request together (`N`; more: 400 too_many_media)")
+	fs.IntVar(&o.limits.MaxMediaBytes, "max-media-bytes", serve.DefaultMaxMediaBytes, "the largest image or audio file of a request, decoded from base64, in `BYTES` (larger: 400 media_too_large); the body holds it as base64, a third larger, within --max-body")
+	fs.IntVar(&o.limits.MaxMediaPixels, "max-media-pixels", serve.DefaultMaxMediaPixels, "the most pixels of an image, read from its header before it is decoded (`N`; more: 400 image_too_large)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require `KEY` as a Bearer token or an x-api-key header on every endpoint but /health and /metrics (401 otherwise); also read from $LLAMASERVE_API_KEY, which keeps it out of the process list")
 	fs.Func("cors-origin", "let pages of `ORIGIN` call the server from a browser (CORS; * for any origin; repeat it or give a comma-separated list); without it, same-origin only", func(v string) error {
 		for _, origin := range strings.Split(v, ",") {
@@ -216,6 +223,18 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
 	case o.limits.MaxEmbeddingTokens < 1:
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
+	case o.mmproj != "" && o.cacheSlots > 0:
+		return nil, cli.Usagef("--mmproj with --cache-slots %d: the prefix cache does not take media (their embeddings)", o.cacheSlots)
+	case o.mmproj != "" && o.invariant:
+		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
+	case o.mmprojCausal && o.mmproj == "":
+		return nil, cli.Usagef("--mmproj-causal needs --mmproj")
+	case o.limits.MaxMedia < 1:
+		return nil, cli.Usagef("--max-media %d: must be at least 1", o.limits.MaxMedia)
+	case o.limits.MaxMediaBytes < 1:
+		return nil, cli.Usagef("--max-media-bytes %d: must be at least 1", o.limits.MaxMediaBytes)
+	case o.limits.MaxMediaPixels < 1:
+		return nil, cli.Usagef("--max-media-pixels %d: must be at least 1", o.limits.MaxMediaPixels)
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
@@ -322,6 +341,16 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	defer engine.Close()
 
+	var media serve.MediaPrompter
+	if o.mmproj != "" {
+		pp, err := newProjectorPrompter(o.mmproj, m, o.threads, o.mmprojCausal)
+		if err != nil {
+			return err
+		}
+		defer pp.Close()
+		media = pp
+	}
+
 	var emb serve.Embedder
 	if o.embeddings {
 		e, err := newEmbedder(m, o)
@@ -342,7 +371,7 @@ func serveModel(o *options, stderr io.Writer) error {
 		MaxBodyBytes: o.maxBody, MaxConcurrent: o.maxConcurrent, WriteTimeout: o.writeTimeout,
 		MaxBufferedBytes: o.maxBuffer, Cache: cache, Log: logger, ChatTemplate: chat,
 		APIKey: o.apiKey, CORSOrigins: o.corsOrigins, Embedder: emb, Matryoshka: o.matryoshka,
-		Limits: o.limits, Details: modelDetails(m, o),
+		Limits: o.limits, Details: modelDetails(m, o), Media: media,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -81,8 +81,13 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 // the test, which must see it exit with status 0.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	all := append([]string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--cache-type", "f32",
-		"--batch-invariant", "--parallel", "4", "--ctx", "512"}, args...)
+	return startProcess(t, append([]string{"-m", demoModel, "--addr", "127.0.0.1:0", "--threads", "1", "--cache-type", "f32",
+		"--batch-invariant", "--parallel", "4", "--ctx", "512"}, args...))
+}
+
+// startProcess runs llamaserve with the arguments all, as startServer does.
+func startProcess(t *testing.T, all []string) *server {
+	t.Helper()
 	s := &server{cmd: exec.Command(bin, all...), exited: make(chan struct{})}
 	pipe, err := s.cmd.StderrPipe()
 	require.NoError(t, err)

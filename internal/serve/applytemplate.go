@@ -61,7 +61,7 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 // described in the system message) when there is none or it fails; it
 // names the template that ran.
 func (p *params) chatText(ctx context.Context, req *apiRequest) (text, template string, err error) {
-	msgs, err := parseMessages(req.Messages)
+	msgs, err := parseMessages(req.Messages, &mediaReader{limits: p.limits, media: p.media})
 	if err != nil {
 		return "", "", err
 	}

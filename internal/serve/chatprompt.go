@@ -20,8 +20,12 @@ import (
 // The chat messages of a request, and the prompt they render to: the
 // template's own markers as control tokens, the messages' contents as text.
 
-// parseMessages reads the chat messages.
-func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
+// parseMessages reads the chat messages; their media go into r, in order
+// (nil: media are refused, as without a projector).
+func parseMessages(msgs []apiMessage, r *mediaReader) ([]chatMessage, error) {
+	if r == nil {
+		r = &mediaReader{}
+	}
 	if len(msgs) == 0 {
 		return nil, badRequest("messages", "messages is required")
 	}
@@ -64,9 +68,13 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 		if role == "tool" && m.ToolCallID == "" {
 			return nil, badRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d]: a tool message needs tool_call_id", i)
 		}
-		text, err := messageText(m.Content)
+		had := len(r.items)
+		text, err := r.messageText(m.Content, fmt.Sprintf("messages[%d].content", i))
 		if err != nil {
-			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
+			return nil, err
+		}
+		if len(r.items) > had && role != "user" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: images and audio belong to user messages, not %s", i, role)
 		}
 		out[i] = chatMessage{Role: role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}
 		if role == "assistant" {
@@ -86,7 +94,10 @@ func parseMessages(msgs []apiMessage) ([]chatMessage, error) {
 // tokens, unless parseSpecial: the texts of the messages stay text.
 // tail is the end of the rendered chat (Jinja only).
 // thinking, when set, is the template's enable_thinking.
-func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPlan, parseSpecial bool, thinking *bool) (req generation.Request, template, tail string, err error) {
+func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, media []Media, tp *toolPlan, parseSpecial bool, thinking *bool) (req generation.Request, template, tail string, err error) {
+	if len(media) > 0 && (p.chat == nil || p.tok == nil) {
+		return generation.Request{}, "", "", badRequest("messages", "images and audio need a Jinja chat template (the model's, or Jinja text in llamaserve --chat-template); this server renders chats with llama.cpp's built-in one")
+	}
 	if p.chat != nil && p.tok != nil {
 		takesTools, takesCalls := p.chat.takesTools, p.chat.takesCalls
 		var tools []byte
@@ -98,12 +109,19 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 			shown = polyfill(msgs, tp, !takesTools, !takesCalls)
 		}
 		opt := chat.RenderOptions{AddGenerationPrompt: true, Thinking: thinking}
-		toks, tail, err := p.renderChatWith(ctx, shown, tools, parseSpecial, opt)
+		var req generation.Request
+		var tail string
+		var err error
+		if len(media) > 0 {
+			req, tail, err = p.renderMediaChat(ctx, shown, media, tools, parseSpecial, opt)
+		} else {
+			req.Prompt, tail, err = p.renderChatWith(ctx, shown, tools, parseSpecial, opt)
+		}
 		if err == nil {
 			if tp != nil {
 				tp.family = p.chat.format().Family
 			}
-			return generation.Request{Prompt: toks}, "jinja", tail, nil
+			return req, "jinja", tail, nil
 		}
 		var re *requestError
 		if errors.As(err, &re) {
@@ -114,6 +132,9 @@ func (p *params) chatPrompt(ctx context.Context, msgs []chatMessage, tp *toolPla
 				p.logf("chat template: %v", err)
 			}
 			return generation.Request{}, "", "", re
+		}
+		if len(media) > 0 {
+			return generation.Request{}, "", "", badRequest("messages", "the chat template fails on this request: %v", err)
 		}
 		if p.logf != nil {
 			p.logf("chat template: %v; rendering with llama.cpp's built-in template instead", err)
@@ -237,32 +258,4 @@ func jsonStrings(data []byte) string {
 			b.WriteByte(0)
 		}
 	}
-}
-
-// messageText reads a message's content: a string, or an array of parts of
-// type "text" whose texts are joined.
-func messageText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of text parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("content part of type %s: only text is supported", quote.String(p.Type))
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
 }

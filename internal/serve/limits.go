@@ -26,6 +26,16 @@ type Limits struct {
 	// inputs together (code too_many_tokens; default
 	// DefaultMaxEmbeddingTokens).
 	MaxEmbeddingTokens int
+	// MaxMedia is the most images and audio clips of a request together
+	// (code too_many_media; default DefaultMaxMedia).
+	MaxMedia int
+	// MaxMediaBytes is the most bytes of a media item, decoded from
+	// base64 (code media_too_large; default DefaultMaxMediaBytes).
+	MaxMediaBytes int
+	// MaxMediaPixels is the most pixels of an image, read from its header
+	// before it is decoded (code image_too_large; default
+	// DefaultMaxMediaPixels).
+	MaxMediaPixels int
 }
 
 // Defaults of Limits.
@@ -47,6 +57,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
 	def(&l.MaxEmbeddingInputs, DefaultMaxEmbeddingInputs)
 	def(&l.MaxEmbeddingTokens, DefaultMaxEmbeddingTokens)
+	def(&l.MaxMedia, DefaultMaxMedia)
+	def(&l.MaxMediaBytes, DefaultMaxMediaBytes)
+	def(&l.MaxMediaPixels, DefaultMaxMediaPixels)
 	return l
 }
 

@@ -126,6 +126,13 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// Source is an image block's: base64 data of a media type.
+	Source *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
 }
 
 // anthropicMessage is a message of the request's messages.
@@ -252,12 +259,20 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 			return badRequest(field+".content", "%s.content: must be a string or an array of content blocks", field)
 		}
 		var texts, thinking []string
+		images := map[int]string{} // data URLs by their index in texts
 		var calls []apiToolCall
 		for j, b := range blocks {
 			bf := fmt.Sprintf("%s.content.%d", field, j)
 			switch b.Type {
 			case "text":
 				texts = append(texts, b.Text)
+			case "image":
+				url, err := imageBlockURL(b, bf)
+				if err != nil {
+					return err
+				}
+				images[len(texts)] = url
+				texts = append(texts, "")
 			case "thinking", "redacted_thinking":
 				if m.Role != "assistant" {
 					return badRequest(bf, "%s: a %s block belongs to an assistant message", bf, b.Type)
@@ -299,7 +314,7 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 				tm.ToolCallID = b.ToolUseID
 				mc.add(i, tm)
 			default:
-				return badRequest(bf+".type", "%s.type: %s: this server reads text, tool_use, tool_result and thinking blocks only", bf, quote.String(b.Type))
+				return badRequest(bf+".type", "%s.type: %s: this server reads text, image, tool_use, tool_result and thinking blocks only", bf, quote.String(b.Type))
 			}
 		}
 		if m.Role == "system" && len(calls) > 0 {
@@ -307,6 +322,9 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 		}
 		if len(texts) > 0 || len(calls) > 0 || !slices.ContainsFunc(blocks, func(b anthropicBlock) bool { return b.Type == "tool_result" }) {
 			am := textMessage(m.Role, strings.Join(texts, "\n"))
+			if len(images) > 0 {
+				am.Content = blockParts(texts, images)
+			}
 			am.ReasoningContent = strings.Join(thinking, "\n")
 			if len(calls) > 0 {
 				data, err := json.Marshal(calls)
@@ -319,6 +337,46 @@ func (mc *messagesChat) addMessages(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// imageBlockURL reads an image block's source (base64 data only) as a
+// data URL, which the chat's reader reads as OpenAI's image_url.
+func imageBlockURL(b anthropicBlock, bf string) (string, error) {
+	switch {
+	case b.Source == nil:
+		return "", badRequest(bf+".source", "%s.source: Field required", bf)
+	case b.Source.Type == "url":
+		return "", badRequest(bf+".source.type", "%s.source: an image by URL: this server fetches nothing; send the image as base64 data", bf)
+	case b.Source.Type != "base64":
+		return "", badRequest(bf+".source.type", "%s.source.type: %s: only base64 images are read", bf, quote.String(b.Source.Type))
+	}
+	return "data:" + b.Source.MediaType + ";base64," + b.Source.Data, nil
+}
+
+// blockParts writes a message's text blocks and images as OpenAI content
+// parts, the texts joined by newlines as a message without images is.
+func blockParts(texts []string, images map[int]string) json.RawMessage {
+	type imageURL struct {
+		URL string `json:"url"`
+	}
+	type part struct {
+		Type     string    `json:"type"`
+		Text     string    `json:"text,omitempty"`
+		ImageURL *imageURL `json:"image_url,omitempty"`
+	}
+	var parts []part
+	for i, t := range texts {
+		if i > 0 {
+			parts = append(parts, part{Type: "text", Text: "\n"})
+		}
+		if url, ok := images[i]; ok {
+			parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: url}})
+		} else {
+			parts = append(parts, part{Type: "text", Text: t})
+		}
+	}
+	data, _ := json.Marshal(parts)
+	return data
 }
 
 func (mc *messagesChat) add(origin int, m apiMessage) {

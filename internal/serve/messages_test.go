@@ -240,7 +240,7 @@ func TestMessagesChatRequest(t *testing.T) {
 	mc, err := req.chatRequest()
 	require.NoError(t, err)
 	chat := mc.chat
-	msgs, err := parseMessages(chat.Messages)
+	msgs, err := parseMessages(chat.Messages, nil)
 	require.NoError(t, err)
 	require.Len(t, msgs, 5)
 	assert.Equal(t, chatMessage{Role: "system", Content: "Be\nbrief."}, msgs[0])
@@ -322,7 +322,9 @@ func TestMessagesErrors(t *testing.T) {
 		{"POST", "", `{"model":"demo","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"tool_use","id":"x","name":"f","input":{}}]}]}`, key,
 			400, "invalid_request_error", "messages.1.content.0: a tool_use block belongs to an assistant message"},
 		{"POST", "", `{"model":"demo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, key,
-			400, "invalid_request_error", `messages.0.content.0.type: "image"`},
+			400, "invalid_request_error", `messages.0.content.0.source.type: "": only base64 images are read`},
+		{"POST", "", `{"model":"demo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`, key,
+			400, "invalid_request_error", `an image part: this model reads text only (llamaserve serves images and audio with a projector, --mmproj)`},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tools":[{"type":"bash_20250124","name":"bash"}]}`, key,
 			400, "invalid_request_error", `tools.0.type: "bash_20250124": only custom tools`},
 		{"POST", "", `{"model":"demo","max_tokens":5,` + msgs + `,"tools":[{"name":"f"}]}`, key, 400, "invalid_request_error", "tools.0.input_schema: Field required"},

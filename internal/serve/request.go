@@ -301,6 +301,7 @@ type params struct {
 	tok      backend.Tokenizer
 	chat     *ChatTemplate // the model's Jinja chat template; nil: llama.cpp's
 	limits   Limits
+	media    MediaPrompter // nil: no projector
 	logf     func(format string, args ...any)
 }
 
@@ -350,7 +351,8 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 	}
 	var prompts []generation.Request
 	if chat {
-		msgs, err := parseMessages(req.Messages)
+		media := &mediaReader{limits: p.limits, media: p.media}
+		msgs, err := parseMessages(req.Messages, media)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +365,7 @@ func (p *params) plan(ctx context.Context, req *apiRequest, chat bool) (*plan, e
 		if err != nil {
 			return nil, err
 		}
-		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, out.tools, req.ParseSpecial, thinking); err != nil {
+		if prompt, out.template, tail, err = p.chatPrompt(ctx, msgs, media.items, out.tools, req.ParseSpecial, thinking); err != nil {
 			return nil, err
 		}
 		if out.reasoning, err = p.reasoningPlan(req.ReasoningFormat, out.template, tail); err != nil {

@@ -245,13 +245,65 @@ func inputMessages(raw json.RawMessage) ([]apiMessage, error) {
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].role", i), "input[%d]: role %s is not user, system, developer or assistant", i, quote.String(it.Role))
 		}
-		text, err := inputText(it.Content)
+		content, err := inputContent(it.Content)
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d]: %v", i, err)
 		}
-		out = append(out, textMessage(it.Role, text))
+		m := textMessage(it.Role, "")
+		m.Content = content
+		out = append(out, m)
 	}
 	return out, nil
+}
+
+// inputContent reads an input message's content as a chat message's: its
+// text, or, when it has input_image or input_audio parts, OpenAI chat
+// content parts (image_url, input_audio and text), which the chat's
+// reader reads.
+func inputContent(raw json.RawMessage) (json.RawMessage, error) {
+	var parts []struct {
+		Type       string          `json:"type"`
+		Text       string          `json:"text"`
+		Refusal    string          `json:"refusal"`
+		ImageURL   *string         `json:"image_url"`
+		FileID     *string         `json:"file_id"`
+		InputAudio json.RawMessage `json:"input_audio"`
+	}
+	media := false
+	if json.Unmarshal(raw, &parts) == nil {
+		for _, p := range parts {
+			media = media || p.Type == "input_image" || p.Type == "input_audio"
+		}
+	}
+	if !media {
+		text, err := inputText(raw)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(text)
+	}
+	out := make([]map[string]any, len(parts))
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			out[j] = map[string]any{"type": "text", "text": p.Text}
+		case "refusal":
+			out[j] = map[string]any{"type": "text", "text": p.Refusal}
+		case "input_image":
+			if p.ImageURL == nil {
+				if p.FileID != nil {
+					return nil, fmt.Errorf("content[%d]: an input_image by file_id: this server stores no files; send the image in a data URL", j)
+				}
+				return nil, fmt.Errorf("content[%d]: input_image needs image_url, a data URL", j)
+			}
+			out[j] = map[string]any{"type": "image_url", "image_url": map[string]string{"url": *p.ImageURL}}
+		case "input_audio":
+			out[j] = map[string]any{"type": "input_audio", "input_audio": p.InputAudio}
+		default:
+			return nil, fmt.Errorf("content part of type %s: only text, input_image and input_audio are read", quote.String(p.Type))
+		}
+	}
+	return json.Marshal(out)
 }
 
 // inputText reads an input message's content: a string, or text parts

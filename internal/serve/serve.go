@@ -157,6 +157,10 @@ type Config struct {
 	// Details describe the model to Ollama's /api/tags, /api/show and
 	// /api/ps (ollama_models.go).
 	Details ModelDetails
+	// Media, when set, reads the images and audio of chat messages (the
+	// model's projector, llamaserve --mmproj); without it a request with
+	// media is answered 400.
+	Media MediaPrompter
 }
 
 // Server is the HTTP handler of llamaserve.
@@ -200,7 +204,7 @@ func New(cfg Config) *Server {
 		cfg: cfg,
 		params: params{base: base, vocab: cfg.Engine.VocabSize(), slotSize: cfg.SequenceSize,
 			formats: &formats{tok: cfg.Tokenizer, vocab: cfg.Engine.VocabSize(), maxSchemaBytes: cfg.Limits.MaxSchemaBytes},
-			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate, limits: cfg.Limits},
+			tok:     cfg.Tokenizer, chat: cfg.ChatTemplate, limits: cfg.Limits, media: cfg.Media},
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 

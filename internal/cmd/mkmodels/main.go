@@ -4,7 +4,9 @@
 //
 // It always writes demo.gguf (the Markov model of testmodel.DemoCorpus); with
 // -test also the small test models (tiny-f32.gguf, tiny-f16.gguf,
-// markov.gguf, prefix.gguf); with -bench the random F16 benchmark models
+// markov.gguf, prefix.gguf, tiny-t5.gguf) and the projector files for
+// llama.cpp's mtmd paired with tiny-f32.gguf (tiny-gemma3.mmproj.gguf,
+// tiny-qwen2vl.mmproj.gguf, tiny-qwen2a.mmproj.gguf); with -bench the random F16 benchmark models
 // bench-small-f16.gguf (~134M weights) and bench-1b-f16.gguf (Llama 3.2 1B
 // shape, 2.5 GB), and their q8_0, q4_0 and q4_K_M quantizations made by
 // llama.cpp's own quantizer (bench-small-q8_0.gguf, ...). A file that already holds
@@ -102,6 +104,7 @@ func run(out string, test bool, bench benchSet, spec bool) error {
 			entry{"prefix.gguf", func() (testmodel.Model, error) { return testmodel.NewPrefix(1), nil }},
 			entry{"tiny-t5.gguf", func() (testmodel.Model, error) { return testmodel.TinyT5(), nil }},
 		)
+		entries = append(entries, projectorEntries()...)
 	}
 	entries = append(entries, benchEntries(bench)...)
 	for _, e := range entries {
@@ -165,6 +168,17 @@ func quantize(src string) error {
 		fmt.Printf("%s: quantized in %.1fs\n", dst, time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// projectorEntries are the multimodal projector files (mmproj) for
+// llama.cpp's mtmd, paired with tiny-f32.gguf (their output width is its
+// n_embd).
+func projectorEntries() []entry {
+	return []entry{
+		{"tiny-gemma3.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyGemma3Projector(), nil }},
+		{"tiny-qwen2vl.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyQwen2VLProjector(), nil }},
+		{"tiny-qwen2a.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyQwen2AudioProjector(), nil }},
+	}
 }
 
 func random(spec func() testmodel.Spec) func() (testmodel.Model, error) {
