@@ -115,6 +115,29 @@ func TestMediaReachTheProjectorInOrder(t *testing.T) {
 	require.Len(t, f.prompts, 3)
 	assert.Equal(t, "<|im_start|>user\nThis:\n<__media__>\nWhat?<|im_end|>\n<|im_start|>assistant\n", f.prompts[2])
 	assert.Equal(t, []Media{{Kind: MediaImage, Format: "png", Data: img2, Width: 5, Height: 7}}, f.media[2])
+
+	// Ollama's images, on a chat message and on generate's prompt: before
+	// the text, as Ollama places them.
+	b64, b64two := base64.StdEncoding.EncodeToString(img), base64.StdEncoding.EncodeToString(img2)
+	resp = post(t, h.ts.URL+"/api/chat", `{"model":"demo","stream":false,"options":{"num_predict":5},"messages":[{"role":"user","content":"Which?","images":["`+b64+`","`+b64two+`"]}]}`)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	require.Len(t, f.prompts, 4)
+	assert.Equal(t, "<|im_start|>user\n<__media__><__media__>Which?<|im_end|>\n<|im_start|>assistant\n", f.prompts[3])
+	assert.Equal(t, []Media{{Kind: MediaImage, Format: "png", Data: img, Width: 3, Height: 2}, {Kind: MediaImage, Format: "png", Data: img2, Width: 5, Height: 7}}, f.media[3])
+	resp = post(t, h.ts.URL+"/api/generate", `{"model":"demo","stream":false,"options":{"num_predict":5},"prompt":"Which?","images":["`+b64two+`"]}`)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	require.Len(t, f.prompts, 5)
+	assert.Equal(t, "<|im_start|>user\n<__media__>Which?<|im_end|>\n<|im_start|>assistant\n", f.prompts[4])
+	resp = post(t, h.ts.URL+"/api/generate", `{"model":"demo","raw":true,"prompt":"Which?","images":["`+b64two+`"]}`)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(body), "raw mode does not support images")
+	assert.Len(t, f.prompts, 5)
 }
 
 // Each refusal is a 400 naming what is refused and, for a limit, the

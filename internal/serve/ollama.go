@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,17 +34,18 @@ type ollamaChatRequest struct {
 
 // ollamaGenerateRequest is the body of /api/generate.
 type ollamaGenerateRequest struct {
-	Model       string          `json:"model"`
-	Prompt      string          `json:"prompt"`
-	System      string          `json:"system"`
-	Stream      *bool           `json:"stream"`
-	Raw         bool            `json:"raw"`
-	Format      json.RawMessage `json:"format"`
-	KeepAlive   json.RawMessage `json:"keep_alive"`
-	Options     json.RawMessage `json:"options"`
-	Think       json.RawMessage `json:"think"`
-	Logprobs    bool            `json:"logprobs"`
-	TopLogprobs *int            `json:"top_logprobs"`
+	Model       string            `json:"model"`
+	Prompt      string            `json:"prompt"`
+	System      string            `json:"system"`
+	Stream      *bool             `json:"stream"`
+	Raw         bool              `json:"raw"`
+	Images      []json.RawMessage `json:"images"`
+	Format      json.RawMessage   `json:"format"`
+	KeepAlive   json.RawMessage   `json:"keep_alive"`
+	Options     json.RawMessage   `json:"options"`
+	Think       json.RawMessage   `json:"think"`
+	Logprobs    bool              `json:"logprobs"`
+	TopLogprobs *int              `json:"top_logprobs"`
 }
 
 // ollamaMessage is a message of /api/chat: Arguments of a tool call are a
@@ -77,11 +79,10 @@ var (
 	ollamaCommonFields = []string{"model", "stream", "format", "keep_alive", "options", "think", "logprobs",
 		"top_logprobs", "truncate", "shift"}
 	ollamaChatFields     = []string{"messages", "tools"}
-	ollamaGenerateFields = []string{"prompt", "system", "raw"}
+	ollamaGenerateFields = []string{"prompt", "system", "raw", "images"}
 	// ollamaRefused are accepted when empty (the zero value or null),
 	// refused otherwise; all but _debug_render_only are generate's.
 	ollamaRefused = map[string]string{
-		"images":             "images: this server generates from text only (no multimodal model is loaded)",
 		"template":           "template: this server renders prompts with the model's own chat template; send raw true with a prompt you rendered",
 		"suffix":             "suffix: fill-in-the-middle is not supported",
 		"context":            "context: this server keeps no token context between requests; send the conversation to /api/chat",
@@ -298,11 +299,15 @@ func ollamaMessages(in []ollamaMessage) ([]apiMessage, error) {
 	out := make([]apiMessage, 0, len(in))
 	var open []apiToolCall // the last assistant's calls not yet answered
 	for i, m := range in {
-		if len(m.Images) > 0 {
-			return nil, badRequest(fmt.Sprintf("messages[%d].images", i), "messages[%d]: images: this server generates from text only (no multimodal model is loaded)", i)
-		}
 		role := strings.ToLower(m.Role) // as Ollama's api.Message reads it
 		msg := textMessage(role, m.Content)
+		if len(m.Images) > 0 {
+			c, err := ollamaImageContent(m.Content, m.Images)
+			if err != nil {
+				return nil, badRequest(fmt.Sprintf("messages[%d].images", i), "messages[%d]: %v", i, err)
+			}
+			msg.Content = c
+		}
 		msg.ReasoningContent = m.Thinking // an earlier reply's, for templates that show it
 		switch role {
 		case "assistant":
@@ -368,15 +373,30 @@ func (req *ollamaGenerateRequest) generateRequest() (*apiRequest, bool, error) {
 		if req.System != "" {
 			return nil, false, badRequest("system", "raw mode does not support template, system, or context")
 		}
+		if len(req.Images) > 0 {
+			return nil, false, badRequest("images", "raw mode does not support images: the chat template places them (send raw false)")
+		}
 		out.Prompt, _ = json.Marshal(req.Prompt)
 		return out, false, nil
 	}
 	if req.System != "" {
 		out.Messages = append(out.Messages, textMessage("system", req.System))
 	}
-	out.Messages = append(out.Messages, textMessage("user", req.Prompt))
+	user := textMessage("user", req.Prompt)
+	if len(req.Images) > 0 {
+		c, err := ollamaImageContent(req.Prompt, req.Images)
+		if err != nil {
+			return nil, false, badRequest("images", "%v", err)
+		}
+		user.Content = c
+	}
+	out.Messages = append(out.Messages, user)
 	return out, true, nil
 }
+
+// ollamaImagePart is an image part of a chat message's content, as a
+// media error names it.
+var ollamaImagePart = regexp.MustCompile(`\.content\[(\d+)\]\.image_url\.url`)
 
 // ollamaParam renames the chat request's fields in an error to Ollama's.
 func ollamaParam(err error) error {
@@ -392,6 +412,9 @@ func ollamaParam(err error) error {
 		}
 		out.msg = strings.ReplaceAll(out.msg, r[0], r[1])
 	}
+	// A message's images are the first parts of its content (ollamaImageContent).
+	out.param = ollamaImagePart.ReplaceAllString(out.param, ".images[$1]")
+	out.msg = ollamaImagePart.ReplaceAllString(out.msg, ".images[$1]")
 	return &out
 }
 

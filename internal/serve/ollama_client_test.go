@@ -389,7 +389,7 @@ func TestOllamaClientErrors(t *testing.T) {
 		{&api.ChatRequest{Messages: user}, 400, "model is required"},
 		{&api.ChatRequest{Model: "demo", Messages: user, Think: &api.ThinkValue{Value: true}}, 400, `"demo" does not support thinking`},
 		{&api.ChatRequest{Model: "demo", Messages: user, Think: &api.ThinkValue{Value: "high"}}, 400, `think value "high" is not supported`},
-		{&api.ChatRequest{Model: "demo", Messages: []api.Message{{Role: "user", Content: "Hi", Images: []api.ImageData{[]byte("x")}}}}, 400, "images: this server generates from text only"},
+		{&api.ChatRequest{Model: "demo", Messages: []api.Message{{Role: "user", Content: "Hi", Images: []api.ImageData{[]byte("x")}}}}, 400, "this model reads text only"},
 		{&api.ChatRequest{Model: "demo", Messages: user, Options: map[string]any{"tfs_z": 1}}, 400, `unknown option "tfs_z"`},
 		{&api.ChatRequest{Model: "demo", Messages: user, Options: map[string]any{"temperature": "hot"}}, 400, `option "temperature"`},
 		{&api.ChatRequest{Model: "demo", Messages: user, Options: map[string]any{"temperature": 7}}, 400, "temperature 7: must be in [0, 2]"},

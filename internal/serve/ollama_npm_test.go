@@ -145,7 +145,7 @@ func TestOllamaJSClient(t *testing.T) {
 	for name, want := range map[string]failure{
 		"error_model":  {"model 'other' not found", 404},
 		"error_think":  {`"demo" does not support thinking`, 400},
-		"error_images": {"messages[0]: images: this server generates from text only (no multimodal model is loaded)", 400},
+		"error_images": {"messages[0].images[0]: an image part: this model reads text only (llamaserve serves images and audio with a projector, --mmproj)", 400},
 		"error_stream": {"top_k (=-3) has to be a non-negative integer", 400},
 		"no_key":       {"You didn't provide an API key", 401},
 	} {
