@@ -1,0 +1,16 @@
+//go:build !llamacpp_external
+
+package cgo
+
+import (
+	// Compiles and links llama.cpp (libllama) and ggml with its CPU backend.
+	_ "github.com/ollama/ollama/llama/llama.cpp/src"
+	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
+)
+
+// Engine names the llama.cpp this program was built with.
+const Engine = "module"
+
+// EngineVersion is the llama.cpp build the engine reports: the pinned
+// module's has no llama_version, so "" (internal/cli names its commit).
+func EngineVersion() string { return "" }
