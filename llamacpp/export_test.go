@@ -1,5 +1,7 @@
 package llamacpp
 
+import "maps"
+
 // PoolThreads returns the worker counts of ctx's current thread pools and
 // the number of retired pools it still holds.
 func PoolThreads(ctx *Context) (single, batch, retired int) {
@@ -34,6 +36,9 @@ func TensorOpNames() map[string]string {
 	}
 	return out
 }
+
+// KnownPreTokenizers returns the validation's pre-tokenizer names.
+func KnownPreTokenizers() map[string]bool { return maps.Clone(knownPreTokenizers) }
 
 // ArchValueAsserts returns, by architecture, the llama.cpp assertions the
 // validation's single-value checks mirror.
