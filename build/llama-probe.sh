@@ -90,5 +90,6 @@ if compgen -G "$lib/libllama.a" >/dev/null && ! compgen -G "$lib/libllama.so*" >
   libs="$libs -lstdc++ -lm -lpthread"
 else
   libs="$libs -Wl,-rpath,$lib"
+  defs="$defs -DLLAMALOOP_SHARED=1"
 fi
 echo "$defs $inc|$libs"

@@ -8,6 +8,7 @@
 //   LLAMALOOP_LOAD_MODE          llama_model_params.load_mode replaces use_mmap and use_mlock
 //   LLAMALOOP_PENALTIES_N_VOCAB  llama_sampler_init_penalties takes n_vocab first
 //   LLAMALOOP_HAS_VERSION        llama_version() exists
+//   LLAMALOOP_SHARED             1: linked as shared libraries, which -Wl,--wrap cannot reach into
 // The functions of shim.c that take the place of the fields and calls that
 // differ hide them from the Go files.
 #ifndef LLAMALOOP_COMPAT_H
@@ -15,6 +16,10 @@
 
 #if defined(LLAMALOOP_EXTERNAL) && !defined(LLAMALOOP_PROBED)
 #error "llamaloop: an external llama.cpp needs the flags of build/llama-probe.sh: build with make LLAMA_CPP=DIR, or eval \"$(make -s env LLAMA_CPP=DIR)\" first"
+#endif
+
+#ifndef LLAMALOOP_SHARED
+#define LLAMALOOP_SHARED 0
 #endif
 
 #endif

@@ -18,3 +18,9 @@ const Engine = "external"
 // EngineVersion is llama_version of the linked llama.cpp ("" where it has
 // none).
 func EngineVersion() string { return C.GoString(C.llamaloop_version()) }
+
+// WrapsBackendFree reports whether the link's -Wl,--wrap=ggml_backend_free
+// reaches llama.cpp's own calls (see llamaloop_free in shim.h): it does for
+// a static install, not inside shared libraries, where upstream's
+// scheduler, which frees no backend late, needs no deferral.
+const WrapsBackendFree = C.LLAMALOOP_SHARED == 0

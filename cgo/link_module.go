@@ -14,3 +14,8 @@ const Engine = "module"
 // EngineVersion is the llama.cpp build the engine reports: the pinned
 // module's has no llama_version, so "" (internal/cli names its commit).
 func EngineVersion() string { return "" }
+
+// WrapsBackendFree reports whether the link's -Wl,--wrap=ggml_backend_free
+// reaches llama.cpp's own calls (see llamaloop_free in shim.h): always for
+// the module, which is compiled into the program.
+const WrapsBackendFree = true

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
@@ -100,8 +101,12 @@ func TestTableJSONAndSVGChart(t *testing.T) {
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep))
 	assert.Equal(t, "llamabench/1", rep.Schema)
-	assert.Contains(t, rep.Version.LlamaCpp, "ec98e2002")
-	assert.Equal(t, "github.com/ollama/ollama v0.17.4", rep.Version.Module)
+	if cli.External {
+		assert.Contains(t, rep.Version.LlamaCpp, "external")
+	} else {
+		assert.Contains(t, rep.Version.LlamaCpp, "ec98e2002")
+		assert.Equal(t, "github.com/ollama/ollama v0.17.4", rep.Version.Module)
+	}
 	assert.NotEmpty(t, rep.Version.Llamaloop)
 	assert.Equal(t, runtime.NumCPU(), rep.Machine.Cores)
 	assert.NotEmpty(t, rep.Machine.CPU)
