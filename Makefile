@@ -82,7 +82,7 @@ all: build
 llama: $(LLAMA_STAMP)
 
 $(LLAMA_STAMP):
-	@echo "note: compiling llama.cpp through cgo (first build only: about 3-10 minutes on 2 cores; cached afterwards)"
+	@echo "note: $(if $(LLAMA_CPP),compiling the cgo layer against the llama.cpp in $(LLAMA_CPP) (seconds),compiling llama.cpp through cgo (first build only: about 3-10 minutes on 2 cores; cached afterwards))"
 	$(GO) build ./cgo/
 	@mkdir -p build && touch $@
 
