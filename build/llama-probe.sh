@@ -84,7 +84,7 @@ done
 libs="$libs -lggml-base"
 if compgen -G "$lib/libllama.a" >/dev/null && ! compgen -G "$lib/libllama.so*" >/dev/null && ! compgen -G "$lib/libllama*.dylib" >/dev/null; then
   # A static install: what its libraries need from the system.
-  grep -qs 'GGML_OPENMP.*ON\|OpenMP' "$lib"/cmake/ggml/ggml-config.cmake && libs="$libs -fopenmp"
+  grep -qas 'GOMP_' "$lib"/libggml*.a && libs="$libs -fopenmp" # a CPU backend built with OpenMP (ggml's default)
   case " $libs " in *" -lggml-cuda "*) libs="$libs -L${CUDA_HOME:-/usr/local/cuda}/lib64 -lcudart -lcublas -lcublasLt -lcuda" ;; esac
   case " $libs " in *" -lggml-metal "*) libs="$libs -framework Foundation -framework Metal -framework MetalKit" ;; esac
   libs="$libs -lstdc++ -lm -lpthread"
