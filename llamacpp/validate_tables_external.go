@@ -227,10 +227,10 @@ var tensorOpNames = map[tensorOp]string{
 // recognises (see knownPreTokenizers).
 const preTokenizerNames = `a.x-4.0 afmoe bailingmoe bailingmoe2 bloom chameleon chatglm-bpe codeshell cohere2moe command-r dbrx
 	deepseek-coder deepseek-llm deepseek-r1-qwen deepseek-v3 default exaone exaone-moe exaone4 f2llmv2
-	falcon falcon-h1 falcon3 gemma4 gigachat glm4 gpt-2 gpt-4o gpt3-finnish granite-docling granite-
-	embed-multi-311m granite-embed-multi-97m grok-2 hunyuan hunyuan-dense jais jais-2 jina-de jina-es
-	jina-v1-en jina-v2-code jina-v2-de jina-v2-es jina-v5-nano joyai-llm kanana2 kimi-k2 kormo laguna
-	lfm2 llada-moe llama-bpe llama-v3 llama3 llama4 megrez mellum mellum2 midm-2.0 minerva-7b minicpm5
-	minimax-m2 modern-bert mpt olmo phi-2 pixtral poro-chat qwen2 qwen35 refact roberta-bpe sarvam-moe
-	seed-coder smaug-bpe smollm solar-open stablelm2 starcoder superbpe talkie tekken tiny_aya trillion
-	viking whitespace youtu`
+	falcon falcon-h1 falcon3 gemma4 gigachat glm4 gpt-2 gpt-4o gpt3-finnish granite-docling
+	granite-embed-multi-311m granite-embed-multi-97m grok-2 hunyuan hunyuan-dense jais jais-2 jina-de
+	jina-es jina-v1-en jina-v2-code jina-v2-de jina-v2-es jina-v5-nano joyai-llm kanana2 kimi-k2 kormo
+	laguna lfm2 llada-moe llama-bpe llama-v3 llama3 llama4 megrez mellum mellum2 midm-2.0 minerva-7b
+	minicpm5 minimax-m2 modern-bert mpt olmo phi-2 pixtral poro-chat qwen2 qwen35 refact roberta-bpe
+	sarvam-moe seed-coder smaug-bpe smollm solar-open stablelm2 starcoder superbpe talkie tekken
+	tiny_aya trillion viking whitespace youtu`
