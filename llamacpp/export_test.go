@@ -91,6 +91,15 @@ func BlockZeroTensors() map[string][]string {
 // MoEGating returns the validation's table of expert gating functions.
 func MoEGating() map[string]bool { return moeGating }
 
+// SeqStateHeaderLen is the length of the header before a sequence state's
+// KV-cache part: 0 on the pinned engine.
+func SeqStateHeaderLen() int {
+	if seqStateMagic == 0 {
+		return 0
+	}
+	return 8
+}
+
 // KVStateLen is the length of the KV-cache part of a sequence state.
 func KVStateLen(state []byte) (int, error) { return kvStateLen(state) }
 

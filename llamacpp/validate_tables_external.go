@@ -11,6 +11,9 @@ package llamacpp
 // these accept and it lacks is refused by llama.cpp itself ("unknown model
 // architecture"), an error and not a crash.
 
+// seqStateMagic opens a sequence state, before the memory's part (0: llama_context::state_seq_get_data writes it, then the sequence id).
+const seqStateMagic = 0xaf143cd8
+
 // tablesEngine names the llama.cpp these tables come from, for messages.
 const tablesEngine = "llama.cpp 3f545becc (master of 2026-08-22; the external engine's tables)"
 

@@ -7,6 +7,9 @@ package llamacpp
 // and TestPreTokenizersMatchLlamaCpp derive the same from its sources.
 // validate_tables_external.go holds those of the external engine.
 
+// seqStateMagic opens a sequence state, before the memory's part (0: the pinned llama.cpp writes none).
+const seqStateMagic = 0
+
 // tablesEngine names the llama.cpp these tables come from, for messages.
 const tablesEngine = "llama.cpp ec98e2002 (the pinned module)"
 
