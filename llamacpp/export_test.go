@@ -100,6 +100,11 @@ func SeqStateHeaderLen() int {
 	return 8
 }
 
+// UnknownPreTokenizerFallsBack reports whether the engine's llama.cpp falls
+// back to its default pre-tokenizer for an unknown one (the pin) rather
+// than refusing it (master).
+const UnknownPreTokenizerFallsBack = unknownPreTokenizerFallsBack
+
 // KVStateLen is the length of the KV-cache part of a sequence state.
 func KVStateLen(state []byte) (int, error) { return kvStateLen(state) }
 

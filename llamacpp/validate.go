@@ -507,18 +507,25 @@ func (v *validator) charsmap() {
 // preTokenizer refuses a BPE vocabulary whose pre-tokenizer this llama.cpp
 // does not know, unless the caller accepts llama.cpp's fallback.
 func (v *validator) preTokenizer(allowUnknown bool) {
-	if allowUnknown {
+	if allowUnknown && unknownPreTokenizerFallsBack {
 		return
 	}
 	pre, ok := v.f.Lookup("tokenizer.ggml.pre")
 	if !ok {
-		v.failf("tokenizer.ggml.pre: missing, and llama.cpp would split text with its default pre-tokenizer " +
-			"(set ModelParams.AllowUnknownPreTokenizer to accept that)")
+		if !allowUnknown {
+			v.failf("tokenizer.ggml.pre: missing, and llama.cpp would split text with its default pre-tokenizer " +
+				"(set ModelParams.AllowUnknownPreTokenizer to accept that)")
+		}
 		return
 	}
 	s, ok := pre.(string)
 	if !ok {
 		return // llama.cpp reports the wrong type
+	}
+	if !knownPreTokenizers[s] && allowUnknown {
+		v.failf("tokenizer.ggml.pre: pre-tokenizer %q is unknown to %s, which refuses it rather than falling back "+
+			"to its default pre-tokenizer (AllowUnknownPreTokenizer accepts only a missing one there)", s, tablesEngine)
+		return
 	}
 	if !knownPreTokenizers[s] {
 		v.failf("tokenizer.ggml.pre: pre-tokenizer %q is unknown to this llama.cpp, which would split text with its "+

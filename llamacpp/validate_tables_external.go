@@ -14,6 +14,9 @@ package llamacpp
 // seqStateMagic opens a sequence state, before the memory's part (0: llama_context::state_seq_get_data writes it, then the sequence id).
 const seqStateMagic = 0xaf143cd8
 
+// unknownPreTokenizerFallsBack: llama.cpp 3f545becc refuses an unknown tokenizer.ggml.pre ("unknown pre-tokenizer type") and falls back only for a missing one.
+const unknownPreTokenizerFallsBack = false
+
 // tablesEngine names the llama.cpp these tables come from, for messages.
 const tablesEngine = "llama.cpp 3f545becc (master of 2026-08-22; the external engine's tables)"
 

@@ -10,6 +10,9 @@ package llamacpp
 // seqStateMagic opens a sequence state, before the memory's part (0: the pinned llama.cpp writes none).
 const seqStateMagic = 0
 
+// unknownPreTokenizerFallsBack: the pinned llama.cpp falls back to its default pre-tokenizer for an unknown tokenizer.ggml.pre, as for a missing one.
+const unknownPreTokenizerFallsBack = true
+
 // tablesEngine names the llama.cpp these tables come from, for messages.
 const tablesEngine = "llama.cpp ec98e2002 (the pinned module)"
 
