@@ -760,3 +760,13 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 	assert.Equal(t, 130, code)
 	assert.Equal(t, "llamabench: interrupted\n", stderr)
 }
+
+// lbCommit and lbNumber are the build fields of llama-bench-style output
+// for this engine: the pinned commit, or "unknown" and 0 for an external
+// llama.cpp, whose installed headers do not carry its build.
+var lbCommit, lbNumber = func() (string, string) {
+	if cli.External {
+		return "unknown", "0"
+	}
+	return "ec98e2002", "7416"
+}()
