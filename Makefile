@@ -40,6 +40,26 @@ export CGO_CPPFLAGS := -DNDEBUG -DGGML_USE_CPU_REPACK -I$(OLLAMA_DIR)/llama/llam
 export CGO_CFLAGS := $(OPT_FLAGS)
 export CGO_CXXFLAGS := $(OPT_FLAGS)
 
+# LLAMA_CPP=DIR builds against a llama.cpp the user built and installed with
+# CMake (cmake --install --prefix DIR: include/, lib/; CPU, CUDA or Metal,
+# static or shared) instead of the pinned module: the build tag
+# llamacpp_external, with the headers and libraries build/llama-probe.sh finds
+# in DIR. The probe stops the build with one line naming what DIR lacks, and
+# chooses between the C API generations cgo/compat.h knows (llama.cpp
+# ec98e2002 to 3f545becc). Binaries go to build/bin-llamacpp; the default
+# build's flags, and so its cache, are untouched.
+LLAMA_CPP ?=
+ifneq ($(LLAMA_CPP),)
+LLAMA_PROBE := $(shell build/llama-probe.sh '$(LLAMA_CPP)' 2>&1)
+ifneq ($(filter llamaloop:%,$(firstword $(LLAMA_PROBE))),)
+$(error $(LLAMA_PROBE))
+endif
+export CGO_CPPFLAGS := $(shell echo '$(LLAMA_PROBE)' | cut -d'|' -f1)
+export CGO_LDFLAGS := $(shell echo '$(LLAMA_PROBE)' | cut -d'|' -f2)
+export GOFLAGS := $(strip $(GOFLAGS) -tags=llamacpp_external)
+BIN := build/bin-llamacpp
+endif
+
 MODELS := build/models
 COMMANDS := $(notdir $(wildcard cmd/*))
 # A stamp per flag set: the notice shows when llama.cpp is about to be compiled.
@@ -54,7 +74,7 @@ LLAMA_TEST_PKGS = $(shell $(GO) list -test -f '{{if .ForTest}}{{.ForTest}} {{joi
 ASAN_FLAGS := -O1 $(ARCH_FLAGS) -fno-omit-frame-pointer
 ASAN_STAMP := build/.llama-asan-$(shell echo '$(CGO_CPPFLAGS) $(ASAN_FLAGS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all build test test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch cpu-variants campaign
+.PHONY: all build test test-external test-asan test-gpu demo bench env clean cuda metal models bench-models llama gpu-bundle check-arch cpu-variants campaign
 
 all: build
 
@@ -62,7 +82,7 @@ all: build
 llama: $(LLAMA_STAMP)
 
 $(LLAMA_STAMP):
-	@echo "note: compiling llama.cpp through cgo (first build only: about 3-10 minutes on 2 cores; cached afterwards)"
+	@echo "note: $(if $(LLAMA_CPP),compiling the cgo layer against the llama.cpp in $(LLAMA_CPP) (seconds),compiling llama.cpp through cgo (first build only: about 3-10 minutes on 2 cores; cached afterwards))"
 	$(GO) build ./cgo/
 	@mkdir -p build && touch $@
 
@@ -77,6 +97,15 @@ PURE_TEST_PKGS := ./internal/serve/ ./internal/testkit/scripted/
 test: llama
 	$(GO) test -count=1 -timeout 30m ./...
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m $(PURE_TEST_PKGS)
+
+# test-external runs the llama.cpp-backed tests against the llama.cpp
+# installed in LLAMA_CPP (make test-external LLAMA_CPP=DIR); the validation's
+# tables are those of the external engine (llamacpp/validate_tables_*.go), and
+# LLAMA_CPP_SRC=SRC names the sources they are checked against (the tests that
+# read llama.cpp's sources skip without it).
+test-external: llama
+	@test -n '$(LLAMA_CPP)' || { echo "test-external: set LLAMA_CPP=DIR, a llama.cpp installed with cmake --install" >&2; exit 1; }
+	LLAMALOOP_LLAMA_SRC='$(LLAMA_CPP_SRC)' $(GO) test -count=1 -timeout 30m $(LLAMA_TEST_PKGS)
 
 # test-asan runs the llama.cpp-backed tests under AddressSanitizer (and its
 # leak check at exit): the CPU hides memory errors that a GPU turns into
@@ -146,6 +175,8 @@ env:
 	@echo "export CGO_CPPFLAGS='$(CGO_CPPFLAGS)'"
 	@echo "export CGO_CFLAGS='$(CGO_CFLAGS)'"
 	@echo "export CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
+	$(if $(LLAMA_CPP),@echo "export CGO_LDFLAGS='$(CGO_LDFLAGS)'")
+	$(if $(LLAMA_CPP),@echo "export GOFLAGS='$(GOFLAGS)'")
 
 # clean removes what the targets wrote into build/ (binaries, GPU and CPU
 # backends, models, benchmark output), and nothing outside it: Go's build

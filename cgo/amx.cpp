@@ -1,4 +1,8 @@
+//go:build !llamacpp_external
+
 // ggml's AMX kernels, compiled from the pinned ollama module by path.
+// (An external llama.cpp, build tag llamacpp_external, has them in its own
+// CPU backend.)
 //
 // When the compiler targets AMX (-march=native on a Sapphire Rapids or later
 // Xeon, -march=sapphirerapids), ggml-cpu.cpp registers the AMX buffer type

@@ -28,7 +28,9 @@ func (m Model) Nil() bool { return m.c == nil }
 // DefaultModelParams reads llama_model_default_params.
 func DefaultModelParams() ModelParams {
 	p := C.llama_model_default_params()
-	return ModelParams{NGPULayers: int32(p.n_gpu_layers), UseMmap: bool(p.use_mmap), UseMlock: bool(p.use_mlock),
+	var mmap, mlock C.bool
+	C.llamaloop_model_params_get_load(&p, &mmap, &mlock)
+	return ModelParams{NGPULayers: int32(p.n_gpu_layers), UseMmap: bool(mmap), UseMlock: bool(mlock),
 		VocabOnly: bool(p.vocab_only), CheckTensors: bool(p.check_tensors)}
 }
 
@@ -39,8 +41,7 @@ func DefaultModelParams() ModelParams {
 func ModelLoadFromFile(path string, mp ModelParams, progress, capture uintptr) Model {
 	p := C.llama_model_default_params()
 	p.n_gpu_layers = C.int32_t(mp.NGPULayers)
-	p.use_mmap = C.bool(mp.UseMmap)
-	p.use_mlock = C.bool(mp.UseMlock)
+	C.llamaloop_model_params_set_load(&p, C.bool(mp.UseMmap), C.bool(mp.UseMlock))
 	p.vocab_only = C.bool(mp.VocabOnly)
 	p.check_tensors = C.bool(mp.CheckTensors)
 	cs := C.CString(path)

@@ -9,7 +9,7 @@ package cgo
 // its mtmd-helper.cpp includes miniaudio and stb_image from llama.cpp's
 // vendor/ folder, which Go's module zips leave out. So mtmd_*.cpp compile
 // mtmd.cpp, clip.cpp and mtmd-audio.cpp by path (as amx.cpp does ggml's AMX
-// kernels), link.go imports the projector graphs' package (tools/mtmd/models,
+// kernels), link_module.go imports the projector graphs' package (tools/mtmd/models,
 // which compiles), and mtmd-helper.cpp is not compiled: llamaloop decodes
 // images and WAV in Go and lays out positions itself. The header comes by a
 // path relative to CGO_CPPFLAGS' llama.cpp/include, so the flags, and Go's

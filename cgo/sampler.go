@@ -13,12 +13,13 @@ import (
 type Sampler struct{ c *C.struct_llama_sampler }
 
 // SamplerChain builds llama.cpp's chain: penalties (when lastN > 0), top-k,
-// top-p, temperature and dist(seed), the settings of a typical chat model.
-func SamplerChain(lastN int, repeat float32, topK int, topP, temp float32, seed uint32) Sampler {
+// top-p, temperature and dist(seed), the settings of a typical chat model,
+// for a vocabulary of nVocab tokens.
+func SamplerChain(nVocab, lastN int, repeat float32, topK int, topP, temp float32, seed uint32) Sampler {
 	p := C.llama_sampler_chain_default_params()
 	ch := C.llama_sampler_chain_init(p)
 	if lastN > 0 {
-		C.llama_sampler_chain_add(ch, C.llama_sampler_init_penalties(C.int32_t(lastN), C.float(repeat), 0, 0))
+		C.llama_sampler_chain_add(ch, C.llamaloop_sampler_init_penalties(C.int32_t(nVocab), C.int32_t(lastN), C.float(repeat), 0, 0))
 	}
 	C.llama_sampler_chain_add(ch, C.llama_sampler_init_top_k(C.int32_t(topK)))
 	C.llama_sampler_chain_add(ch, C.llama_sampler_init_top_p(C.float(topP), 1))

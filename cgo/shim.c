@@ -46,6 +46,43 @@ int llamaloop_log_install_lib(const char * path) {
 
 void llamaloop_log_set_min(int level) { llamaloop_log_min = level; }
 
+void llamaloop_model_params_set_load(struct llama_model_params * p, bool mmap, bool mlock) {
+#if defined(LLAMALOOP_LOAD_MODE)
+	p->load_mode = mmap ? (mlock ? LLAMA_LOAD_MODE_MMAP_MLOCK : LLAMA_LOAD_MODE_MMAP) : (mlock ? LLAMA_LOAD_MODE_MLOCK : LLAMA_LOAD_MODE_NONE);
+#else
+	p->use_mmap = mmap;
+	p->use_mlock = mlock;
+#endif
+}
+
+void llamaloop_model_params_get_load(const struct llama_model_params * p, bool * mmap, bool * mlock) {
+#if defined(LLAMALOOP_LOAD_MODE)
+	enum llama_load_mode m = p->load_mode;
+	*mmap = m == LLAMA_LOAD_MODE_AUTO || m == LLAMA_LOAD_MODE_MMAP || m == LLAMA_LOAD_MODE_MMAP_MLOCK;
+	*mlock = m == LLAMA_LOAD_MODE_MLOCK || m == LLAMA_LOAD_MODE_MMAP_MLOCK;
+#else
+	*mmap = p->use_mmap;
+	*mlock = p->use_mlock;
+#endif
+}
+
+struct llama_sampler * llamaloop_sampler_init_penalties(int32_t n_vocab, int32_t last_n, float repeat, float freq, float present) {
+#if defined(LLAMALOOP_PENALTIES_N_VOCAB)
+	return llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present);
+#else
+	(void) n_vocab;
+	return llama_sampler_init_penalties(last_n, repeat, freq, present);
+#endif
+}
+
+const char * llamaloop_version(void) {
+#if defined(LLAMALOOP_HAS_VERSION)
+	return llama_version();
+#else
+	return "";
+#endif
+}
+
 static bool llamaloop_progress_cb(float progress, void * user_data) {
 	return llamaloopGoProgress(progress, (uintptr_t) user_data);
 }

@@ -9,6 +9,7 @@
 #include "llama.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "compat.h"
 
 // Log forwarding: messages below the minimum level never cross into Go.
 void llamaloop_log_install(void);
@@ -18,6 +19,18 @@ void llamaloop_log_set_min(int level);
 // beside dynamically loaded backends) through the same callback; returns 0
 // where the library is not loaded or has no ggml_log_set.
 int llamaloop_log_install_lib(const char * path);
+
+// How the model file is read: mmap and mlock, set on and read from the
+// parameters whichever generation of llama_model_params this llama.cpp has
+// (compat.h): a load_mode of AUTO reads as mmap.
+void llamaloop_model_params_set_load(struct llama_model_params * p, bool mmap, bool mlock);
+void llamaloop_model_params_get_load(const struct llama_model_params * p, bool * mmap, bool * mlock);
+
+// llama_sampler_init_penalties; n_vocab goes to the generations that take it.
+struct llama_sampler * llamaloop_sampler_init_penalties(int32_t n_vocab, int32_t last_n, float repeat, float freq, float present);
+
+// llama_version where this llama.cpp has it, else "".
+const char * llamaloop_version(void);
 
 // Model loading with an optional progress callback into Go (handle != 0).
 // With capture != 0, every warning and error that llama.cpp and ggml log on

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/cgo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -218,6 +219,9 @@ func writeAborts(t *testing.T, sites []abortSite, old map[string]abortRow) {
 // its check and, where it has one, a case of TestCrashKinds; open sites are
 // logged.
 func TestAbortAudit(t *testing.T) {
+	if cgo.Engine != "module" {
+		t.Skip("the audit's table classifies the abort sites of the pinned sources; the external engine's are not audited")
+	}
 	sites := llamaAbortSites(t)
 	require.Greater(t, len(sites), 300, "sites in the audited sources")
 	rows := readAborts(t)

@@ -1,6 +1,7 @@
 package llamacpp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -297,10 +298,19 @@ func TestCrashKinds(t *testing.T) {
 			c.edit(p)
 			path := filepath.Join(dir, "kind"+string(rune('a'+i))+".gguf")
 			require.NoError(t, p.write(path))
-			requireRefused(t, path, c.want)
+			want := c.want
+			if _, ok := llamacpp.ArchRuleNames()[p.arch()]; !ok {
+				// an architecture this engine lacks (solar after the pin) is refused as such
+				want = fmt.Sprintf("general.architecture: %q is not an architecture", p.arch())
+			} else if p.arch() == "qwen3next" && slices.Contains(llamacpp.ArchRuleNames()[p.arch()], "needsExperts") {
+				// qwen3next's loader asserts experts after the pin (not in the pinned
+				// engine's rules): refused for that first
+				want = "needs experts"
+			}
+			requireRefused(t, path, want)
 			err := loadReadingHeaderOnly(t, path)
 			require.ErrorIs(t, err, llamacpp.ErrLoad)
-			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), want)
 		})
 	}
 }

@@ -1,5 +1,7 @@
 package llamacpp
 
+import "maps"
+
 // PoolThreads returns the worker counts of ctx's current thread pools and
 // the number of retired pools it still holds.
 func PoolThreads(ctx *Context) (single, batch, retired int) {
@@ -34,6 +36,9 @@ func TensorOpNames() map[string]string {
 	}
 	return out
 }
+
+// KnownPreTokenizers returns the validation's pre-tokenizer names.
+func KnownPreTokenizers() map[string]bool { return maps.Clone(knownPreTokenizers) }
 
 // ArchValueAsserts returns, by architecture, the llama.cpp assertions the
 // validation's single-value checks mirror.
@@ -85,6 +90,20 @@ func BlockZeroTensors() map[string][]string {
 
 // MoEGating returns the validation's table of expert gating functions.
 func MoEGating() map[string]bool { return moeGating }
+
+// SeqStateHeaderLen is the length of the header before a sequence state's
+// KV-cache part: 0 on the pinned engine.
+func SeqStateHeaderLen() int {
+	if seqStateMagic == 0 {
+		return 0
+	}
+	return 8
+}
+
+// UnknownPreTokenizerFallsBack reports whether the engine's llama.cpp falls
+// back to its default pre-tokenizer for an unknown one (the pin) rather
+// than refusing it (master).
+const UnknownPreTokenizerFallsBack = unknownPreTokenizerFallsBack
 
 // KVStateLen is the length of the KV-cache part of a sequence state.
 func KVStateLen(state []byte) (int, error) { return kvStateLen(state) }

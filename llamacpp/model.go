@@ -35,7 +35,10 @@ type ModelParams struct {
 	// tokenizer.ggml.pre is missing or unknown to the pinned llama.cpp.
 	// LoadModel refuses such a model by default because llama.cpp then splits
 	// text with its "default" pre-tokenizer, so the model tokenizes text
-	// differently from the tokenizer it was trained with.
+	// differently from the tokenizer it was trained with. A llama.cpp after
+	// the pin (the external engine's master) refuses an unknown one itself
+	// and falls back only for a missing one: there the option accepts only
+	// that.
 	AllowUnknownPreTokenizer bool
 	// Progress, when set, receives the loading progress in [0, 1]; returning
 	// false cancels the load.

@@ -59,11 +59,15 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 	if p := ctx.c.SeqPosMax(seq); p >= 0 {
 		return invalid("sequence %d holds %d positions: restore a state into an empty sequence", seq, p+1)
 	}
-	if len(state) < 4 {
+	body, err := seqStateBody(state)
+	if err != nil {
+		return err
+	}
+	if len(body) < 4 {
 		return fmt.Errorf("%w: %d bytes", ErrState, len(state))
 	}
 	if ctx.model.c.IsRecurrent() {
-		if err := checkRecurrentCells(state); err != nil {
+		if err := checkRecurrentCells(body); err != nil {
 			return err
 		}
 	}
@@ -77,7 +81,7 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 			return err
 		}
 	}
-	if n := binary.LittleEndian.Uint32(state); n != ctx.kvStreams() {
+	if n := binary.LittleEndian.Uint32(body); n != ctx.kvStreams() {
 		return fmt.Errorf("%w: it was saved from a KV cache of %d streams, this context has %d (the same Sequences and UnifiedKV are needed)",
 			ErrState, n, ctx.kvStreams())
 	}
@@ -85,12 +89,12 @@ func (ctx *Context) SetSeqState(seq int32, state []byte) error {
 	// before it reads the cells: a count beyond the cache is refused here,
 	// rather than left to an allocation of that size. A sequence's cells
 	// are in one stream, after the empty streams' zero counts.
-	for off := 4; off+4 <= len(state); off += 4 {
-		if n := binary.LittleEndian.Uint32(state[off:]); n != 0 {
+	for off := 4; off+4 <= len(body); off += 4 {
+		if n := binary.LittleEndian.Uint32(body[off:]); n != 0 {
 			if n > uint32(ctx.nCtxSeq) {
 				return fmt.Errorf("%w: %d cells for a sequence of %d", ErrState, n, ctx.nCtxSeq)
 			}
-			if err := ctx.checkCells(state[off+4:], int(n)); err != nil {
+			if err := ctx.checkCells(body[off+4:], int(n)); err != nil {
 				return err
 			}
 			break
@@ -158,7 +162,11 @@ func checkRecurrentCells(part []byte) error {
 // row size and rows, and the values' the same or, transposed, their type,
 // element size, width and elements).
 func kvStateLen(state []byte) (int, error) {
-	r := stateReader{b: state}
+	body, err := seqStateBody(state)
+	if err != nil {
+		return 0, err
+	}
+	r := stateReader{b: body}
 	streams := r.u32()
 	for range min(streams, 1<<16) {
 		cells := uint64(r.u32())
@@ -187,7 +195,20 @@ func kvStateLen(state []byte) (int, error) {
 	if r.err != nil {
 		return 0, fmt.Errorf("%w: its KV-cache part ends past its %d bytes", ErrState, len(state))
 	}
-	return r.off, nil
+	return len(state) - len(body) + r.off, nil
+}
+
+// seqStateBody returns the memory's part of a sequence state: the state
+// itself, or after the header that llama.cpp after the pin writes first
+// (seqStateMagic and the sequence saved).
+func seqStateBody(state []byte) ([]byte, error) {
+	if seqStateMagic == 0 {
+		return state, nil
+	}
+	if len(state) < 8 || binary.LittleEndian.Uint32(state) != seqStateMagic {
+		return nil, fmt.Errorf("%w: no sequence state header (magic %#x)", ErrState, uint32(seqStateMagic))
+	}
+	return state[8:], nil
 }
 
 // stateReader reads little-endian fields from a state; past its end it

@@ -34,14 +34,15 @@ func TestSeqState(t *testing.T) {
 		empty()
 	}
 	streams := append([]byte(nil), state...)
-	binary.LittleEndian.PutUint32(streams, 1)
+	h := llamacpp.SeqStateHeaderLen() // llama.cpp's header before the KV cache's part
+	binary.LittleEndian.PutUint32(streams[h:], 1)
 	require.ErrorContains(t, ctx.SetSeqState(1, streams), "KV cache of 1 streams, this context has 2")
 	empty()
 	// Cell metadata that llama.cpp rejects: a cell of two sequences, a
 	// cell count beyond the cache.
 	for _, patch := range []struct{ at, v int }{{4 + 4 + 4, 2}, {4, 1 << 30}, {4, 600}, {4, 200}, {4, 11}} {
 		bad := append([]byte(nil), state...)
-		binary.LittleEndian.PutUint32(bad[patch.at:], uint32(patch.v))
+		binary.LittleEndian.PutUint32(bad[h+patch.at:], uint32(patch.v))
 		require.ErrorIs(t, ctx.SetSeqState(1, bad), llamacpp.ErrState)
 		empty()
 	}
@@ -60,7 +61,7 @@ func TestSeqState(t *testing.T) {
 		{1, 0, "cell 1: position 0 twice"},
 	} {
 		bad := append([]byte(nil), state...)
-		binary.LittleEndian.PutUint32(bad[8+12*tc.cell:], uint32(tc.pos))
+		binary.LittleEndian.PutUint32(bad[h+8+12*tc.cell:], uint32(tc.pos))
 		err := ctx.SetSeqState(1, bad)
 		require.ErrorIs(t, err, llamacpp.ErrState)
 		assert.ErrorContains(t, err, tc.want)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/cgo"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/stretchr/testify/require"
@@ -486,10 +487,20 @@ var (
 	archOnce     sync.Once
 )
 
-// llamaSource returns the directory of the pinned llama.cpp's sources in the
-// module cache.
+// llamaSource returns the directory of the sources of the llama.cpp the
+// tests run on: the pinned module's in the module cache, or for the
+// external engine (build tag llamacpp_external) the folder that
+// LLAMALOOP_LLAMA_SRC names (make test-external LLAMA_CPP_SRC=DIR); without
+// it the tests that read the sources skip.
 func llamaSource(t testing.TB) string {
 	t.Helper()
+	if cgo.Engine != "module" {
+		src := os.Getenv("LLAMALOOP_LLAMA_SRC")
+		if src == "" {
+			t.Skip("the external engine's sources are unknown: set LLAMALOOP_LLAMA_SRC (make test-external LLAMA_CPP_SRC=DIR)")
+		}
+		return src
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ollama/ollama").Output()
 	require.NoError(t, err, "go list the ollama module")
 	return filepath.Join(strings.TrimSpace(string(out)), "llama", "llama.cpp")
@@ -497,9 +508,10 @@ func llamaSource(t testing.TB) string {
 
 func loadArchNames(t testing.TB) {
 	t.Helper()
+	src := llamaSource(t) // before Do: it may skip
 	archOnce.Do(func() {
 		var b []byte
-		b, archNamesErr = os.ReadFile(filepath.Join(llamaSource(t), "src", "llama-arch.cpp"))
+		b, archNamesErr = os.ReadFile(filepath.Join(src, "src", "llama-arch.cpp"))
 		for _, m := range regexp.MustCompile(`\{\s*LLM_ARCH_[A-Z0-9_]+,\s*"([^"]+)"\s*\}`).FindAllSubmatch(b, -1) {
 			archNames = append(archNames, string(m[1]))
 		}

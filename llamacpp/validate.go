@@ -34,13 +34,7 @@ const (
 var knownPreTokenizers = map[string]bool{}
 
 func init() {
-	for _, s := range strings.Fields(`default llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2
-		deepseek-llm deepseek-coder deepseek-v3 falcon mpt starcoder gpt-2 phi-2 jina-es jina-de gigachat
-		jina-v2-es jina-v2-de a.x-4.0 mellum jina-v1-en jina-v2-code roberta-bpe refact command-r qwen2
-		deepseek-r1-qwen kormo stablelm2 olmo dbrx smaug-bpe poro-chat glm4 chatglm-bpe viking jais tekken
-		smollm codeshell bloom gpt3-finnish exaone exaone4 chameleon minerva-7b megrez gpt-4o llama4 superbpe
-		trillion granite-docling bailingmoe bailingmoe2 llada-moe seed-coder hunyuan hunyuan-dense kimi-k2
-		grok-2 afmoe minimax-m2`) {
+	for _, s := range strings.Fields(preTokenizerNames) {
 		knownPreTokenizers[s] = true
 	}
 }
@@ -513,18 +507,25 @@ func (v *validator) charsmap() {
 // preTokenizer refuses a BPE vocabulary whose pre-tokenizer this llama.cpp
 // does not know, unless the caller accepts llama.cpp's fallback.
 func (v *validator) preTokenizer(allowUnknown bool) {
-	if allowUnknown {
+	if allowUnknown && unknownPreTokenizerFallsBack {
 		return
 	}
 	pre, ok := v.f.Lookup("tokenizer.ggml.pre")
 	if !ok {
-		v.failf("tokenizer.ggml.pre: missing, and llama.cpp would split text with its default pre-tokenizer " +
-			"(set ModelParams.AllowUnknownPreTokenizer to accept that)")
+		if !allowUnknown {
+			v.failf("tokenizer.ggml.pre: missing, and llama.cpp would split text with its default pre-tokenizer " +
+				"(set ModelParams.AllowUnknownPreTokenizer to accept that)")
+		}
 		return
 	}
 	s, ok := pre.(string)
 	if !ok {
 		return // llama.cpp reports the wrong type
+	}
+	if !knownPreTokenizers[s] && allowUnknown {
+		v.failf("tokenizer.ggml.pre: pre-tokenizer %q is unknown to %s, which refuses it rather than falling back "+
+			"to its default pre-tokenizer (AllowUnknownPreTokenizer accepts only a missing one there)", s, tablesEngine)
+		return
 	}
 	if !knownPreTokenizers[s] {
 		v.failf("tokenizer.ggml.pre: pre-tokenizer %q is unknown to this llama.cpp, which would split text with its "+
@@ -539,6 +540,12 @@ func (v *validator) hparams() {
 	arch, isStr := a.(string)
 	if !ok || !isStr || arch == "" {
 		return // llama.cpp reports it
+	}
+	if _, ok := archRules[arch]; !ok {
+		// llama.cpp would refuse it too, but only after reading the file
+		// with its own loader: refused here, the message names the engine.
+		v.failf("general.architecture: %q is not an architecture that %s can run", arch, tablesEngine)
+		return
 	}
 	key := func(k string) string { return arch + "." + k }
 	layers, hasLayers := v.uint(key("block_count"))

@@ -443,7 +443,13 @@ func TestUnknownPreTokenizer(t *testing.T) {
 	require.ErrorIs(t, err, llamacpp.ErrLoad)
 	assert.Contains(t, err.Error(), `pre-tokenizer "qwen35-future" is unknown`)
 	assert.Contains(t, err.Error(), "AllowUnknownPreTokenizer")
-	assert.Equal(t, "ok", runChild(t, unknown, true).result, "accepted with the option")
+	if llamacpp.UnknownPreTokenizerFallsBack {
+		assert.Equal(t, "ok", runChild(t, unknown, true).result, "accepted with the option")
+	} else {
+		assert.Contains(t, runChild(t, unknown, true).result, `error: llamacpp: cannot load model`)
+		_, err = llamacpp.LoadModel(unknown, llamacpp.ModelParams{VocabOnly: true, AllowUnknownPreTokenizer: true})
+		assert.ErrorContains(t, err, `pre-tokenizer "qwen35-future" is unknown to llama.cpp 3f545becc`)
+	}
 
 	missing := bpeModel(t, src, "")
 	requireRefused(t, missing, "tokenizer.ggml.pre: missing")

@@ -63,6 +63,9 @@ func describeLBBuild() lbBuild {
 	b := lbBuild{commit: cli.LlamaCppCommit, llamaloop: cli.BuildVersion().Llamaloop, portable: detectBuild().portable()}
 	// llama-bench's build_number is upstream's b-number: b7416 of "b7416+21"
 	b.number, _ = strconv.Atoi(strings.TrimPrefix(strings.SplitN(cli.LlamaCppBuild, "+", 2)[0], "b"))
+	if cli.External {
+		b.commit, b.number = "unknown", 0 // llama.cpp's own build info is not in its installed headers
+	}
 	var cpus, gpus, backends []string
 	for _, d := range llamacpp.Devices() {
 		switch d.Type {

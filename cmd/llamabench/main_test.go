@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamaloop/llamaloop/internal/cli"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testkit/clitest"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
@@ -100,8 +101,12 @@ func TestTableJSONAndSVGChart(t *testing.T) {
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep))
 	assert.Equal(t, "llamabench/1", rep.Schema)
-	assert.Contains(t, rep.Version.LlamaCpp, "ec98e2002")
-	assert.Equal(t, "github.com/ollama/ollama v0.17.4", rep.Version.Module)
+	if cli.External {
+		assert.Contains(t, rep.Version.LlamaCpp, "external")
+	} else {
+		assert.Contains(t, rep.Version.LlamaCpp, "ec98e2002")
+		assert.Equal(t, "github.com/ollama/ollama v0.17.4", rep.Version.Module)
+	}
 	assert.NotEmpty(t, rep.Version.Llamaloop)
 	assert.Equal(t, runtime.NumCPU(), rep.Machine.Cores)
 	assert.NotEmpty(t, rep.Machine.CPU)
@@ -755,3 +760,13 @@ func TestCtrlCWhileReadingAFIFO(t *testing.T) {
 	assert.Equal(t, 130, code)
 	assert.Equal(t, "llamabench: interrupted\n", stderr)
 }
+
+// lbCommit and lbNumber are the build fields of llama-bench-style output
+// for this engine: the pinned commit, or "unknown" and 0 for an external
+// llama.cpp, whose installed headers do not carry its build.
+var lbCommit, lbNumber = func() (string, string) {
+	if cli.External {
+		return "unknown", "0"
+	}
+	return "ec98e2002", "7416"
+}()

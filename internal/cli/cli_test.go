@@ -118,7 +118,11 @@ func TestLoadModelErrors(t *testing.T) {
 func TestBuildVersion(t *testing.T) {
 	v := BuildVersion()
 	assert.NotEmpty(t, v.Llamaloop)
-	assert.Equal(t, "ec98e2002 (b7416+21)", v.LlamaCpp)
+	if External {
+		assert.True(t, strings.HasPrefix(v.LlamaCpp, "external"), v.LlamaCpp)
+	} else {
+		assert.Equal(t, "ec98e2002 (b7416+21)", v.LlamaCpp)
+	}
 	assert.True(t, strings.HasPrefix(v.String(), "llamaloop "), v.String())
 }
 

@@ -3,7 +3,14 @@ package cli
 import (
 	"runtime/debug"
 	"strings"
+
+	"github.com/llamaloop/llamaloop/cgo"
 )
+
+// External reports a build against a llama.cpp installed with CMake (build
+// tag llamacpp_external, make LLAMA_CPP=DIR) instead of the pinned module's:
+// LlamaCppCommit and LlamaCppBuild do not describe it.
+const External = cgo.Engine == "external"
 
 // The llama.cpp that the pinned ollama module vendors.
 const (
@@ -52,6 +59,12 @@ func BuildVersion() Version {
 	for _, d := range info.Deps {
 		if d.Path == llamaModule {
 			v.Module = d.Path + " " + d.Version
+		}
+	}
+	if External {
+		v.LlamaCpp, v.Module = "external", "a llama.cpp installed with CMake (make LLAMA_CPP=DIR)"
+		if ev := cgo.EngineVersion(); ev != "" {
+			v.LlamaCpp += " (llama_version " + ev + ")"
 		}
 	}
 	return v

@@ -55,7 +55,7 @@ func NewChain(width int, p ChainParams) (*Sampler, error) {
 	if width < 1 {
 		return nil, invalid("width %d", width)
 	}
-	return newSampler(cgo.SamplerChain(p.PenaltyLastN, p.RepeatPenalty, p.TopK, p.TopP, p.Temperature, p.Seed), width), nil
+	return newSampler(cgo.SamplerChain(width, p.PenaltyLastN, p.RepeatPenalty, p.TopK, p.TopP, p.Temperature, p.Seed), width), nil
 }
 
 // NewGreedy builds llama.cpp's greedy sampler for rows of width tokens.

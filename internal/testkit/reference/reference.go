@@ -30,6 +30,8 @@ import (
 
 // Hparams are the hyperparameters read from the file.
 type Hparams struct {
+	// Arch is general.architecture: "llama" or "maincoder".
+	Arch                                                string
 	NVocab, NEmbd, NLayer, NHead, NHeadKV, HeadDim, NFF int
 	// RMSEps and RopeFreqBase are the file's float32 values, widened.
 	RMSEps, RopeFreqBase float64
@@ -39,6 +41,7 @@ type Hparams struct {
 type layer struct {
 	attnNorm, wq, wk, wv, wo []float64
 	ffnNorm, gate, up, down  []float64
+	qNorm, kNorm             []float64 // maincoder's per-head norms of Q and K, after RoPE
 }
 
 // Model is a loaded model.
@@ -53,7 +56,9 @@ type Model struct {
 }
 
 // Load reads the model at path. It supports general.architecture "llama"
-// with F32 or F16 tensors, no biases and no RoPE scaling.
+// with F32 or F16 tensors, no biases and no RoPE scaling, and "maincoder"
+// (llama.cpp after the pin): llama whose heads of Q and K are RMS-normalized
+// after RoPE by attn_q_norm and attn_k_norm.
 func Load(path string) (*Model, error) {
 	r, err := gguf.Open(path)
 	if err != nil {
@@ -85,6 +90,11 @@ func Load(path string) (*Model, error) {
 			tensorReq{&l.gate, p + "ffn_gate.weight", false, []int{h.NEmbd, h.NFF}},
 			tensorReq{&l.up, p + "ffn_up.weight", false, []int{h.NEmbd, h.NFF}},
 			tensorReq{&l.down, p + "ffn_down.weight", false, []int{h.NFF, h.NEmbd}})
+		if h.Arch == "maincoder" {
+			reqs = append(reqs,
+				tensorReq{&l.qNorm, p + "attn_q_norm.weight", false, []int{h.HeadDim}},
+				tensorReq{&l.kNorm, p + "attn_k_norm.weight", false, []int{h.HeadDim}})
+		}
 	}
 	if err := loadTensors(r, reqs, "biases or extra tensors"); err != nil {
 		return nil, err
@@ -105,9 +115,10 @@ func llamaHparams(r *gguf.Reader) (h Hparams, err error) {
 	if err != nil {
 		return Hparams{}, err
 	}
-	if arch != "llama" {
+	if arch != "llama" && arch != "maincoder" {
 		return Hparams{}, fmt.Errorf("reference: architecture %q is not llama", arch)
 	}
+	h.Arch = arch
 	u32 := func(key string, dst *int) error {
 		v, err := gguf.Get[uint32](r.File, key)
 		*dst = int(v)
@@ -117,35 +128,35 @@ func llamaHparams(r *gguf.Reader) (h Hparams, err error) {
 		key string
 		dst *int
 	}{
-		{"llama.embedding_length", &h.NEmbd},
-		{"llama.block_count", &h.NLayer},
-		{"llama.attention.head_count", &h.NHead},
-		{"llama.feed_forward_length", &h.NFF},
+		{arch + ".embedding_length", &h.NEmbd},
+		{arch + ".block_count", &h.NLayer},
+		{arch + ".attention.head_count", &h.NHead},
+		{arch + ".feed_forward_length", &h.NFF},
 	} {
 		if err := u32(kv.key, kv.dst); err != nil {
 			return Hparams{}, err
 		}
 	}
 	h.NHeadKV = h.NHead
-	if _, ok := r.Lookup("llama.attention.head_count_kv"); ok {
-		if err := u32("llama.attention.head_count_kv", &h.NHeadKV); err != nil {
+	if _, ok := r.Lookup(arch + ".attention.head_count_kv"); ok {
+		if err := u32(arch+".attention.head_count_kv", &h.NHeadKV); err != nil {
 			return Hparams{}, err
 		}
 	}
-	eps, err := gguf.Get[float32](r.File, "llama.attention.layer_norm_rms_epsilon")
+	eps, err := gguf.Get[float32](r.File, arch+".attention.layer_norm_rms_epsilon")
 	if err != nil {
 		return Hparams{}, err
 	}
 	h.RMSEps = float64(eps)
 	h.RopeFreqBase = 10000
-	if _, ok := r.Lookup("llama.rope.freq_base"); ok {
-		base, err := gguf.Get[float32](r.File, "llama.rope.freq_base")
+	if _, ok := r.Lookup(arch + ".rope.freq_base"); ok {
+		base, err := gguf.Get[float32](r.File, arch+".rope.freq_base")
 		if err != nil {
 			return Hparams{}, err
 		}
 		h.RopeFreqBase = float64(base)
 	}
-	for _, key := range []string{"llama.rope.scaling.type", "llama.rope.scaling.factor", "llama.attention.key_length", "llama.attention.value_length"} {
+	for _, key := range []string{arch + ".rope.scaling.type", arch + ".rope.scaling.factor", arch + ".attention.key_length", arch + ".attention.value_length"} {
 		if _, ok := r.Lookup(key); ok {
 			return Hparams{}, fmt.Errorf("reference: %s is not supported", key)
 		}
@@ -160,9 +171,9 @@ func llamaHparams(r *gguf.Reader) (h Hparams, err error) {
 		return Hparams{}, fmt.Errorf("reference: inconsistent hyperparameters %+v", h)
 	}
 	h.HeadDim = h.NEmbd / h.NHead
-	if _, ok := r.Lookup("llama.rope.dimension_count"); ok {
+	if _, ok := r.Lookup(arch + ".rope.dimension_count"); ok {
 		var nRot int
-		if err := u32("llama.rope.dimension_count", &nRot); err != nil {
+		if err := u32(arch+".rope.dimension_count", &nRot); err != nil {
 			return Hparams{}, err
 		}
 		if nRot != h.HeadDim {
@@ -260,6 +271,10 @@ func (s *Sequence) hidden(x []float64) []float64 {
 		v := matVec(l.wv, a, kvw)
 		m.rope(q, pos)
 		m.rope(k, pos)
+		if l.qNorm != nil {
+			headNorm(q, l.qNorm, m.RMSEps)
+			headNorm(k, l.kNorm, m.RMSEps)
+		}
 		s.k[li] = append(s.k[li], k...)
 		s.v[li] = append(s.v[li], v...)
 		keys, vals := s.k[li], s.v[li]
@@ -324,6 +339,13 @@ func (m *Model) rope(x []float64, pos int) {
 			x[h+2*i] = x0*c - x1*s
 			x[h+2*i+1] = x0*s + x1*c
 		}
+	}
+}
+
+// headNorm RMS-normalizes each head of x in place, with the head's weights w.
+func headNorm(x, w []float64, eps float64) {
+	for h := 0; h+len(w) <= len(x); h += len(w) {
+		copy(x[h:h+len(w)], rmsNorm(x[h:h+len(w)], w, eps))
 	}
 }
 

@@ -48,7 +48,23 @@ type Spec struct {
 	// Extra are more GGUF keys, written after the others (e.g.
 	// llama.pooling_type).
 	Extra []gguf.KV
+	// Arch is general.architecture and the prefix of the hyperparameters'
+	// keys: "" is "llama"; "maincoder" (an architecture llama.cpp has
+	// since 2026, not the pinned one) is llama with each head of Q and K
+	// RMS-normalized after RoPE, by blk.N.attn_q_norm and attn_k_norm.
+	Arch string
 }
+
+// arch returns general.architecture.
+func (s Spec) arch() string {
+	if s.Arch == "" {
+		return "llama"
+	}
+	return s.Arch
+}
+
+// qkNorm reports whether the architecture normalizes Q and K per head.
+func (s Spec) qkNorm() bool { return s.Arch == "maincoder" }
 
 // HeadDim returns NEmbd/NHead, the per-head width (and the RoPE dimension).
 func (s Spec) HeadDim() int { return s.NEmbd / s.NHead }
@@ -90,20 +106,21 @@ func (s Spec) metadata() []gguf.KV {
 	if s.WeightType == gguf.TensorF16 {
 		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
 	}
+	a := s.arch()
 	md := []gguf.KV{
-		{Key: "general.architecture", Value: "llama"},
+		{Key: "general.architecture", Value: a},
 		{Key: "general.name", Value: s.Name},
 		{Key: "general.file_type", Value: fileType},
-		{Key: "llama.vocab_size", Value: uint32(s.Vocab.Size())},
-		{Key: "llama.context_length", Value: uint32(s.NCtxTrain)},
-		{Key: "llama.embedding_length", Value: uint32(s.NEmbd)},
-		{Key: "llama.block_count", Value: uint32(s.NLayer)},
-		{Key: "llama.feed_forward_length", Value: uint32(s.NFF)},
-		{Key: "llama.attention.head_count", Value: uint32(s.NHead)},
-		{Key: "llama.attention.head_count_kv", Value: uint32(s.NHeadKV)},
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: s.RMSEps},
-		{Key: "llama.rope.freq_base", Value: s.RopeFreqBase},
-		{Key: "llama.rope.dimension_count", Value: uint32(s.HeadDim())},
+		{Key: a + ".vocab_size", Value: uint32(s.Vocab.Size())},
+		{Key: a + ".context_length", Value: uint32(s.NCtxTrain)},
+		{Key: a + ".embedding_length", Value: uint32(s.NEmbd)},
+		{Key: a + ".block_count", Value: uint32(s.NLayer)},
+		{Key: a + ".feed_forward_length", Value: uint32(s.NFF)},
+		{Key: a + ".attention.head_count", Value: uint32(s.NHead)},
+		{Key: a + ".attention.head_count_kv", Value: uint32(s.NHeadKV)},
+		{Key: a + ".attention.layer_norm_rms_epsilon", Value: s.RMSEps},
+		{Key: a + ".rope.freq_base", Value: s.RopeFreqBase},
+		{Key: a + ".rope.dimension_count", Value: uint32(s.HeadDim())},
 	}
 	md = append(md, vocabMetadata(s.Vocab)...)
 	return append(md, s.Extra...)
@@ -168,6 +185,12 @@ func (s Spec) roles() []tensorRole {
 			tensorRole{blk(i, "attn_k"), []uint64{d, kv}, false},
 			tensorRole{blk(i, "attn_v"), []uint64{d, kv}, false},
 			tensorRole{blk(i, "attn_output"), []uint64{d, d}, false},
+		)
+		if s.qkNorm() {
+			hd := uint64(s.HeadDim())
+			r = append(r, tensorRole{blk(i, "attn_q_norm"), []uint64{hd}, true}, tensorRole{blk(i, "attn_k_norm"), []uint64{hd}, true})
+		}
+		r = append(r,
 			tensorRole{blk(i, "ffn_norm"), []uint64{d}, true},
 			tensorRole{blk(i, "ffn_gate"), []uint64{d, f}, false},
 			tensorRole{blk(i, "ffn_up"), []uint64{d, f}, false},

@@ -16,16 +16,14 @@
 // devices, model, context, memory (the KV cache), batch, vocab, sampler
 // (llama.cpp's own samplers, for benchmarks).
 //
-// llama.cpp and ggml's CPU backend are compiled by plain cgo from the Go
-// module github.com/ollama/ollama (pinned in go.mod); the include paths come
-// from CGO_CPPFLAGS, which the project's Makefile sets (`make env` prints them
-// for builds outside the Makefile).
+// Two engines, chosen at build time. By default llama.cpp and ggml's CPU
+// backend are compiled by plain cgo from the Go module
+// github.com/ollama/ollama (pinned in go.mod; link_module.go); the include
+// paths come from CGO_CPPFLAGS, which the project's Makefile sets (`make env`
+// prints them for builds outside the Makefile). With the build tag
+// llamacpp_external (`make LLAMA_CPP=DIR`) the same files are compiled
+// against the headers of a llama.cpp installed with CMake into DIR and linked
+// with its libraries (link_external.go); build/llama-probe.sh checks that
+// install and chooses, in compat.h, between the C API generations llamaloop
+// knows.
 package cgo
-
-import (
-	// The projector graphs of llama.cpp's multimodal library (mtmd.go).
-	_ "github.com/ollama/ollama/llama/llama.cpp/tools/mtmd/models"
-	// Compiles and links llama.cpp (libllama) and ggml with its CPU backend.
-	_ "github.com/ollama/ollama/llama/llama.cpp/src"
-	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
-)
