@@ -54,6 +54,7 @@ type options struct {
 	gpuLayers     int
 	cacheType     string
 	invariant     bool
+	prefixCache   bool
 	cacheSlots    int
 	cacheCells    int
 	maxBody       int64
@@ -96,7 +97,7 @@ var usageGroups = []cli.Group{
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
-	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
+	{Title: "Prefix cache", Flags: []string{"prefix-cache", "cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
@@ -145,8 +146,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
-	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
-	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
+	fs.BoolVar(&o.prefixCache, "prefix-cache", true, "reuse prompt prefixes: a finished request's cells stay in its sequence until a new request needs the room, and a new request starts from the one it shares the longest prefix with, evaluating only the rest (as llama-server's prompt cache; no memory beyond --parallel's sequences); --prefix-cache=false evaluates every prompt whole")
+	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "more sequences, beside --parallel, only for keeping finished requests (`N`; more memory, more prefixes kept while every --parallel sequence is busy)")
+	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as the sequences hold)")
 	fs.BoolVar(&o.embeddings, "embeddings", false, "also answer POST /v1/embeddings, from a second context of --batch cells (generation requests are served as without it)")
 	fs.StringVar(&o.pooling, "pooling", "model", "the pooling of --embeddings: `TYPE` model (the GGUF key <arch>.pooling_type), mean, cls or last")
 	fs.BoolVar(&o.matryoshka, "matryoshka", false, "the model was trained for its embeddings to be truncated (Matryoshka): /v1/embeddings then takes dimensions")
@@ -182,7 +184,9 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	case o.ctx < 1 || o.ctx > cli.MaxCells:
 		return nil, cli.Usagef("--ctx %d: must be from 1 to %d cells", o.ctx, cli.MaxCells)
 	case o.cacheSlots < 0:
-		return nil, cli.Usagef("--cache-slots %d: must be 0 (no prefix cache) or more", o.cacheSlots)
+		return nil, cli.Usagef("--cache-slots %d: must be 0 or more", o.cacheSlots)
+	case !o.prefixCache && (o.cacheSlots > 0 || o.cacheCells > 0):
+		return nil, cli.Usagef("--cache-slots and --cache-cells tune the prefix cache, which --prefix-cache=false turns off")
 	case o.cacheCells < 0:
 		return nil, cli.Usagef("--cache-cells %d: must be 0 (no bound) or more", o.cacheCells)
 	case o.batch < 1:
@@ -296,10 +300,12 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	defer lb.Close()
 	// The engine's backend: the llama.cpp sequences, under the prefix cache
-	// when there is one (its first --parallel slots serve requests, the
-	// others keep finished ones).
+	// (its first --parallel slots serve requests, the others keep finished
+	// ones; finished ones also stay in the first until they are needed).
+	// An encoder-decoder model's prompt is its encoder input, which the
+	// cache does not hold: it gets one only when asked for.
 	var cache serve.CacheStats
-	if o.cacheSlots > 0 {
+	if o.prefixCache && (o.cacheSlots > 0 || !m.HasEncoder()) {
 		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})
 		if err != nil {
 			return err
