@@ -51,6 +51,7 @@ type options struct {
 	draft         string // --assistant-model
 	promptLookup  int
 	threads       int
+	poll          int
 	gpuLayers     int
 	cacheType     string
 	invariant     bool
@@ -96,7 +97,7 @@ var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "poll", "gpu-layers"}},
 	{Title: "Prefix cache", Flags: []string{"prefix-cache", "cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
@@ -143,6 +144,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
 	fs.IntVar(&o.threads, "threads", 0, "CPU `THREADS`, 1 to 512")
 	fs.Lookup("threads").DefValue = cli.ThreadsDefault
+	fs.IntVar(&o.poll, "poll", 50, "how long llama.cpp's worker threads spin waiting for the next decode before they sleep, as llama.cpp's --poll `LEVEL` (0: they sleep at once, 1 to 100: up to LEVEL*131072 pauses)")
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
@@ -195,6 +197,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--ubatch %d: must be from 1 to --batch (%d)", o.ubatch, o.batch)
 	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
 		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
+	case o.poll < 0 || o.poll > 100:
+		return nil, cli.Usagef("--poll %d: must be from 0 to 100", o.poll)
 	case o.promptLookup < 0:
 		return nil, cli.Usagef("--prompt-lookup %d: must be 0 (none) or more", o.promptLookup)
 	case o.promptChunk == 0 || o.promptChunk < -1:
@@ -513,9 +517,12 @@ func contextParams(o *options, m *llamacpp.Model, seqSize int) llamacpp.ContextP
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, MicroBatchSize: o.ubatch, Threads: o.threads,
-		BatchInvariant: o.invariant,
+		BatchInvariant: o.invariant, Poll: o.poll,
 		// llama.cpp's t5 decoder has one KV stream.
 		UnifiedKV: m.HasEncoder() && sequences > 1,
+	}
+	if o.poll == 0 {
+		p.Poll = llamacpp.NoPoll
 	}
 	if o.cacheType == "f32" {
 		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff
