@@ -10,7 +10,7 @@
 # Settings (environment): PARALLEL=8 (slots: --parallel / -np), CTX=512 (cells per slot: --ctx; llama-server
 # gets -c PARALLEL*CTX), THREADS=2, ROUNDS=2, CLIENTS="1 8 32 64", REQUESTS=3 (per client and level),
 # PROMPT=128 (prompt tokens), SHARED="0 96" (prompt tokens every request shares), MAX_TOKENS=64,
-# LLAMASERVE_ARGS / LLAMA_SERVER_ARGS (more options for one side), PORT=18180. Both servers keep their own
+# LLAMASERVE_ARGS / LLAMA_SERVER_ARGS (more options for one side), PORT=18180 (the first of the ports used). Both servers keep their own
 # defaults otherwise (llamaserve's prefix cache and llama-server's prompt cache are both on).
 # Upstream's llama-server at the pinned commit: TARGETS=llama-server ../shared/upstream/build.sh.
 # The model: make models BENCH_MODELS=small (build/models/bench-small-q4_0.gguf).
@@ -22,7 +22,7 @@ model=${1:-$root/build/models/bench-small-q4_0.gguf}
 : "${LLAMA_SERVER:?set LLAMA_SERVER to the llama-server binary of llama.cpp}"
 parallel=${PARALLEL:-8} ctx=${CTX:-512} threads=${THREADS:-2} rounds=${ROUNDS:-2}
 clients=${CLIENTS:-1 8 32 64} requests=${REQUESTS:-3} prompt=${PROMPT:-128} shared=${SHARED:-0 96}
-maxtok=${MAX_TOKENS:-64} port=${PORT:-18180}
+maxtok=${MAX_TOKENS:-64} port=
 [ -f "$model" ] || { echo "sidebyside: no model $model (make models BENCH_MODELS=small)" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; wait 2>/dev/null; rm -rf "$out"' EXIT
@@ -33,7 +33,9 @@ go build -o "$out/llamaserve" ./cmd/llamaserve
 go build -o "$out/serveload" ./internal/cmd/serveload
 csv=$(echo $clients | tr " " ,)
 
-start() { # start SIDE: starts the server, waits for /health
+starts=0
+start() { # start SIDE: starts the server on a port of its own (a stopped llama-server's may stay busy a while), waits for /health
+  port=$((${PORT:-18180} + starts)); starts=$((starts + 1))
   case $1 in
   llamaserve) "$out/llamaserve" -m "$model" --parallel "$parallel" --ctx "$ctx" --threads "$threads" \
       --addr "127.0.0.1:$port" ${LLAMASERVE_ARGS:-} >"$out/server.log" 2>&1 & ;;

@@ -139,8 +139,17 @@ func request(client *http.Client, url string, prompt []int, maxTokens int) (ttft
 		"model": "bench", "prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
 		"stream": true, "stream_options": map[string]bool{"include_usage": true},
 	})
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// A server may close an idle keep-alive connection as the request goes
+	// out on it (llama-server's cpp-httplib does after a few requests): the
+	// key makes net/http resend the request on a new connection.
+	req.Header.Set("Idempotency-Key", strconv.Itoa(rand.Int()))
 	start := time.Now()
-	resp, err := client.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, 0, 0, err
 	}
