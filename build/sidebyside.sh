@@ -62,7 +62,7 @@ for r in $(seq "$rounds"); do
     for sh in $shared; do
       load=$(cut -d' ' -f1 /proc/loadavg)
       "$out/serveload" -url "http://127.0.0.1:$port" -clients "$csv" -requests "$requests" -prompt-tokens "$prompt" \
-        -shared "$sh" -max-tokens "$maxtok" -vocab 32000 -tsv | sed "s/^/$side\t$r\t$sh\t$load\t/" >>"$out/results.tsv"
+        -shared "$sh" -max-tokens "$maxtok" -vocab 32000 -tsv | sed "s/^/$side\t$r\t$sh\t$load\t/" | tee -a "$out/results.tsv" >&2
     done
     stop
     echo "round $r: $side done (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
