@@ -397,7 +397,6 @@ func (c *Cache) reuse(slot int, toks []int32) (int, error) {
 		if err := c.copyPrefix(slot, best.slot, bestLen); err != nil {
 			return 0, err
 		}
-		c.touch(best)
 	}
 	c.hist[slot] = append(c.hist[slot][:0], toks[:bestLen]...)
 	c.hits.Add(1)
