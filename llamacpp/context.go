@@ -114,6 +114,14 @@ type ContextParams struct {
 	// threads than CPUs cost a warning, because ggml's workers spin while
 	// they wait for each other and slow down sharply without a core each.
 	Threads, BatchThreads int
+	// Poll is how long the thread pool's workers spin waiting for the next
+	// graph before they sleep, as ggml's polling level: 0 means ggml's
+	// default (50: up to 1024*128*50 pause instructions, tens of ms, after
+	// every graph), 1 to 100 that level, NoPoll none (they sleep at once and
+	// the next graph wakes them). Spinning workers save the wake-up of every
+	// decode but keep a core busy between decodes, from the work that runs
+	// there (a server's sampling, HTTP and its clients on the same cores).
+	Poll int
 	// FlashAttention selects flash attention (default auto).
 	FlashAttention FlashAttention
 	// TypeK and TypeV are the KV cache element types (default f16).
@@ -227,6 +235,7 @@ type ctxResources struct {
 // context.
 type threadpools struct {
 	single, batch cgo.Threadpool
+	poll          int // cgo.ThreadpoolNew's poll
 	// their worker counts (ggml declares ggml_threadpool_get_n_threads but
 	// does not define it)
 	nSingle, nBatch int
@@ -238,10 +247,10 @@ type threadpools struct {
 // start starts pools of threads and batchThreads workers; the current ones
 // are freed now if no decode ran on them, else retired.
 func (p *threadpools) start(threads, batchThreads int) {
-	single := cgo.ThreadpoolNew(threads)
+	single := cgo.ThreadpoolNew(threads, p.poll)
 	batch := single
 	if batchThreads != threads {
-		batch = cgo.ThreadpoolNew(batchThreads)
+		batch = cgo.ThreadpoolNew(batchThreads, p.poll)
 	}
 	if !p.single.Nil() {
 		p.retire()
@@ -393,7 +402,13 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	nativeAlloc(native)
 	warnOversubscribed(int(cp.NThreads), int(cp.NThreadsBatch))
-	pools := &threadpools{}
+	pools := &threadpools{poll: -1} // ggml's default
+	switch {
+	case p.Poll == NoPoll:
+		pools.poll = 0
+	case p.Poll > 0:
+		pools.poll = p.Poll
+	}
 	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
 	c.AttachThreadpool(pools.single, pools.batch)
 	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV, invariant: p.BatchInvariant,
@@ -419,12 +434,19 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	return ctx, nil
 }
 
+// NoPoll is the ContextParams.Poll of workers that sleep as soon as a graph
+// is computed.
+const NoPoll = -1
+
 // threadParams sets the thread counts of cp from p: Threads (0: every CPU) for single tokens,
 // BatchThreads (0: as Threads) for batches.
 func threadParams(p ContextParams, cp *cgo.ContextParams) error {
 	threads := p.Threads
 	if threads < 0 || p.BatchThreads < 0 || threads > MaxThreads || p.BatchThreads > MaxThreads {
 		return invalid("thread counts %d, %d outside [0, %d]", threads, p.BatchThreads, MaxThreads)
+	}
+	if p.Poll < NoPoll || p.Poll > 100 {
+		return invalid("poll %d outside [-1, 100]", p.Poll)
 	}
 	if threads == 0 {
 		threads = runtime.NumCPU()

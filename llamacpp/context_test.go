@@ -98,6 +98,31 @@ func TestThreadPools(t *testing.T) {
 	require.NoError(t, ctx.Close())
 }
 
+// Workers that sleep after every graph (Poll NoPoll) or spin at a chosen
+// level compute the reference's logits; a level outside ggml's range is
+// refused with the bound.
+func TestThreadPoolPoll(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ref := loadReference(t, "tiny-f32")
+	tokens := randomTokens(5, 6, m.Vocab().Size())
+	want, err := ref.Logits(tokens)
+	require.NoError(t, err)
+	tol := llamatest.Tolerance(t, llamatest.TinyF32)
+	for _, poll := range []int{llamacpp.NoPoll, 1, 100} {
+		ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, Threads: 2, Poll: poll})
+		b := newBatch(t, 8, 1)
+		got := decodeSeq(t, ctx, b, 0, 0, tokens[:4])
+		got = append(got, decodeSeq(t, ctx, b, 0, 4, tokens[4:5])...)
+		got = append(got, decodeSeq(t, ctx, b, 0, 5, tokens[5:6])...)
+		require.LessOrEqual(t, maxDiff(t, got, want), tol, "poll %d", poll)
+		require.NoError(t, ctx.Close())
+	}
+	for _, poll := range []int{-2, 101} {
+		_, err := m.NewContext(llamacpp.ContextParams{ContextSize: 256, Poll: poll})
+		require.ErrorContains(t, err, fmt.Sprintf("poll %d outside [-1, 100]", poll))
+	}
+}
+
 // More threads than CPUs cost one warning line on the default logger.
 func TestOversubscribedThreadsWarn(t *testing.T) {
 	var buf bytes.Buffer

@@ -20,12 +20,19 @@
 // # Slots
 //
 // The underlying backend's slots are split: the first Slots() serve the
-// caller, the remaining Options.CacheSlots hold cached sequences. The
-// assignment moves: a cleared slot's history becomes an entry of the cache
-// where it lies (no copy), and the caller's slot continues in a free one; a
-// feed that extends a whole entry takes the entry's slot over the same way.
-// Only a feed that shares part of an entry copies it (Backend.Copy, then
-// Truncate). Live slots are sources too: a request that shares its system
+// caller, the remaining Options.CacheSlots are spare room for cached
+// sequences. The assignment moves: a cleared slot's history becomes an
+// entry of the cache where it lies (no copy), and the caller's slot
+// continues in a free one, or in none until its next feed; a feed that
+// extends a whole entry takes the entry's slot over the same way. A feed
+// that shares part of an entry copies it (Backend.Copy, then Truncate)
+// when a free slot can take the copy, and otherwise takes the entry's slot
+// over and truncates it there.
+//
+// With CacheSlots 0 the cache needs no memory of its own, as llama.cpp's
+// server keeps prompts: the cells of finished requests stay in the caller's
+// slots until a new sequence needs the room, and a new one starts from the
+// finished one it shares the longest prefix with. Live slots are sources too: a request that shares its system
 // prompt with a running one copies it from there. [Cache.Lookup] and
 // [Cache.Adopt] name underlying slots, for saving an entry's state and for
 // loading one.
@@ -61,8 +68,9 @@ import (
 
 // Options configure a Cache.
 type Options struct {
-	// CacheSlots is how many of the underlying backend's slots hold cached
-	// sequences (at least 1, fewer than the backend's slots).
+	// CacheSlots is how many of the underlying backend's slots are kept
+	// for cached sequences alone (fewer than the backend's slots). With 0,
+	// entries live in the slots that a new sequence does not need yet.
 	CacheSlots int
 	// MaxCells bounds the tokens held by all entries together; 0 means no
 	// bound beyond the cache slots.
@@ -113,7 +121,10 @@ type Cache struct {
 	b    backend.Backend
 	opts Options
 
-	phys  []int     // phys[s] is the underlying slot of the caller's slot s
+	// phys[s] is the underlying slot of the caller's slot s; -1 while s is
+	// empty and no underlying slot was free when it was cleared (its
+	// next feed takes one, evicting an entry if it must).
+	phys  []int
 	hist  [][]int32 // hist[s] is the history of the caller's slot s
 	dirty []bool    // hist[s] is unknown (a failed Eval): never kept
 	// copied[s]: slot s was last written by Copy. A llama.cpp sequence
@@ -127,6 +138,9 @@ type Cache struct {
 	spare   []*entry // dropped entries, for reuse with their buffers
 	cells   int
 	clock   uint64
+	// emptyRoom is the room of an empty underlying slot, at New: the Room
+	// of a caller's slot that has none.
+	emptyRoom int
 
 	feeds []backend.Feed // the rewritten feeds of an Eval
 	cut   []int          // tokens of each feed that a reused prefix covered
@@ -137,8 +151,8 @@ type Cache struct {
 // New returns a Cache over b, which must be empty (all slots cleared): its
 // first b.Slots()-o.CacheSlots slots serve the caller at first.
 func New(b backend.Backend, o Options) (*Cache, error) {
-	if o.CacheSlots < 1 || o.CacheSlots >= b.Slots() {
-		return nil, fmt.Errorf("prefixcache: CacheSlots %d: want 1 to %d (the backend has %d slots)", o.CacheSlots, b.Slots()-1, b.Slots())
+	if o.CacheSlots < 0 || o.CacheSlots >= b.Slots() {
+		return nil, fmt.Errorf("prefixcache: CacheSlots %d: want 0 to %d (the backend has %d slots)", o.CacheSlots, b.Slots()-1, b.Slots())
 	}
 	if o.MaxCells < 0 {
 		return nil, fmt.Errorf("prefixcache: MaxCells %d < 0", o.MaxCells)
@@ -150,7 +164,8 @@ func New(b backend.Backend, o Options) (*Cache, error) {
 		o.MinShared = 1
 	}
 	n := b.Slots() - o.CacheSlots
-	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), dirty: make([]bool, n), copied: make([]bool, n)}
+	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), dirty: make([]bool, n), copied: make([]bool, n),
+		emptyRoom: b.Room(0)}
 	for s := range n {
 		c.phys[s] = s
 	}
@@ -187,12 +202,36 @@ func (c *Cache) checkSlot(slot int) error {
 }
 
 // Room implements backend.Backend: the room of the underlying slot that
-// serves slot now.
+// serves slot now, or that of an empty one when slot has none yet.
 func (c *Cache) Room(slot int) int {
 	if slot < 0 || slot >= len(c.phys) {
 		return 0
 	}
+	if c.phys[slot] < 0 {
+		return c.emptyRoom
+	}
 	return c.b.Room(c.phys[slot])
+}
+
+// acquire gives slot an underlying slot when it has none: a free one, or
+// that of the least recently used entry, evicted.
+func (c *Cache) acquire(slot int) error {
+	if c.phys[slot] >= 0 {
+		return nil
+	}
+	if len(c.free) == 0 {
+		if len(c.entries) == 0 {
+			// Cannot happen: a caller's slot without an underlying slot
+			// left one to an entry or to the free list.
+			return fmt.Errorf("prefixcache: slot %d: no underlying slot free", slot)
+		}
+		if err := c.evictLRU(); err != nil {
+			return err
+		}
+	}
+	c.phys[slot] = c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	return nil
 }
 
 // Eval implements backend.Backend. A feed that starts an empty slot first
@@ -255,6 +294,13 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 			}
 			toks = toks[n:]
 		}
+		if err := c.acquire(f.Slot); err != nil {
+			for _, f := range feeds {
+				c.dirty[f.Slot] = true
+			}
+			clear(c.feeds)
+			return err
+		}
 		c.cut = append(c.cut, len(f.Tokens)-len(toks))
 		c.feeds = append(c.feeds, backend.Feed{Slot: c.phys[f.Slot], Tokens: toks})
 	}
@@ -308,29 +354,49 @@ func (c *Cache) reuse(slot int, toks []int32) (int, error) {
 	if bestLen < c.opts.MinShared {
 		return 0, nil
 	}
+	whole := best != nil && sharedPrefix(best.tokens, toks, len(toks)) == len(best.tokens)
+	if best != nil && !whole && c.phys[slot] < 0 && len(c.free) == 0 {
+		// No slot can take a copy without evicting an entry: take over
+		// the one, among those that share as much, used least recently.
+		for _, e := range c.entries {
+			if e.used < best.used && sharedPrefix(e.tokens, toks, limit) == bestLen {
+				best = e
+			}
+		}
+		whole = true
+	}
 	switch {
 	case bestLive >= 0:
+		if err := c.acquire(slot); err != nil {
+			return 0, err
+		}
 		if err := c.copyPrefix(slot, c.phys[bestLive], bestLen); err != nil {
 			return 0, err
 		}
-	case sharedPrefix(best.tokens, toks, len(toks)) == len(best.tokens):
+	case whole:
 		// The feed extends the whole entry (or repeats it: then its last
-		// token is evaluated again): the slot takes the entry's underlying
-		// slot over, and its own empty one becomes free. The slot's
-		// history will cover the entry's when it is cleared.
+		// token is evaluated again), or nothing can take a copy: the slot
+		// takes the entry's underlying slot over, and its own empty one,
+		// if any, becomes free. The slot's history will cover the entry's
+		// when it is cleared.
 		if bestLen < len(best.tokens) {
 			if err := c.b.Truncate(best.slot, bestLen); err != nil {
 				return 0, fmt.Errorf("prefixcache: truncate slot %d to %d: %w", best.slot, bestLen, err)
 			}
 		}
-		c.free = append(c.free, c.phys[slot])
+		if c.phys[slot] >= 0 {
+			c.free = append(c.free, c.phys[slot])
+		}
 		c.phys[slot] = best.slot
 		c.removeEntry(best)
 	default:
+		c.touch(best) // not the least recently used, which acquire may evict
+		if err := c.acquire(slot); err != nil {
+			return 0, err
+		}
 		if err := c.copyPrefix(slot, best.slot, bestLen); err != nil {
 			return 0, err
 		}
-		c.touch(best)
 	}
 	c.hist[slot] = append(c.hist[slot][:0], toks[:bestLen]...)
 	c.hits.Add(1)
@@ -377,6 +443,13 @@ func (c *Cache) Copy(dst, src int) error {
 	if dst == src {
 		return nil
 	}
+	if c.phys[src] < 0 { // src is empty
+		return c.Clear(dst)
+	}
+	if err := c.acquire(dst); err != nil {
+		c.dirty[dst] = true
+		return err
+	}
 	if err := c.b.Copy(c.phys[dst], c.phys[src]); err != nil {
 		c.dirty[dst] = true
 		return err
@@ -392,6 +465,9 @@ func (c *Cache) Truncate(slot, n int) error {
 	if err := c.checkSlot(slot); err != nil {
 		return err
 	}
+	if c.phys[slot] < 0 { // empty
+		return nil
+	}
 	if err := c.b.Truncate(c.phys[slot], n); err != nil {
 		return err
 	}
@@ -403,10 +479,15 @@ func (c *Cache) Truncate(slot, n int) error {
 
 // Clear implements backend.Backend: the slot's history is kept as an entry
 // when it is known and fits, and the slot continues empty in a free
-// underlying slot.
+// underlying slot, or in none until its next feed.
 func (c *Cache) Clear(slot int) error {
 	if err := c.checkSlot(slot); err != nil {
 		return err
+	}
+	if c.phys[slot] < 0 { // empty already
+		c.hist[slot] = c.hist[slot][:0]
+		c.dirty[slot], c.copied[slot] = false, false
+		return nil
 	}
 	h := c.hist[slot]
 	if len(h) == 0 || c.dirty[slot] || c.copied[slot] || !c.keep(slot) {
@@ -420,7 +501,7 @@ func (c *Cache) Clear(slot int) error {
 }
 
 // keep turns the history of slot into an entry, reports whether it did,
-// and gives slot an empty underlying slot.
+// and gives slot an empty underlying slot if one is free (none otherwise).
 func (c *Cache) keep(slot int) bool {
 	h := c.hist[slot]
 	if len(h) > c.opts.MaxCells {
@@ -443,7 +524,7 @@ func (c *Cache) keep(slot int) bool {
 		}
 		i++
 	}
-	for len(c.free) == 0 || c.cells+len(h) > c.opts.MaxCells {
+	for c.cells+len(h) > c.opts.MaxCells {
 		if len(c.entries) == 0 || c.evictLRU() != nil {
 			return false
 		}
@@ -451,8 +532,11 @@ func (c *Cache) keep(slot int) bool {
 	e := c.newEntry(c.phys[slot], h)
 	c.entries = append(c.entries, e)
 	c.cells += len(h)
-	c.phys[slot] = c.free[len(c.free)-1]
-	c.free = c.free[:len(c.free)-1]
+	c.phys[slot] = -1
+	if n := len(c.free); n > 0 {
+		c.phys[slot] = c.free[n-1]
+		c.free = c.free[:n-1]
+	}
 	c.kept.Add(1)
 	c.publish()
 	return true

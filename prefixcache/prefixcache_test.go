@@ -43,13 +43,18 @@ func toks(from, n int) []int32 {
 
 // A chat of four turns, two conversations at a time that share a system
 // prompt, gives through the cache exactly the tokens it gives without it;
-// each turn after the first evaluates only its new tokens.
+// each turn after the first evaluates only its new tokens, whether the
+// cache has slots of its own or keeps the finished turns in place.
 func TestChatUnchanged(t *testing.T) {
-	for _, kind := range []string{"greedy", "sample", "mirostat"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, tc := range []struct {
+		kind       string
+		cacheSlots int
+	}{{"greedy", 2}, {"sample", 2}, {"mirostat", 2}, {"greedy", 0}, {"sample", 0}, {"mirostat", 0}} {
+		kind := tc.kind
+		t.Run(fmt.Sprintf("%s, %d cache slots", kind, tc.cacheSlots), func(t *testing.T) {
 			plain := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab))
-			under := backend.NewMemoryBackend(vocab, 4, testmodel.HashModel(vocab))
-			pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: 2})
+			under := backend.NewMemoryBackend(vocab, 2+tc.cacheSlots, testmodel.HashModel(vocab))
+			pc, err := prefixcache.New(under, prefixcache.Options{CacheSlots: tc.cacheSlots})
 			require.NoError(t, err)
 			require.Equal(t, 2, pc.Slots())
 			genPlain := generation.NewGenerator(plain, nil)
@@ -228,8 +233,8 @@ func TestFailedEval(t *testing.T) {
 
 	_, err = prefixcache.New(f, prefixcache.Options{CacheSlots: 3})
 	require.ErrorContains(t, err, "CacheSlots 3")
-	_, err = prefixcache.New(f, prefixcache.Options{})
-	require.ErrorContains(t, err, "CacheSlots 0")
+	_, err = prefixcache.New(f, prefixcache.Options{CacheSlots: -1})
+	require.ErrorContains(t, err, "CacheSlots -1")
 	require.Error(t, pc.Eval(ctx, []backend.Feed{{Slot: 1, Tokens: []int32{1}}}))
 	require.Error(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: nil}}))
 	require.Error(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: []int32{1}}, {Slot: 0, Tokens: []int32{2}}}))
@@ -269,7 +274,7 @@ func TestAdopt(t *testing.T) {
 // plain backend's tokens). The hit rate and the tokens saved are logged
 // (README, "Prefix reuse").
 func TestReplay1000(t *testing.T) {
-	for _, slots := range []int{8, 32} {
+	for _, slots := range []int{0, 8, 32} {
 		t.Run(fmt.Sprintf("cache slots %d", slots), func(t *testing.T) { replay(t, slots) })
 	}
 }
@@ -321,7 +326,10 @@ func replay(t *testing.T, slots int) {
 	st := pc.Stats()
 	assert.EqualValues(t, requests, st.Lookups)
 	assert.Equal(t, plain.Stats().Tokens, under.Stats().Tokens+int(st.TokensSaved))
-	assert.LessOrEqual(t, st.Cells, int64(slots*1024))
+	if slots > 0 {
+		assert.LessOrEqual(t, st.Cells, int64(slots*1024))
+	}
+	assert.Positive(t, st.Hits)
 	t.Logf("%d requests, %d conversations over %d system prompts, %d cache slots: hit rate %.1f%%, prompt tokens %d, saved %d (%.1f%%), evaluated %d instead of %d tokens, %d evictions",
 		st.Lookups, convCount, len(systems), slots, 100*st.HitRate(), st.PromptTokens, st.TokensSaved,
 		100*float64(st.TokensSaved)/float64(st.PromptTokens), under.Stats().Tokens, plain.Stats().Tokens, st.Evictions)
@@ -374,4 +382,53 @@ func TestCopiedNotKept(t *testing.T) {
 	_, n, held := pc.Lookup(append(toks(1, 6), 3))
 	assert.Equal(t, 7, n)
 	assert.Equal(t, 7, held)
+}
+
+// With no cache slots, finished histories stay in the caller's slots: a
+// feed that extends one takes its slot over, one that shares part of one
+// takes it over and truncates it when no slot is free, and a feed that
+// shares nothing evicts the least recently used. The tokens evaluated are
+// counted.
+func TestInPlace(t *testing.T) {
+	ctx := context.Background()
+	under := backend.NewMemoryBackend(vocab, 2, testmodel.HashModel(vocab))
+	pc, err := prefixcache.New(under, prefixcache.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 2, pc.Slots())
+	a, b := toks(1, 10), toks(2, 10)
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: a}, {Slot: 1, Tokens: b}}))
+	require.NoError(t, pc.Clear(0))
+	require.NoError(t, pc.Clear(1))
+	require.EqualValues(t, 2, pc.Stats().Entries, "both histories stay, in place")
+	assert.Equal(t, pc.Room(0), under.Room(0), "an empty slot's room")
+
+	// Slot 1 continues a: only the two new tokens are evaluated.
+	under.ResetStats()
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 1, Tokens: append(slices.Clone(a), 40, 41)}}))
+	assert.Equal(t, 2, under.Stats().Tokens)
+
+	// Slot 0 shares 6 tokens of b and no slot is free: b's slot is
+	// truncated and extended.
+	c := append(slices.Clone(b[:6]), 50, 51, 52)
+	under.ResetStats()
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: c}}))
+	assert.Equal(t, 3, under.Stats().Tokens)
+	assert.EqualValues(t, 0, pc.Stats().Entries)
+	assert.ElementsMatch(t, [][]int32{c, append(slices.Clone(a), 40, 41)}, [][]int32{under.History(0), under.History(1)})
+
+	// A prompt that shares nothing evicts the least recently used entry.
+	require.NoError(t, pc.Clear(0))
+	require.NoError(t, pc.Clear(1))
+	under.ResetStats()
+	d := toks(5, 7)
+	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: d}}))
+	assert.Equal(t, 7, under.Stats().Tokens)
+	st := pc.Stats()
+	assert.EqualValues(t, 1, st.Evictions)
+	assert.EqualValues(t, 1, st.Entries)
+	_, n, _ := pc.Lookup(append(slices.Clone(a), 40, 41))
+	assert.Equal(t, 12, n, "the entry used last stays")
+	_, n, _ = pc.Lookup(c)
+	assert.Zero(t, n, "the one used first is gone")
+	assert.Equal(t, prefixcache.Stats{Lookups: 5, Hits: 2, PromptTokens: 10 + 10 + 12 + 9 + 7, TokensSaved: 10 + 6, Kept: 4, Evictions: 1, Entries: 1, Cells: 12}, st)
 }

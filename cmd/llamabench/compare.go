@@ -61,7 +61,13 @@ func llamaBenchArgs(model string, threads, gpuLayers int, pp []int, promptTokens
 	if ngl < 0 {
 		ngl = 99
 	}
-	common := []string{"-m", model, "-t", strconv.Itoa(threads), "-r", "1", "-ngl", strconv.Itoa(ngl), "-o", "json"}
+	// llama-bench turns flash attention off unless told (-fa 0 is its
+	// default at the pinned commit and after), while llamabench's contexts,
+	// as llama-server's and llama-batched-bench's, take llama.cpp's auto,
+	// which turns it on wherever the backend has the operation (every CPU):
+	// -fa 1 compares like with like (a perf profile of llamaloop's decode
+	// shows ggml_compute_forward_flash_attn_ext; docs/measurements.md).
+	common := []string{"-m", model, "-t", strconv.Itoa(threads), "-r", "1", "-ngl", strconv.Itoa(ngl), "-fa", "1", "-o", "json"}
 	return [][]string{
 		append([]string{"-p", strings.Join(lengths, ","), "-n", "0"}, common...),
 		append([]string{"-p", "0", "-n", strconv.Itoa(newTokens), "-d", strconv.Itoa(promptTokens)}, common...),

@@ -414,8 +414,8 @@ func TestLlamaBenchComparison(t *testing.T) {
 	args, err := os.ReadFile(argsFile)
 	require.NoError(t, err)
 	// Generation after the --prompt tokens, as llamabench's tg rows: llama-bench's depth.
-	assert.Equal(t, "-p 8,16 -n 0 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -o json\n"+
-		"-p 0 -n 3 -d 4 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -o json\n", string(args))
+	assert.Equal(t, "-p 8,16 -n 0 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -fa 1 -o json\n"+
+		"-p 0 -n 3 -d 4 -m "+tinyModel+" -t 1 -r 1 -ngl 99 -fa 1 -o json\n", string(args))
 
 	assert.Regexp(t, `measurement +median t/s +min t/s +of bound +llama.cpp +ratio  note`, res.Stdout)
 	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
@@ -529,7 +529,7 @@ func TestBatchedBenchComparison(t *testing.T) {
 	// a run of one repetition before each repetition
 	args, err := os.ReadFile(benchArgsFile)
 	require.NoError(t, err)
-	common := " -m " + tinyModel + " -t 1 -r 1 -ngl 99 -o json\n"
+	common := " -m " + tinyModel + " -t 1 -r 1 -ngl 99 -fa 1 -o json\n"
 	assert.Equal(t, strings.Repeat("-p 8 -n 0"+common, 3)+strings.Repeat("-p 0 -n 3 -d 4"+common, 3), string(args))
 	args, err = os.ReadFile(argsFile)
 	require.NoError(t, err)

@@ -40,6 +40,8 @@ func TestLlamaCppAliases(t *testing.T) {
 		{"--cont-batching", ""},
 		{"--metrics", ""},
 		{"--usage", "--help"},
+		{"-cram 0", "--prefix-cache=false"},
+		{"--cache-ram 0", "--prefix-cache=false"},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -76,6 +78,7 @@ func TestLlamaCppRefused(t *testing.T) {
 		{"--host /tmp/s.sock", "Unix socket"},
 		{"--port 70000", "not a port"},
 		{"-ctk q8_0", "--cache-type"},
+		{"--cache-ram 8192", "not in host memory"},
 		{"--api-key-file keys", "LLAMASERVE_API_KEY"},
 		{"--slots", "llama.cpp's option --slots has no counterpart in llamaserve"},
 		{"--api-key a --api-key b", "takes one key"},

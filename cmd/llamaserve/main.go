@@ -53,9 +53,11 @@ type options struct {
 	draft         string // --assistant-model
 	promptLookup  int
 	threads       int
+	poll          int
 	gpuLayers     int
 	cacheType     string
 	invariant     bool
+	prefixCache   bool
 	cacheSlots    int
 	cacheCells    int
 	maxBody       int64
@@ -98,8 +100,8 @@ var usageGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config", "mmproj", "mmproj-causal"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens", "max-media", "max-media-bytes", "max-media-pixels"}},
-	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "gpu-layers"}},
-	{Title: "Prefix cache", Flags: []string{"cache-slots", "cache-cells"}},
+	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "poll", "gpu-layers"}},
+	{Title: "Prefix cache", Flags: []string{"prefix-cache", "cache-slots", "cache-cells"}},
 	{Title: "Embeddings", Flags: []string{"embeddings", "pooling", "matryoshka"}},
 	{Title: "Other", Flags: []string{"version", "h,help"}},
 }
@@ -150,11 +152,13 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
 	fs.IntVar(&o.threads, "threads", 0, "CPU `THREADS`, 1 to 512")
 	fs.Lookup("threads").DefValue = cli.ThreadsDefault
+	fs.IntVar(&o.poll, "poll", 0, "how long llama.cpp's worker threads spin waiting for the next decode before they sleep, as llama.cpp's --poll `LEVEL` (0: they sleep at once, leaving the core to HTTP and sampling between decodes; 1 to 100: up to LEVEL*131072 pauses; llama.cpp's default is 50)")
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
-	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "sequences that keep finished requests for their prompt prefixes to be reused (`N`, beside --parallel; 0: no prefix cache)")
-	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as its sequences hold)")
+	fs.BoolVar(&o.prefixCache, "prefix-cache", true, "reuse prompt prefixes: a finished request's cells stay in its sequence until a new request needs the room, and a new request starts from the one it shares the longest prefix with, evaluating only the rest (as llama-server's prompt cache; no memory beyond --parallel's sequences); --prefix-cache=false evaluates every prompt whole, as --mmproj does")
+	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "more sequences, beside --parallel, only for keeping finished requests (`N`; more memory, more prefixes kept while every --parallel sequence is busy)")
+	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as the sequences hold)")
 	fs.BoolVar(&o.embeddings, "embeddings", false, "also answer POST /v1/embeddings, from a second context of --batch cells (generation requests are served as without it)")
 	fs.StringVar(&o.pooling, "pooling", "model", "the pooling of --embeddings: `TYPE` model (the GGUF key <arch>.pooling_type), mean, cls or last")
 	fs.BoolVar(&o.matryoshka, "matryoshka", false, "the model was trained for its embeddings to be truncated (Matryoshka): /v1/embeddings then takes dimensions")
@@ -190,7 +194,9 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 	case o.ctx < 1 || o.ctx > cli.MaxCells:
 		return nil, cli.Usagef("--ctx %d: must be from 1 to %d cells", o.ctx, cli.MaxCells)
 	case o.cacheSlots < 0:
-		return nil, cli.Usagef("--cache-slots %d: must be 0 (no prefix cache) or more", o.cacheSlots)
+		return nil, cli.Usagef("--cache-slots %d: must be 0 or more", o.cacheSlots)
+	case !o.prefixCache && (o.cacheSlots > 0 || o.cacheCells > 0):
+		return nil, cli.Usagef("--cache-slots and --cache-cells tune the prefix cache, which --prefix-cache=false turns off")
 	case o.cacheCells < 0:
 		return nil, cli.Usagef("--cache-cells %d: must be 0 (no bound) or more", o.cacheCells)
 	case o.batch < 1:
@@ -199,6 +205,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--ubatch %d: must be from 1 to --batch (%d)", o.ubatch, o.batch)
 	case !o.embeddings && (o.pooling != "model" || o.matryoshka):
 		return nil, cli.Usagef("--pooling and --matryoshka need --embeddings")
+	case o.poll < 0 || o.poll > 100:
+		return nil, cli.Usagef("--poll %d: must be from 0 to 100", o.poll)
 	case o.promptLookup < 0:
 		return nil, cli.Usagef("--prompt-lookup %d: must be 0 (none) or more", o.promptLookup)
 	case o.promptChunk == 0 || o.promptChunk < -1:
@@ -223,8 +231,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
 	case o.limits.MaxEmbeddingTokens < 1:
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
-	case o.mmproj != "" && o.cacheSlots > 0:
-		return nil, cli.Usagef("--mmproj with --cache-slots %d: the prefix cache does not take media (their embeddings)", o.cacheSlots)
+	case o.mmproj != "" && (o.cacheSlots > 0 || o.cacheCells > 0):
+		return nil, cli.Usagef("--mmproj with --cache-slots or --cache-cells: the prefix cache does not take media (their embeddings), so --mmproj turns it off")
 	case o.mmproj != "" && o.invariant:
 		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
 	case o.mmprojCausal && o.mmproj == "":
@@ -235,6 +243,11 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-media-bytes %d: must be at least 1", o.limits.MaxMediaBytes)
 	case o.limits.MaxMediaPixels < 1:
 		return nil, cli.Usagef("--max-media-pixels %d: must be at least 1", o.limits.MaxMediaPixels)
+	}
+	if o.mmproj != "" {
+		// The prefix cache keeps token histories; a prompt with media holds
+		// embeddings in place of its placeholder tokens, which it cannot keep.
+		o.prefixCache = false
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")
@@ -316,10 +329,12 @@ func serveModel(o *options, stderr io.Writer) error {
 	}
 	defer lb.Close()
 	// The engine's backend: the llama.cpp sequences, under the prefix cache
-	// when there is one (its first --parallel slots serve requests, the
-	// others keep finished ones).
+	// (its first --parallel slots serve requests, the others keep finished
+	// ones; finished ones also stay in the first until they are needed).
+	// An encoder-decoder model's prompt is its encoder input, which the
+	// cache does not hold: it gets one only when asked for.
 	var cache serve.CacheStats
-	if o.cacheSlots > 0 {
+	if o.prefixCache && (o.cacheSlots > 0 || !m.HasEncoder()) {
 		pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: o.cacheSlots, MaxCells: o.cacheCells})
 		if err != nil {
 			return err
@@ -537,9 +552,12 @@ func contextParams(o *options, m *llamacpp.Model, seqSize int) llamacpp.ContextP
 	sequences := o.parallel + o.cacheSlots
 	p := llamacpp.ContextParams{
 		ContextSize: sequences * seqSize, Sequences: sequences, BatchSize: o.batch, MicroBatchSize: o.ubatch, Threads: o.threads,
-		BatchInvariant: o.invariant,
+		BatchInvariant: o.invariant, Poll: o.poll,
 		// llama.cpp's t5 decoder has one KV stream.
 		UnifiedKV: m.HasEncoder() && sequences > 1,
+	}
+	if o.poll == 0 {
+		p.Poll = llamacpp.NoPoll
 	}
 	if o.cacheType == "f32" {
 		p.TypeK, p.TypeV, p.FlashAttention = llamacpp.KVF32, llamacpp.KVF32, llamacpp.FlashAttentionOff

@@ -585,6 +585,12 @@ func TestCommandLine(t *testing.T) {
 	res = clitest.Run(t, bin, "", "-m", demoModel, "--max-buffer", "0")
 	assert.Equal(t, 2, res.Code)
 	assert.Contains(t, res.Stderr, "--max-buffer 0: must be at least 1")
+	res = clitest.Run(t, bin, "", "-m", demoModel, "--poll", "101")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--poll 101: must be from 0 to 100")
+	res = clitest.Run(t, bin, "", "-m", demoModel, "--prefix-cache=false", "--cache-slots", "2")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--prefix-cache=false turns off")
 	res = clitest.Run(t, bin, "", "-m", filepath.Join(t.TempDir(), "none.gguf"))
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "does not exist")
@@ -667,11 +673,25 @@ func TestServeGracefulShutdown(t *testing.T) {
 	require.Error(t, err, "the server no longer listens")
 }
 
-// With a prefix cache, the second turn of a chat reuses the first: the
-// metrics count a hit and the tokens it saved, and the reply is what the
-// request gives alone.
+// The second turn of a chat reuses the first, by default (the cells stay
+// in the finished request's sequence) as with sequences of the cache's own:
+// the metrics count a hit and the tokens it saved, and the reply is what
+// the request gives alone. --prefix-cache=false evaluates every prompt.
 func TestServePrefixCache(t *testing.T) {
-	s := startServer(t, "--parallel", "2", "--cache-slots", "2")
+	for name, args := range map[string][]string{
+		"defaults":             {"--parallel", "2"},
+		"cache slots":          {"--parallel", "2", "--cache-slots", "2"},
+		"prefix cache off":     {"--parallel", "2", "--prefix-cache=false"},
+		"llama-server's -cram": {"--parallel", "2", "-cram", "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			servePrefixCache(t, !strings.Contains(name, "off") && !strings.Contains(name, "cram"), args...)
+		})
+	}
+}
+
+func servePrefixCache(t *testing.T, on bool, args ...string) {
+	s := startServer(t, args...)
 	client := s.client()
 	ctx := context.Background()
 	system := "You are the demo model. The model reads a prompt and returns new logits for every token."
@@ -694,6 +714,11 @@ func TestServePrefixCache(t *testing.T) {
 		{Role: "system", Content: system}, {Role: "user", Content: "Hello"}, {Role: "assistant", Content: reply}, {Role: "user", Content: "And then?"}}})
 	assert.Equal(t, want.Text, second.Choices[0].Message.Content)
 	m := s.metrics(t)
+	if !on {
+		assert.Zero(t, m["llamaserve_prefix_cache_lookups_total"])
+		assert.Zero(t, m["llamaserve_prefix_cache_tokens_saved_total"])
+		return
+	}
 	assert.Equal(t, 2.0, m["llamaserve_prefix_cache_lookups_total"])
 	assert.Equal(t, 1.0, m["llamaserve_prefix_cache_hits_total"])
 	assert.GreaterOrEqual(t, m["llamaserve_prefix_cache_tokens_saved_total"], float64(first.Usage.PromptTokens))

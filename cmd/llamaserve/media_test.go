@@ -112,7 +112,7 @@ func TestMediaCommandLine(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--mmproj", "p.gguf", "--cache-slots", "1"}, "--mmproj with --cache-slots 1: the prefix cache does not take media"},
+		{[]string{"--mmproj", "p.gguf", "--cache-slots", "1"}, "--mmproj with --cache-slots or --cache-cells: the prefix cache does not take media"},
 		{[]string{"--mmproj", "p.gguf", "--batch-invariant"}, "--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings"},
 		{[]string{"--mmproj-causal"}, "--mmproj-causal needs --mmproj"},
 		{[]string{"--max-media", "0"}, "--max-media 0: must be at least 1"},

@@ -147,6 +147,8 @@ var llamaFlags = []llamaFlag{
 	{names: "-hf,-hfr,--hf-repo,-hff,--hf-file,-mu,--model-url", value: true,
 		gen: hint("llamaloop downloads nothing: give a local file with -m FILE.gguf"), serve: hint("llamaloop downloads nothing: give a local file with -m FILE.gguf")},
 	{names: "--context-shift", gen: hint(genFull), serve: hint(serveFull)},
+	{names: "-cram,--cache-ram", value: true,
+		gen: hint("llamagen --chat keeps the conversation's cells in a sequence of the context"), serve: conv(cacheRAM)},
 	{names: "--keep", value: true, gen: hint(genFull), serve: hint(serveFull)},
 	{names: "--usage", gen: to("help"), serve: to("help")},
 }
@@ -429,6 +431,19 @@ func serveParallel(v string, _ *translation) ([]string, error) {
 		return nil, fmt.Errorf("must be at least 1")
 	}
 	return []string{"--parallel", strconv.Itoa(n)}, nil
+}
+
+// cacheRAM converts llama-server's host-memory prompt cache size: 0 turns
+// prompt reuse off; llamaserve keeps prompts in KV cells instead.
+func cacheRAM(v string, _ *translation) ([]string, error) {
+	n, err := atoi(v)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == 0:
+		return []string{"--prefix-cache=false"}, nil
+	}
+	return nil, fmt.Errorf("llamaserve keeps finished prompts in the KV cells of its sequences, not in host memory: --cache-slots N adds N sequences for them, --cache-cells N bounds the tokens kept, -cram 0 (--prefix-cache=false) turns prompt reuse off")
 }
 
 func threads(v string, _ *translation) ([]string, error) {

@@ -9,7 +9,11 @@
 // Prompts are token ids (so that their length is exact), different for
 // every request after their first -shared tokens (a common system prompt); max_tokens is fixed and ignore_eos-like behaviour comes
 // from the model (a random benchmark model rarely produces EOS), so every
-// request generates about the same number of tokens.
+// request generates about the same number of tokens. Connections are kept
+// alive between a client's requests (one idle connection per client). The
+// tokens of a request are its usage chunk's completion_tokens, or its
+// chunks with text when the server sends no usage. -tsv prints one line
+// per level for scripts (build/sidebyside.sh).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -36,6 +41,7 @@ func main() {
 	maxTokens := flag.Int("max-tokens", 32, "max_tokens of every request")
 	vocab := flag.Int("vocab", 1000, "prompt token ids are drawn from [10, vocab)")
 	shared := flag.Int("shared", 0, "the first N tokens of every prompt are the same (a system prompt), the rest differ")
+	tsv := flag.Bool("tsv", false, "print tab-separated lines: clients, requests, tokens, wall s, tok/s, TTFT p50 ms, TTFT p99 ms")
 	flag.Parse()
 	var levels []int
 	for _, f := range strings.Split(*clients, ",") {
@@ -50,14 +56,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "serveload: -shared %d: must be in [0, -prompt-tokens]\n", *shared)
 		os.Exit(2)
 	}
-	fmt.Printf("%d-token prompts (%d shared), max_tokens %d, %d requests per client, streamed\n\n", *promptLen, *shared, *maxTokens, *requests)
-	fmt.Println("| clients | requests | tokens | wall s | throughput tok/s | TTFT p50 ms | TTFT p90 ms | TTFT max ms | per-request tok/s |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: slices.Max(levels), IdleConnTimeout: time.Minute}}
+	if !*tsv {
+		fmt.Printf("%d-token prompts (%d shared), max_tokens %d, %d requests per client, streamed, keep-alive\n\n", *promptLen, *shared, *maxTokens, *requests)
+		fmt.Println("| clients | requests | tokens | wall s | throughput tok/s | TTFT p50 ms | TTFT p90 ms | TTFT max ms | per-request tok/s |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	}
 	for _, c := range levels {
-		r, err := level(*url, c, *requests, *promptLen, *shared, *maxTokens, *vocab)
+		r, err := level(client, *url, c, *requests, *promptLen, *shared, *maxTokens, *vocab)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "serveload: %d clients: %v\n", c, err)
 			os.Exit(1)
+		}
+		if *tsv {
+			fmt.Printf("%d\t%d\t%d\t%.3f\t%.2f\t%.1f\t%.1f\n", c, r.requests, r.tokens, r.wall.Seconds(),
+				float64(r.tokens)/r.wall.Seconds(), ms(pct(r.ttft, 0.5)), ms(pct(r.ttft, 0.99)))
+			continue
 		}
 		fmt.Printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.0f | %.0f | %.1f |\n", c, r.requests, r.tokens, r.wall.Seconds(),
 			float64(r.tokens)/r.wall.Seconds(), ms(pct(r.ttft, 0.5)), ms(pct(r.ttft, 0.9)), ms(pct(r.ttft, 1)), r.perRequest)
@@ -72,7 +86,7 @@ type result struct {
 }
 
 // level runs c clients of n requests each.
-func level(url string, c, n, promptLen, shared, maxTokens, vocab int) (result, error) {
+func level(client *http.Client, url string, c, n, promptLen, shared, maxTokens, vocab int) (result, error) {
 	var mu sync.Mutex
 	var res result
 	var firstErr error
@@ -94,7 +108,7 @@ func level(url string, c, n, promptLen, shared, maxTokens, vocab int) (result, e
 						prompt[k] = 10 + rng.IntN(vocab-10)
 					}
 				}
-				ttft, total, tokens, err := request(url, prompt, maxTokens)
+				ttft, total, tokens, err := request(client, url, prompt, maxTokens)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -118,14 +132,24 @@ func level(url string, c, n, promptLen, shared, maxTokens, vocab int) (result, e
 }
 
 // request sends one streamed completion and returns the time to its first
-// token, its total time and its number of tokens (from the usage chunk).
-func request(url string, prompt []int, maxTokens int) (ttft, total time.Duration, tokens int, err error) {
+// token, its total time and its number of tokens (from the usage chunk, or
+// its chunks with text when there is none).
+func request(client *http.Client, url string, prompt []int, maxTokens int) (ttft, total time.Duration, tokens int, err error) {
 	body, _ := json.Marshal(map[string]any{
 		"model": "bench", "prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
 		"stream": true, "stream_options": map[string]bool{"include_usage": true},
 	})
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// A server may close an idle keep-alive connection as the request goes
+	// out on it (llama-server's cpp-httplib does after a few requests): the
+	// key makes net/http resend the request on a new connection.
+	req.Header.Set("Idempotency-Key", strconv.Itoa(rand.Int()))
 	start := time.Now()
-	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -134,6 +158,7 @@ func request(url string, prompt []int, maxTokens int) (ttft, total time.Duration
 		return 0, 0, 0, fmt.Errorf("status %s", resp.Status)
 	}
 	sc := bufio.NewScanner(resp.Body)
+	chunks := 0
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok || data == "[DONE]" {
@@ -150,13 +175,21 @@ func request(url string, prompt []int, maxTokens int) (ttft, total time.Duration
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
 			return 0, 0, 0, err
 		}
-		if ttft == 0 && len(chunk.Choices) > 0 {
-			ttft = time.Since(start)
+		if len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
+			if ttft == 0 {
+				ttft = time.Since(start)
+			}
+			chunks++
 		}
 		if chunk.Usage != nil {
 			tokens = chunk.Usage.CompletionTokens
 		}
 	}
+	if tokens == 0 {
+		tokens = chunks
+	}
+	// Read to the end, so that the connection is reused.
+	io.Copy(io.Discard, resp.Body)
 	return ttft, time.Since(start), tokens, sc.Err()
 }
 
