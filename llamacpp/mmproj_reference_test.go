@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -158,4 +159,27 @@ func TestAudioProjectorEmbeddingsMatchReference(t *testing.T) {
 	t.Logf("qwen2a: %d mel chunks, %d embeddings x %d: largest |clip.cpp - reference| / largest |reference| = %.3g",
 		len(chunks), len(want), p.Info().Width, d)
 	require.LessOrEqual(t, d, 1.5e-2)
+}
+
+// The tiny qwen2vl text model (M-RoPE, Q/K/V biases) agrees with the
+// reference on text: llama.cpp gives text tokens the positions (p, p, p,
+// 0), which the reference's EvalInputsAt is checked to reduce to.
+func TestQwen2VLTextMatchesReference(t *testing.T) {
+	m := loadModel(t, "tiny-qwen2vl")
+	ref, err := reference.Load(modelPath(t, "tiny-qwen2vl"))
+	require.NoError(t, err)
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 512, BatchSize: 128})
+	b := newBatch(t, 128, 1)
+	tokens := randomTokens(5, 80, m.Vocab().Size())
+	in := make([]reference.Input, len(tokens))
+	pos := make([][4]int, len(tokens))
+	for i, tok := range tokens {
+		in[i].Token, pos[i] = tok, [4]int{i, i, i, 0}
+	}
+	want, _, err := ref.NewSequence().EvalInputsAt(in, pos)
+	require.NoError(t, err)
+	got := append(decodeSeq(t, ctx, b, 0, 0, tokens[:50]), decodeSeq(t, ctx, b, 0, 50, tokens[50:])...)
+	d := maxDiff(t, got, want)
+	t.Logf("tiny-qwen2vl: largest |llama.cpp - reference| over %d positions: %.3g", len(tokens), d)
+	require.LessOrEqual(t, d, llamatest.Tolerance(t, llamatest.TinyF32))
 }
