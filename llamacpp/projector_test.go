@@ -152,6 +152,8 @@ func TestProjectorRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Tokenize("<__media__><__media__>", []llamacpp.Media{img}, llamacpp.TokenizeOptions{})
 	assert.ErrorContains(t, err, "2 media markers")
+	_, err = p.Tokenize("a\x00b", nil, llamacpp.TokenizeOptions{})
+	assert.ErrorContains(t, err, "NUL byte at 1")
 	_, err = llamacpp.ImageRGB(1<<14, 1<<14, nil)
 	assert.ErrorContains(t, err, "MaxImagePixels")
 	_, err = llamacpp.ImageRGB(2, 2, make([]byte, 11))
