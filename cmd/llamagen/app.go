@@ -119,6 +119,10 @@ type session struct {
 	// seed is the first row's seed; seedShown makes the summary print it.
 	seed      uint64
 	seedShown bool
+	// proj and media are --mmproj's projector and the decoded --image and
+	// --audio files, or nil.
+	proj  *llamacpp.Projector
+	media []llamacpp.Media
 }
 
 func (a *app) run(o *options) error {
@@ -157,6 +161,15 @@ func (a *app) run(o *options) error {
 
 	if err := s.checkEncoderDecoder(); err != nil {
 		return err
+	}
+	if len(o.media) > 0 {
+		if cfg.NumBeams > 1 {
+			return cli.Usagef("--image and --audio: beam search (--num-beams %d) with prompt embeddings is not supported", cfg.NumBeams)
+		}
+		if s.proj, s.media, err = s.loadMedia(); err != nil {
+			return err
+		}
+		defer s.proj.Close()
 	}
 	if o.demo {
 		return s.demo()

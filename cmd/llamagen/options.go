@@ -39,6 +39,9 @@ type options struct {
 
 	assistantModel string // --assistant-model: speculative decoding's draft model
 
+	mmproj string      // --mmproj: the multimodal projector
+	media  []mediaFile // --image and --audio, in command-line order
+
 	genConfig string
 	// overrides holds the generation-config fields set on the command line,
 	// as JSON values by field name, applied with genconfig.Config.Update.
@@ -312,6 +315,7 @@ var usageGroups = func() []cli.Group {
 			Flags: append([]string{"generation-config"}, gen...)},
 		{Title: "Mirostat and randomness", Flags: []string{"mirostat", "mirostat-tau", "mirostat-eta", "seed"}},
 		{Title: "Constrained output", Flags: []string{"grammar", "json-schema", "any-json"}},
+		{Title: "Images and audio", Flags: []string{"mmproj", "image", "audio"}},
 		{Title: "Speculative decoding (with --prompt-lookup, --num-assistant-tokens and the other fields above)", Flags: []string{"assistant-model"}},
 		{Title: "Runtime", Flags: []string{"threads", "gpu-layers", "ctx", "parallel", "batch", "ubatch"}},
 		{Title: "Output", Flags: []string{"logprobs", "trim-leading-space", "json", "quiet", "version", "h,help"}},
@@ -373,6 +377,15 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.parseSpecial, "parse-special", false, "read the text of control tokens (such as <|im_end|>) in the prompt and in chat messages as those tokens; by default it stays text, and only the chat template's own markers are control tokens, so that a message cannot open a turn of another role")
 	fs.StringVar(&o.session, "session", "", "keep the --chat conversation and its evaluated state in `FILE`: resumed at start when it exists, saved after each turn")
 	fs.StringVar(&o.template, "chat-template", "", "chat template `NAME` or text replacing the model's (e.g. chatml, llama3)")
+	fs.StringVar(&o.mmproj, "mmproj", "", "the multimodal projector `FILE` (a GGUF mmproj beside the model: llama.cpp's mtmd) that --image and --audio need")
+	fs.Func("image", "an image `FILE` (PNG, JPEG or GIF) for the prompt, at its next "+mediaMarker+" or appended; repeatable", func(v string) error {
+		o.media = append(o.media, mediaFile{audio: false, path: v})
+		return nil
+	})
+	fs.Func("audio", "a sound `FILE` (WAV: 16-bit PCM or 32-bit float, mono or stereo, at the projector's sample rate) for the prompt, at its next "+mediaMarker+" or appended; repeatable", func(v string) error {
+		o.media = append(o.media, mediaFile{audio: true, path: v})
+		return nil
+	})
 	fs.StringVar(&o.assistantModel, "assistant-model", "", "speculative decoding: the draft model `FILE` (GGUF, the same vocabulary) proposes tokens that the model verifies")
 	fs.BoolVar(&o.demo, "demo", false, "run greedy, sampling, Mirostat, beam search and speculative decoding on the same prompt (default prompt \"The model\", 40 new tokens)")
 	fs.BoolVar(&o.echo, "echo", false, "print the prompt before its continuation")
@@ -478,6 +491,16 @@ func (o *options) check() error {
 		return cli.Usagef("--system needs --chat")
 	case o.session != "" && (!o.chat || sources > 0):
 		return cli.Usagef("--session needs --chat without a prompt")
+	case len(o.media) > 0 && o.mmproj == "":
+		return cli.Usagef("--image and --audio need --mmproj FILE (the model's multimodal projector)")
+	case o.mmproj != "" && len(o.media) == 0:
+		return cli.Usagef("--mmproj needs --image or --audio")
+	case len(o.media) > maxMedia:
+		return cli.Usagef("%d --image and --audio files: at most %d", len(o.media), maxMedia)
+	case len(o.media) > 0 && (o.chat || o.promptsFile != "" || o.demo):
+		return cli.Usagef("--image and --audio take one prompt (-p or -f), not --chat, --prompts or --demo")
+	case len(o.media) > 0 && o.assistantModel != "":
+		return cli.Usagef("--image and --audio: speculative decoding with prompt embeddings is not supported")
 	}
 	if o.mirostat != 0 {
 		switch {
