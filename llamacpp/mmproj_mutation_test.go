@@ -144,10 +144,10 @@ func TestExerciseProjectorChild(t *testing.T) {
 	fmt.Println(childResult + strings.ReplaceAll(msg, "\n", " "))
 }
 
-// Mutated projector files give errors, not signals: a few of the
+// Byte-mutated projector files give errors, not signals: a few of the
 // campaign's mutations of each seed, each in a child process (make
 // campaign runs hundreds).
-func TestProjectorMutations(t *testing.T) {
+func TestProjectorByteMutations(t *testing.T) {
 	if asan.Enabled {
 		t.Skip("a child per file under AddressSanitizer is too slow")
 	}
