@@ -77,8 +77,9 @@ func relDiff(t *testing.T, got []float32, want [][]float64, width int) float64 {
 // references. clip.cpp chooses flash attention itself (the binding does not
 // set it), which on the CPU rounds queries, keys and values to float16:
 // that, not the reference, sets the tolerance, about twice the largest
-// relative difference measured on the CPU (AMD EPYC): gemma3 6.2e-4,
-// qwen2vl 9.5e-4.
+// relative difference measured on the CPU (AMD EPYC): gemma3 6.2e-4
+// (4.9e-4 resized from 50x37), qwen2vl 9.5e-4 (1.6e-3 resized from 50x37
+// to 48x40, 30 tokens).
 func TestProjectorEmbeddingsMatchReference(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -88,6 +89,9 @@ func TestProjectorEmbeddingsMatchReference(t *testing.T) {
 	}{
 		{"gemma3", testmodel.TinyGemma3Projector(), 32, 32, 1.5e-3},
 		{"qwen2vl", testmodel.TinyQwen2VLProjector(), 32, 16, 2e-3},
+		// sizes clip.cpp resizes: into 32x32 on black, and to 48x40
+		{"gemma3-resized", testmodel.TinyGemma3Projector(), 50, 37, 1.5e-3},
+		{"qwen2vl-resized", testmodel.TinyQwen2VLProjector(), 50, 37, 3e-3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.name+".mmproj.gguf")
