@@ -158,10 +158,12 @@ bench: build bench-models
 
 # campaign runs the hostile-input campaign (internal/cmd/campaign): hostile
 # chat templates served by llamaserve with a neighbour request, T5 files and
-# concurrent T5 calls, damaged backend folders, and mutated GGUF files, each
+# concurrent T5 calls, damaged backend folders, mutated GGUF files and mutated
+# projector (mmproj) files, each
 # child under an address-space limit and a timeout; it prints crash kinds,
-# hangs and peak RSS per family (about 2-3 minutes on 2 cores; 11 before the
-# bounded template engine, whose crashing templates take longer).
+# hangs and peak RSS per family (about 2-3 minutes on 2 cores, and about 5
+# more for the 500 mutated projectors; 11 before the bounded template engine,
+# whose crashing templates take longer).
 # CAMPAIGN_FLAGS scales it, e.g. CAMPAIGN_FLAGS='-mutations 3000 -jobs 8'.
 CAMPAIGN_FLAGS ?=
 campaign: build models

@@ -19,6 +19,9 @@ package cgo
 #include <stdlib.h>
 #include "shim.h"
 #include "../tools/mtmd/mtmd.h"
+
+mtmd_context * llamaloop_mtmd_init_from_file(const char * path, const struct llama_model * model, struct mtmd_context_params params);
+void llamaloop_mtmd_free(mtmd_context * ctx);
 */
 import "C"
 
@@ -38,10 +41,12 @@ type MtmdParams struct {
 	NThreads    int32
 	MediaMarker string // "" keeps mtmd_default_marker
 	Warmup      bool
-	// FlashAttn turns the encoder's flash attention on (llama.cpp's auto
-	// otherwise would: its CPU kernel rounds K and V to f16).
-	FlashAttn bool
 }
+
+// The pinned module's mtmd_init_from_file ignores flash_attn_type (it
+// hands clip CLIP_FLASH_ATTN_TYPE_AUTO), so clip turns flash attention on
+// where the backend has it: on the CPU, queries, keys and values are then
+// rounded to f16 (about 1e-3 relative in the encoders' embeddings).
 
 // MtmdDefaultMarker is mtmd_default_marker.
 func MtmdDefaultMarker() string { return C.GoString(C.mtmd_default_marker()) }
@@ -50,17 +55,14 @@ func MtmdDefaultMarker() string { return C.GoString(C.mtmd_default_marker()) }
 // SetLogHandler, at the level of SetLogMinLevel.
 func MtmdLogInstall() { C.llamaloop_mtmd_log_install() }
 
-// MtmdInitFromFile is mtmd_init_from_file; it returns a nil context when
-// the file is refused (clip's exceptions are caught inside).
+// MtmdInitFromFile is mtmd_init_from_file (its backend frees deferred, as
+// Free's); it returns a nil context when the file is refused (clip's
+// exceptions are caught inside).
 func MtmdInitFromFile(path string, model Model, p MtmdParams) Mtmd {
 	cp := C.mtmd_context_params_default()
 	cp.use_gpu = C.bool(p.UseGPU)
 	cp.print_timings = false
 	cp.warmup = C.bool(p.Warmup)
-	cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
-	if p.FlashAttn {
-		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
-	}
 	if p.NThreads > 0 {
 		cp.n_threads = C.int(p.NThreads)
 	}
@@ -71,11 +73,12 @@ func MtmdInitFromFile(path string, model Model, p MtmdParams) Mtmd {
 	}
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
-	return Mtmd{C.mtmd_init_from_file(cs, model.c, cp)}
+	return Mtmd{C.llamaloop_mtmd_init_from_file(cs, model.c, cp)}
 }
 
-// Free is mtmd_free.
-func (m Mtmd) Free() { C.mtmd_free(m.c) }
+// Free is mtmd_free, with the backend frees deferred past the scheduler's
+// (shim.c).
+func (m Mtmd) Free() { C.llamaloop_mtmd_free(m.c) }
 
 // UseNonCausal is mtmd_decode_use_non_causal.
 func (m Mtmd) UseNonCausal() bool { return bool(C.mtmd_decode_use_non_causal(m.c)) }

@@ -256,3 +256,19 @@ void llamaloop_threadpool_free(llamaloop_threadpool_free_fn free, struct ggml_th
 // llamaloop_mtmd_log_install routes the multimodal library's log (clip's and
 // mtmd's, which keep a logger of their own) to llamaloop's callback.
 void llamaloop_mtmd_log_install(void) { mtmd_log_set(llamaloop_log_cb, NULL); }
+
+// clip_ctx frees its backends before its scheduler (ggml_backend_sched_free
+// then reads them), as llama_free does: the same deferral, for mtmd_free and
+// for an mtmd_init_from_file that fails halfway.
+mtmd_context * llamaloop_mtmd_init_from_file(const char * path, const struct llama_model * model, struct mtmd_context_params params) {
+	llamaloop_defer_begin();
+	mtmd_context * ctx = mtmd_init_from_file(path, model, params);
+	llamaloop_defer_end();
+	return ctx;
+}
+
+void llamaloop_mtmd_free(mtmd_context * ctx) {
+	llamaloop_defer_begin();
+	mtmd_free(ctx);
+	llamaloop_defer_end();
+}

@@ -56,6 +56,8 @@ func modelPath(t testing.TB, name string) string {
 			err = testmodel.WriteRandom(path, testmodel.BenchSmallSpec())
 		case "tiny-t5":
 			err = testmodel.TinyT5().Write(path)
+		case "tiny-qwen2vl":
+			err = testmodel.TinyQwen2VLText().Write(path)
 		default:
 			t.Fatalf("unknown test model %q", name)
 		}

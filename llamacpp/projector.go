@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/llamaloop/llamaloop/cgo"
@@ -70,8 +71,18 @@ func LoadProjector(path string, m *Model, p ProjectorParams) (*Projector, error)
 	if m == nil {
 		return nil, invalid("LoadProjector: nil model")
 	}
+	if m.vocabOnly {
+		return nil, invalid("LoadProjector: model %s is loaded for its vocabulary only", m.path)
+	}
 	if p.Threads < 0 || p.Threads > 4096 {
 		return nil, invalid("projector threads %d outside [0, 4096]", p.Threads)
+	}
+	marker := p.MediaMarker
+	if marker == "" {
+		marker = DefaultMediaMarker
+	}
+	if strings.IndexByte(marker, 0) >= 0 || len(marker) > 256 {
+		return nil, invalid("media marker %q: a NUL byte or over 256 bytes", marker)
 	}
 	if err := validateProjector(path); err != nil {
 		return nil, err
@@ -82,10 +93,6 @@ func LoadProjector(path string, m *Model, p ProjectorParams) (*Projector, error)
 	threads := p.Threads
 	if threads == 0 {
 		threads = runtime.NumCPU()
-	}
-	marker := p.MediaMarker
-	if marker == "" {
-		marker = DefaultMediaMarker
 	}
 	if err := m.acquire(); err != nil {
 		m.detach()
@@ -330,6 +337,15 @@ func (p *Projector) Tokenize(text string, media []Media, o TokenizeOptions) (*Pr
 	}
 	if len(text) > maxTokenizeBytes {
 		return nil, invalid("prompt of %d bytes is over %d", len(text), maxTokenizeBytes)
+	}
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		// mtmd takes a C string: the text would end there.
+		return nil, invalid("prompt holds a NUL byte at %d", i)
+	}
+	for i, m := range media {
+		if strings.IndexByte(m.ID, 0) >= 0 {
+			return nil, invalid("media[%d]: ID holds a NUL byte", i)
+		}
 	}
 	bitmaps := make([]cgo.Bitmap, 0, len(media))
 	defer func() {

@@ -192,12 +192,27 @@ func cpuFamily(cfg config) ([]result, error) {
 // tokenized and decoded by TestExerciseChild; the family of a case is the
 // mutation's.
 func ggufFamily(cfg config) ([]result, error) {
-	dir, err := mkdir(cfg, "gguf")
+	return mutationFamily(cfg, mutationTests{name: "gguf", write: "TestWriteMutations", writeEnv: "LLAMALOOP_MUTATIONS_OUT",
+		exercise: "TestExerciseChild", exerciseEnv: "LLAMALOOP_EXERCISE_PATH"})
+}
+
+// mutationTests names the llamacpp tests of a mutation family: write
+// writes cfg.mutations files and their families.txt into the folder its
+// writeEnv names; exercise tries the file its exerciseEnv names and prints
+// its verdict.
+type mutationTests struct {
+	name, write, writeEnv, exercise, exerciseEnv string
+}
+
+// mutationFamily writes a family's mutated files and exercises each in a
+// child; a case's family is the mutation's.
+func mutationFamily(cfg config, m mutationTests) ([]result, error) {
+	dir, err := mkdir(cfg, m.name)
 	if err != nil {
 		return nil, err
 	}
-	gen := &child{args: []string{cfg.testbin, "-test.run=^TestWriteMutations$"},
-		env:   []string{"LLAMALOOP_MUTATIONS_OUT=" + dir, "LLAMALOOP_MUTATIONS=" + strconv.Itoa(cfg.mutations)},
+	gen := &child{args: []string{cfg.testbin, "-test.run=^" + m.write + "$"},
+		env:   []string{m.writeEnv + "=" + dir, "LLAMALOOP_MUTATIONS=" + strconv.Itoa(cfg.mutations)},
 		limit: cfg.limit, timeout: 10 * cfg.timeout}
 	if o := gen.run(); o.class != classOK {
 		return nil, fmt.Errorf("writing the mutated files: %s %s\n%s", o.class, o.kind, o.output)
@@ -217,8 +232,8 @@ func ggufFamily(cfg config) ([]result, error) {
 	}
 	return parallel(cfg.jobs, cases, func(c gcase) result {
 		path := filepath.Join(dir, c.file)
-		ch := &child{args: []string{cfg.testbin, "-test.run=^TestExerciseChild$", "-test.v"},
-			env: []string{"LLAMALOOP_EXERCISE_PATH=" + path}, limit: cfg.limit, timeout: cfg.timeout}
+		ch := &child{args: []string{cfg.testbin, "-test.run=^" + m.exercise + "$", "-test.v"},
+			env: []string{m.exerciseEnv + "=" + path}, limit: cfg.limit, timeout: cfg.timeout}
 		o := ch.run()
 		if o.class == classOK || o.class == classError {
 			o = exerciseResult(o)
@@ -226,8 +241,19 @@ func ggufFamily(cfg config) ([]result, error) {
 		if o.class != classCrash && o.class != classHang {
 			os.Remove(path) // a crash's file is kept for a rerun under -work
 		}
-		return result{family: "gguf: " + c.family, name: c.file, outcome: o}
+		return result{family: m.name + ": " + c.family, name: c.file, outcome: o}
 	}), nil
+}
+
+// mmprojFamily: the three tiny projector files (gemma3, qwen2vl, qwen2a)
+// mutated by the GGUF campaign's generators (TestWriteProjectorMutations),
+// each loaded beside tiny-f32 and made to encode an image or a second of
+// sound by TestExerciseProjectorChild; the family of a case is the seed's
+// and the mutation's.
+func mmprojFamily(cfg config) ([]result, error) {
+	return mutationFamily(cfg, mutationTests{name: "mmproj", write: "TestWriteProjectorMutations",
+		writeEnv: "LLAMALOOP_MMPROJ_MUTATIONS_OUT", exercise: "TestExerciseProjectorChild",
+		exerciseEnv: "LLAMALOOP_MMPROJ_EXERCISE_PATH"})
 }
 
 // exerciseResult reads TestExerciseChild's verdict: ok, or a load or

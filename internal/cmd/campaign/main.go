@@ -19,6 +19,10 @@
 //     generation.
 //   - gguf: the files of the mutation tests (TestWriteMutations: byte-level
 //     and structure-aware families), each exercised by TestExerciseChild.
+//   - mmproj: the tiny projector files (gemma3, qwen2vl, qwen2a) mutated
+//     by the same byte-level generators (TestWriteProjectorMutations), each
+//     loaded beside tiny-f32 and made to encode an image or a second of
+//     sound (TestExerciseProjectorChild).
 //
 // make campaign builds what it needs and runs it; see -h for the scale.
 package main
@@ -60,7 +64,7 @@ func main() {
 	flag.StringVar(&cfg.templates, "templates", "internal/jinja/testdata/hostile", "the `DIR` of hostile chat templates (*.jinja)")
 	flag.StringVar(&cfg.testbin, "testbin", "build/bin/llamacpp.test", "the llamacpp test binary (`FILE`, go test -c ./llamacpp)")
 	flag.StringVar(&cfg.work, "work", "", "a `DIR` for the cases' files, kept afterwards (default: a temporary folder, removed)")
-	flag.StringVar(&cfg.families, "families", "template,t5,cpu-variant,gguf", "the `LIST` of families to run")
+	flag.StringVar(&cfg.families, "families", "template,t5,cpu-variant,gguf,mmproj", "the `LIST` of families to run")
 	flag.IntVar(&cfg.mutations, "mutations", 500, "the number of mutated GGUF files (`N`)")
 	flag.IntVar(&cfg.jobs, "jobs", 2, "children run at once (`N`) in the families other than template, which runs one server at a time")
 	flag.Uint64Var(&limitMB, "mem", 4096, "each child's address-space limit (RLIMIT_AS) in `MB`")
@@ -95,6 +99,7 @@ func run(cfg config) error {
 	}
 	families := map[string]func(config) ([]result, error){
 		"template": templateFamily, "t5": t5Family, "cpu-variant": cpuFamily, "gguf": ggufFamily,
+		"mmproj": mmprojFamily,
 	}
 	start := time.Now()
 	var results []result

@@ -4,8 +4,9 @@
 //
 // It always writes demo.gguf (the Markov model of testmodel.DemoCorpus); with
 // -test also the small test models (tiny-f32.gguf, tiny-f16.gguf,
-// markov.gguf, prefix.gguf, tiny-t5.gguf) and the projector files for
-// llama.cpp's mtmd paired with tiny-f32.gguf (tiny-gemma3.mmproj.gguf,
+// markov.gguf, prefix.gguf, tiny-t5.gguf), tiny-qwen2vl.gguf (tiny-f32 as
+// an M-RoPE qwen2vl text model) and the projector files for llama.cpp's
+// mtmd paired with tiny-f32.gguf or tiny-qwen2vl.gguf (tiny-gemma3.mmproj.gguf,
 // tiny-qwen2vl.mmproj.gguf, tiny-qwen2a.mmproj.gguf); with -bench the random F16 benchmark models
 // bench-small-f16.gguf (~134M weights) and bench-1b-f16.gguf (Llama 3.2 1B
 // shape, 2.5 GB), and their q8_0, q4_0 and q4_K_M quantizations made by
@@ -175,6 +176,7 @@ func quantize(src string) error {
 // n_embd).
 func projectorEntries() []entry {
 	return []entry{
+		{"tiny-qwen2vl.gguf", func() (testmodel.Model, error) { return testmodel.TinyQwen2VLText(), nil }},
 		{"tiny-gemma3.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyGemma3Projector(), nil }},
 		{"tiny-qwen2vl.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyQwen2VLProjector(), nil }},
 		{"tiny-qwen2a.mmproj.gguf", func() (testmodel.Model, error) { return testmodel.TinyQwen2AudioProjector(), nil }},

@@ -14,7 +14,7 @@ func TestRunIsIdempotent(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "models")
 	require.NoError(t, run(out, true, noBench, false))
 	names := []string{"demo.gguf", "tiny-f32.gguf", "tiny-f16.gguf", "markov.gguf", "prefix.gguf", "tiny-t5.gguf",
-		"tiny-gemma3.mmproj.gguf", "tiny-qwen2vl.mmproj.gguf",
+		"tiny-qwen2vl.gguf", "tiny-gemma3.mmproj.gguf", "tiny-qwen2vl.mmproj.gguf",
 		"tiny-qwen2a.mmproj.gguf"}
 	mtimes := map[string]int64{}
 	for _, n := range names {

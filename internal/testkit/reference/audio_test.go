@@ -68,3 +68,38 @@ func TestConv1dPaddingAndStride(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{geluErf(2), geluErf(4)}, got[0], 1e-15)
 	assert.InDelta(t, 0.841344746, geluErf(1), 1e-9)
 }
+
+func TestLogMel(t *testing.T) {
+	// one second of a 1 kHz tone, padded to 31 s: 3098 frames, one full
+	// chunk of 3000
+	pcm := make([]float32, 16000)
+	for i := range pcm {
+		pcm[i] = float32(0.5 * math.Sin(2*math.Pi*1000*float64(i)/16000))
+	}
+	chunks, err := LogMel(pcm, 80)
+	require.NoError(t, err)
+	require.Len(t, chunks, 1)
+	require.Len(t, chunks[0], 80*3000)
+	// the clamp puts silence 8 decades below the loudest value: (max-8+4)/4
+	// = max/4 - 1; the loudest band holds 1 kHz during the first second
+	frame := 50
+	loudest, band := float32(-100), -1
+	for m := range 80 {
+		if v := chunks[0][m*3000+frame]; v > loudest {
+			loudest, band = v, m
+		}
+	}
+	silence := chunks[0][3000-1]
+	assert.InDelta(t, float64(loudest)-2, float64(silence), 1e-6, "silence is clamped 8 decades (2 after /4) below the peak")
+	// Slaney mel of 1 kHz is 15; the 80 bands split 0..8 kHz (mel 45.2)
+	// evenly, so 1 kHz sits in band 15/45.2*81 - 1 = 25.9
+	assert.InDelta(t, 26, band, 1)
+	filters := melFilters(80, 201)
+	for m := range 80 {
+		s := 0.0
+		for k := range 201 {
+			s += filters[m*201+k]
+		}
+		assert.Greater(t, s, 0.0, "band %d has no FFT bin", m)
+	}
+}

@@ -31,20 +31,26 @@ type Input struct {
 // its logits and its output embedding (the hidden state after the output
 // norm). On error the sequence is unchanged.
 func (s *Sequence) EvalInputs(inputs []Input) (logits, embd [][]float64, err error) {
+	pos := make([][4]int, len(inputs))
+	for i := range pos {
+		p := s.n + i
+		pos[i] = [4]int{p, p, p, 0}
+	}
+	return s.EvalInputsAt(inputs, pos)
+}
+
+// EvalInputsAt is EvalInputs with each input's rotary position given:
+// pos[i] holds the temporal, height, width and extra M-RoPE planes of
+// input i (llama_batch.pos's four planes, as mtmd lays an image out); a
+// llama model reads only pos[i][0]. The attention still spans every
+// earlier input of the sequence.
+func (s *Sequence) EvalInputsAt(inputs []Input, pos [][4]int) (logits, embd [][]float64, err error) {
+	if len(pos) != len(inputs) {
+		return nil, nil, fmt.Errorf("reference: %d positions for %d inputs", len(pos), len(inputs))
+	}
 	for i, in := range inputs {
-		if in.Embd == nil {
-			if in.Token < 0 || int(in.Token) >= s.m.NVocab {
-				return nil, nil, fmt.Errorf("%w: %d not in [0, %d) at input %d", ErrToken, in.Token, s.m.NVocab, i)
-			}
-			continue
-		}
-		if len(in.Embd) != s.m.NEmbd {
-			return nil, nil, fmt.Errorf("reference: input %d is an embedding of %d values, the model's width is %d", i, len(in.Embd), s.m.NEmbd)
-		}
-		for _, v := range in.Embd {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, nil, fmt.Errorf("reference: input %d is an embedding holding %v", i, v)
-			}
+		if err := s.checkInput(i, in); err != nil {
+			return nil, nil, err
 		}
 	}
 	logits, embd = make([][]float64, len(inputs)), make([][]float64, len(inputs))
@@ -53,10 +59,29 @@ func (s *Sequence) EvalInputs(inputs []Input) (logits, embd [][]float64, err err
 		if x == nil {
 			x, _ = s.m.TokenEmbedding(in.Token)
 		}
-		embd[i] = s.hidden(append([]float64(nil), x...))
+		embd[i] = s.hiddenAt(append([]float64(nil), x...), pos[i])
 		logits[i] = matVec(s.m.output, embd[i], s.m.NVocab)
 	}
 	return logits, embd, nil
+}
+
+// checkInput refuses a token out of range or a malformed embedding.
+func (s *Sequence) checkInput(i int, in Input) error {
+	if in.Embd == nil {
+		if in.Token < 0 || int(in.Token) >= s.m.NVocab {
+			return fmt.Errorf("%w: %d not in [0, %d) at input %d", ErrToken, in.Token, s.m.NVocab, i)
+		}
+		return nil
+	}
+	if len(in.Embd) != s.m.NEmbd {
+		return fmt.Errorf("reference: input %d is an embedding of %d values, the model's width is %d", i, len(in.Embd), s.m.NEmbd)
+	}
+	for _, v := range in.Embd {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("reference: input %d is an embedding holding %v", i, v)
+		}
+	}
+	return nil
 }
 
 // Embeddings evaluates tokens as one sequence from position 0 and returns

@@ -30,16 +30,22 @@ import (
 
 // Hparams are the hyperparameters read from the file.
 type Hparams struct {
-	// Arch is general.architecture: "llama" or "maincoder".
+	// Arch is general.architecture: "llama", "maincoder", or "qwen2vl"
+	// (Q/K/V biases and M-RoPE).
 	Arch                                                string
 	NVocab, NEmbd, NLayer, NHead, NHeadKV, HeadDim, NFF int
 	// RMSEps and RopeFreqBase are the file's float32 values, widened.
 	RMSEps, RopeFreqBase float64
+	// RopeSections are qwen2vl's rope.dimension_sections: how many of a
+	// head's HeadDim/2 rotated pairs take the temporal, height, width and
+	// extra position (cycling when they add up to less); zero for llama.
+	RopeSections [4]int
 }
 
 // layer holds one block's weights, matrices row-major [out][in].
 type layer struct {
 	attnNorm, wq, wk, wv, wo []float64
+	bq, bk, bv               []float64 // qwen2vl only
 	ffnNorm, gate, up, down  []float64
 	qNorm, kNorm             []float64 // maincoder's per-head norms of Q and K, after RoPE
 }
@@ -56,9 +62,15 @@ type Model struct {
 }
 
 // Load reads the model at path. It supports general.architecture "llama"
-// with F32 or F16 tensors, no biases and no RoPE scaling, and "maincoder"
+// with F32 or F16 tensors, no biases and no RoPE scaling; "maincoder"
 // (llama.cpp after the pin): llama whose heads of Q and K are RMS-normalized
-// after RoPE by attn_q_norm and attn_k_norm.
+// after RoPE by attn_q_norm and attn_k_norm; and "qwen2vl",
+// which adds Q, K and V biases and rotates by M-RoPE (llama.cpp's
+// LLAMA_ROPE_TYPE_MROPE): pair i of a head (elements i and i+HeadDim/2,
+// NeoX-style) turns by p*base^(-2i/HeadDim), where p is the position's
+// temporal, height, width or extra plane as i mod the sections' sum falls
+// into RopeSections. Text positions have all three first planes equal (and
+// the extra 0), which is NeoX RoPE.
 func Load(path string) (*Model, error) {
 	r, err := gguf.Open(path)
 	if err != nil {
@@ -83,6 +95,9 @@ func Load(path string) (*Model, error) {
 		reqs = append(reqs,
 			tensorReq{&l.attnNorm, p + "attn_norm.weight", false, []int{h.NEmbd}},
 			tensorReq{&l.wq, p + "attn_q.weight", false, []int{h.NEmbd, h.NEmbd}},
+			tensorReq{&l.bq, p + "attn_q.bias", h.Arch != "qwen2vl", []int{h.NEmbd}},
+			tensorReq{&l.bk, p + "attn_k.bias", h.Arch != "qwen2vl", []int{kv}},
+			tensorReq{&l.bv, p + "attn_v.bias", h.Arch != "qwen2vl", []int{kv}},
 			tensorReq{&l.wk, p + "attn_k.weight", false, []int{h.NEmbd, kv}},
 			tensorReq{&l.wv, p + "attn_v.weight", false, []int{h.NEmbd, kv}},
 			tensorReq{&l.wo, p + "attn_output.weight", false, []int{h.NEmbd, h.NEmbd}},
@@ -115,8 +130,27 @@ func llamaHparams(r *gguf.Reader) (h Hparams, err error) {
 	if err != nil {
 		return Hparams{}, err
 	}
-	if arch != "llama" && arch != "maincoder" {
-		return Hparams{}, fmt.Errorf("reference: architecture %q is not llama", arch)
+	if arch != "llama" && arch != "maincoder" && arch != "qwen2vl" {
+		return Hparams{}, fmt.Errorf("reference: architecture %q is not llama, maincoder or qwen2vl", arch)
+	}
+	h.Arch = arch
+	if arch == "qwen2vl" {
+		sec, err := gguf.Get[[]int32](r.File, "qwen2vl.rope.dimension_sections")
+		if err != nil {
+			return Hparams{}, err
+		}
+		if len(sec) != 4 {
+			return Hparams{}, fmt.Errorf("reference: qwen2vl.rope.dimension_sections has %d values, want 4", len(sec))
+		}
+		for i, v := range sec {
+			if v < 0 {
+				return Hparams{}, fmt.Errorf("reference: negative rope section %d", v)
+			}
+			h.RopeSections[i] = int(v)
+		}
+		if h.RopeSections == [4]int{} {
+			return Hparams{}, errors.New("reference: qwen2vl rope sections are all 0")
+		}
 	}
 	h.Arch = arch
 	u32 := func(key string, dst *int) error {
@@ -258,6 +292,13 @@ func (s *Sequence) step(tok int32) []float64 {
 // hidden evaluates the input vector x (overwritten) at position s.n and
 // returns the last hidden state after the output norm: llama.cpp's t_embd.
 func (s *Sequence) hidden(x []float64) []float64 {
+	return s.hiddenAt(x, [4]int{s.n, s.n, s.n, 0})
+}
+
+// hiddenAt is hidden with the rotary position rp: rp[0] for llama, the
+// four M-RoPE planes for qwen2vl. The attention spans the s.n cached
+// positions and this one whatever rp is.
+func (s *Sequence) hiddenAt(x []float64, rp [4]int) []float64 {
 	m := s.m
 	d, hd, kvw := m.NEmbd, m.HeadDim, m.HeadDim*m.NHeadKV
 	pos := s.n
@@ -269,8 +310,18 @@ func (s *Sequence) hidden(x []float64) []float64 {
 		q := matVec(l.wq, a, d)
 		k := matVec(l.wk, a, kvw)
 		v := matVec(l.wv, a, kvw)
-		m.rope(q, pos)
-		m.rope(k, pos)
+		if l.bq != nil {
+			addTo(q, l.bq)
+			addTo(k, l.bk)
+			addTo(v, l.bv)
+		}
+		if m.RopeSections != ([4]int{}) {
+			m.mrope(q, rp)
+			m.mrope(k, rp)
+		} else {
+			m.rope(q, rp[0])
+			m.rope(k, rp[0])
+		}
 		if l.qNorm != nil {
 			headNorm(q, l.qNorm, m.RMSEps)
 			headNorm(k, l.kNorm, m.RMSEps)
@@ -346,6 +397,31 @@ func (m *Model) rope(x []float64, pos int) {
 func headNorm(x, w []float64, eps float64) {
 	for h := 0; h+len(w) <= len(x); h += len(w) {
 		copy(x[h:h+len(w)], rmsNorm(x[h:h+len(w)], w, eps))
+	}
+}
+
+// mrope rotates each head's pairs (i, i+HeadDim/2) by p*invFreq[i], p
+// the plane of rp that i's section picks (ggml's GGML_ROPE_TYPE_MROPE).
+func (m *Model) mrope(x []float64, rp [4]int) {
+	hd, sec := m.HeadDim, m.RopeSections
+	total := sec[0] + sec[1] + sec[2] + sec[3]
+	for h := 0; h+hd <= len(x); h += hd {
+		for i, f := range m.invFreq {
+			p := rp[3]
+			switch k := i % total; {
+			case k < sec[0]:
+				p = rp[0]
+			case k < sec[0]+sec[1]:
+				p = rp[1]
+			case k < sec[0]+sec[1]+sec[2]:
+				p = rp[2]
+			}
+			theta := float64(p) * f
+			c, s := math.Cos(theta), math.Sin(theta)
+			x0, x1 := x[h+i], x[h+i+hd/2]
+			x[h+i] = x0*c - x1*s
+			x[h+i+hd/2] = x0*s + x1*c
+		}
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 // feed-forward: clip.use_silu must be set), evaluated in float64 as
 // clip.cpp's clip_graph_siglip and clip_graph_qwen2vl compute it:
 //
-//	image  : RGB of a size clip.cpp encodes unresized (gemma3: exactly
-//	         ImageSize×ImageSize; qwen2vl: sides multiples of 2*PatchSize, 8
-//	         to 4096 merged tokens); x[c][y][x] = (byte/255 - mean[c]) / std[c]
+//	image  : resized as clip.cpp does (gemma3: into ImageSize×ImageSize
+//	         keeping the aspect ratio, centred on black; qwen2vl: to sides
+//	         that are multiples of 2*PatchSize making 8 to 4096 merged
+//	         tokens; bilinear, to whole bytes; see resize.go), then
+//	         x[c][y][x] = (byte/255 - mean[c]) / std[c]
 //	patch  : gemma3:  e[p] = Wpatch · x[:, py*P.., px*P..] + patch_bias + pos_embd[p],
 //	                  p = py*(width/P) + px
 //	         qwen2vl: e[t] = (Wpatch + Wpatch.1) · x[...], no bias, tokens in 2×2
@@ -188,46 +190,28 @@ func LoadVisionProjector(path string) (*VisionProjector, error) {
 }
 
 // NTokens returns the number of embeddings a width×height image becomes
-// (0 when the reference does not take that size).
+// (0 for an empty size).
 func (m *VisionProjector) NTokens(width, height int) int {
-	if m.checkSize(width, height) != nil {
+	if width <= 0 || height <= 0 {
 		return 0
 	}
 	if m.Type == "qwen2vl_merger" {
-		return width * height / (4 * m.PatchSize * m.PatchSize)
+		w, h := smartResize(width, height, 2*m.PatchSize, 8*4*m.PatchSize*m.PatchSize, 4096*4*m.PatchSize*m.PatchSize)
+		return w * h / (4 * m.PatchSize * m.PatchSize)
 	}
 	n := m.ImageSize / m.PatchSize / m.MergeFactor
 	return n * n
 }
 
-// checkSize refuses the sizes clip.cpp would resize: the reference does
-// not reproduce its bilinear resampling.
-func (m *VisionProjector) checkSize(width, height int) error {
-	if m.Type != "qwen2vl_merger" {
-		if width != m.ImageSize || height != m.ImageSize {
-			return fmt.Errorf("reference: image %dx%d; the reference takes %dx%d only", width, height, m.ImageSize, m.ImageSize)
-		}
-		return nil
+// Pixels turns interleaved RGB bytes of a width×height image into the
+// normalised planar input [channel][y][x] clip.cpp encodes, after
+// resizing it as clip.cpp does (prepare), and returns its size.
+func (m *VisionProjector) Pixels(rgb []byte, width, height int) (px []float64, w, h int, err error) {
+	if width <= 0 || height <= 0 || width > 1<<14 || height > 1<<14 || len(rgb) != 3*width*height {
+		return nil, 0, 0, fmt.Errorf("reference: %d bytes for a %dx%d RGB image (sides 1 to 16384)", len(rgb), width, height)
 	}
-	a := 2 * m.PatchSize
-	if width <= 0 || height <= 0 || width%a != 0 || height%a != 0 || width*height < 8*a*a || width*height > 4096*a*a {
-		return fmt.Errorf("reference: image %dx%d; the reference takes sides that are multiples of %d making 8 to 4096 tokens",
-			width, height, a)
-	}
-	return nil
-}
-
-// Pixels turns interleaved RGB bytes of a width×height image into
-// clip.cpp's normalised planar input [channel][y][x]. Sizes clip.cpp would
-// resize first are refused.
-func (m *VisionProjector) Pixels(rgb []byte, width, height int) ([]float64, error) {
-	if err := m.checkSize(width, height); err != nil {
-		return nil, err
-	}
-	if len(rgb) != 3*width*height {
-		return nil, fmt.Errorf("reference: %d bytes for a %dx%d RGB image", len(rgb), width, height)
-	}
-	n := width * height
+	rgb, w, h = m.prepare(rgb, width, height)
+	n := w * h
 	out := make([]float64, 3*n)
 	for i := range n {
 		for c := range 3 {
@@ -236,18 +220,18 @@ func (m *VisionProjector) Pixels(rgb []byte, width, height int) ([]float64, erro
 			out[c*n+i] = float64(v)
 		}
 	}
-	return out, nil
+	return out, w, h, nil
 }
 
 // EmbedImage returns the projector's embeddings of an RGB image
 // (interleaved bytes, rows top to bottom): NTokens(width, height) rows of
 // TextEmbd values, in the order clip.cpp emits them.
 func (m *VisionProjector) EmbedImage(rgb []byte, width, height int) ([][]float64, error) {
-	px, err := m.Pixels(rgb, width, height)
+	px, w, h, err := m.Pixels(rgb, width, height)
 	if err != nil {
 		return nil, err
 	}
-	x, pos := m.patchEmbeddings(px, width, height)
+	x, pos := m.patchEmbeddings(px, w, h)
 	for i := range m.layers {
 		x = encoderBlock(&m.layers[i], x, m.NHead, m.Eps, pos, silu)
 	}

@@ -36,7 +36,7 @@ func TestTinyGemma3Projector(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, spec.NTokens(), m.NTokens(32, 32))
 	assert.Equal(t, 16, m.NTokens(32, 32))
-	assert.Zero(t, m.NTokens(32, 16))
+	assert.Equal(t, 16, m.NTokens(50, 37), "any size is resized to 32x32")
 	assert.Equal(t, 256, m.TextEmbd)
 
 	img := testImage(spec.ImageSize)
@@ -62,14 +62,15 @@ func TestTinyGemma3Projector(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, emb, again)
 
-	_, err = m.EmbedImage(img[:3*16*16], 16, 16)
-	assert.ErrorContains(t, err, "32x32")
+	_, err = m.EmbedImage(img[:3*16*16], 16, 17)
+	assert.ErrorContains(t, err, "16x17")
 }
 
 func TestVisionPixelsPlanar(t *testing.T) {
 	m := &VisionProjector{ImageSize: 2, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.25, 0.5}}
-	px, err := m.Pixels([]byte{255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255}, 2, 2)
+	px, w, h, err := m.Pixels([]byte{255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255}, 2, 2)
 	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 2}, [2]int{w, h})
 	// planar [c][y][x]: red plane, green plane, blue plane
 	assert.Equal(t, []float64{1, -1, -1, 1, -2, 2, -2, 2, -1, -1, 1, 1}, px)
 }
@@ -84,8 +85,8 @@ func TestTinyQwen2VLProjector(t *testing.T) {
 	assert.Equal(t, 256, m.TextEmbd)
 	// 32x16 pixels: 8x4 patches, 4x2 merged tokens
 	assert.Equal(t, 8, m.NTokens(32, 16))
-	assert.Zero(t, m.NTokens(16, 16), "4 tokens are below clip.cpp's minimum of 8")
-	assert.Zero(t, m.NTokens(36, 16), "36 is not a multiple of 8")
+	assert.Equal(t, 9, m.NTokens(16, 16), "4 tokens are below clip.cpp's minimum of 8: scaled up to 24x24")
+	assert.Equal(t, 10, m.NTokens(36, 16), "36 rounds to 40")
 
 	img := testImageWH(32, 16)
 	emb, err := m.EmbedImage(img, 32, 16)
@@ -144,4 +145,27 @@ func TestGGMLGELU(t *testing.T) {
 	// the table is indexed by the float16 input: neighbours within half a
 	// float16 step share a value
 	assert.Equal(t, ggmlGELU(0.5), ggmlGELU(0.5001))
+}
+
+func TestResizeLikeClip(t *testing.T) {
+	// a 2x1 black-white image stretched to 4x1: x_ratio = 1/4, values
+	// 255*(0, 1/4, 2/4, 3/4) truncated
+	got := resizeBilinear([]byte{0, 0, 0, 255, 255, 255}, 2, 1, 4, 1)
+	assert.Equal(t, []byte{0, 0, 0, 63, 63, 63, 127, 127, 127, 191, 191, 191}, got)
+	// gemma3: 64x32 into 32x32 keeps the aspect ratio: 32x16 centred, rows
+	// 0-7 and 24-31 black
+	m := &VisionProjector{ImageSize: 32}
+	img := make([]byte, 3*64*32)
+	for i := range img {
+		img[i] = 200
+	}
+	out, w, h := m.prepare(img, 64, 32)
+	require.Equal(t, [2]int{32, 32}, [2]int{w, h})
+	assert.Equal(t, byte(0), out[3*(7*32+5)])
+	assert.Equal(t, byte(200), out[3*(8*32+5)])
+	assert.Equal(t, byte(200), out[3*(23*32+31)])
+	assert.Equal(t, byte(0), out[3*(24*32+5)])
+	// smart resize: 50x37 rounds to 48x40 (multiples of 8)
+	sw, sh := smartResize(50, 37, 8, 512, 262144)
+	assert.Equal(t, [2]int{48, 40}, [2]int{sw, sh})
 }

@@ -65,6 +65,11 @@ func WriteRandom(path string, s Spec) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
+	return writeModel(path, s, Random{s}.Fingerprint(), randomTensors(s))
+}
+
+// randomTensors are WriteRandom's tensors of s.
+func randomTensors(s Spec) []tensor {
 	d, f := float64(s.NEmbd), float64(s.NFF)
 	var tensors []tensor
 	for _, r := range s.roles() {
@@ -92,7 +97,7 @@ func WriteRandom(path string, s Spec) error {
 			return u.write(w, info.Type, info.Elements())
 		}})
 	}
-	return writeModel(path, s, Random{s}.Fingerprint(), tensors)
+	return tensors
 }
 
 func nameHash(name string) uint64 {
