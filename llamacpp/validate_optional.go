@@ -66,6 +66,17 @@ func (v *validator) optionalTensors(arch string, key func(string) string, layers
 				}
 			}
 		}
+	case "qwen2vl":
+		// llm_build_qwen2vl adds bq, bk and bv unchecked (qwen2's builder
+		// checks them); the loader takes them as optional.
+		for i := range layers {
+			for _, n := range []string{"attn_q", "attn_k", "attn_v"} {
+				if name := fmt.Sprintf("blk.%d.%s.bias", i, n); !v.has(name) {
+					v.failf("tensor %s: missing, and llama.cpp's qwen2vl graph adds it unchecked", gguf.Quote(name))
+					return
+				}
+			}
+		}
 	case "rwkv6qwen2":
 		for i := range layers {
 			if name := fmt.Sprintf("blk.%d.time_mix_first.weight", i); v.has(name) {
