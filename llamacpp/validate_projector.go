@@ -210,12 +210,17 @@ var projectorTypes = map[string]func(v *validator, d clipDims){
 			v.failf("tensor mm.0.weight: shape %v, want [%d hidden]", w.Shape, in)
 			return
 		}
+		// qwen2vl.cpp adds each block's Q, K and V biases unchecked.
+		v.blockTensors("v.", d, []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}, nil)
 		hidden := w.Shape[1]
 		v.shape("mm.0.bias", false, hidden)
 		v.shape("mm.2.weight", true, hidden, d.proj)
 		v.shape("mm.2.bias", false, d.proj)
 	},
 	"qwen2a": func(v *validator, d clipDims) {
+		// whisper-enc.cpp asserts these of block 0 (GGML_ASSERT aborts);
+		// every block is held to them, as the graph reads every block alike.
+		v.blockTensors("a.", d, []string{"ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "attn_q.bias", "attn_v.bias"}, []string{"attn_k.bias"})
 		mel, _ := v.uint("clip.audio.num_mel_bins")
 		v.shape("a.conv1d.1.weight", true, 3, mel, d.embd)
 		v.shape("a.conv1d.1.bias", false, 1, d.embd)
@@ -225,6 +230,24 @@ var projectorTypes = map[string]func(v *validator, d clipDims){
 		v.shape("mm.a.fc.weight", true, d.embd, d.proj)
 		v.shape("mm.a.fc.bias", false, d.proj)
 	},
+}
+
+// blockTensors checks that every block of the tower (prefix p) has the
+// tensors required and lacks those refused; their shapes are towerTensors'.
+func (v *validator) blockTensors(p string, d clipDims, required, refused []string) {
+	for l := range d.layers {
+		b := fmt.Sprintf("%sblk.%d.", p, l)
+		for _, n := range required {
+			if _, ok := v.tensor(b + n); !ok {
+				v.failf("tensor %s: missing (clip.cpp uses it)", b+n)
+			}
+		}
+		for _, n := range refused {
+			if _, ok := v.tensor(b + n); ok {
+				v.failf("tensor %s: clip.cpp's graph for this projector refuses it", b+n)
+			}
+		}
+	}
 }
 
 // merge reads a vision merge factor, which must divide the patches per side.
