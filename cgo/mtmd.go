@@ -1,3 +1,5 @@
+//go:build !llamacpp_external
+
 package cgo
 
 // llama.cpp's multimodal library (libmtmd: mtmd.cpp, clip.cpp,
@@ -26,6 +28,10 @@ void llamaloop_mtmd_free(mtmd_context * ctx);
 import "C"
 
 import "unsafe"
+
+// MtmdAvailable reports whether llama.cpp's multimodal library is linked:
+// always with the pinned module (mtmd_external.go says when not).
+const MtmdAvailable = true
 
 // Mtmd is an mtmd_context pointer.
 type Mtmd struct{ c *C.mtmd_context }

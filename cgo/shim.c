@@ -1,5 +1,7 @@
 #include "shim.h"
+#if !defined(LLAMALOOP_EXTERNAL)
 #include "../tools/mtmd/mtmd.h"
+#endif
 #include "_cgo_export.h"
 #include <string.h>
 #if defined(__GLIBC__)
@@ -253,6 +255,7 @@ void llamaloop_threadpool_free(llamaloop_threadpool_free_fn free, struct ggml_th
 	}
 }
 
+#if !defined(LLAMALOOP_EXTERNAL) // an installed llama.cpp carries no libmtmd (mtmd.go)
 // llamaloop_mtmd_log_install routes the multimodal library's log (clip's and
 // mtmd's, which keep a logger of their own) to llamaloop's callback.
 void llamaloop_mtmd_log_install(void) { mtmd_log_set(llamaloop_log_cb, NULL); }
@@ -272,3 +275,4 @@ void llamaloop_mtmd_free(mtmd_context * ctx) {
 	mtmd_free(ctx);
 	llamaloop_defer_end();
 }
+#endif

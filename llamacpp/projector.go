@@ -71,6 +71,9 @@ func LoadProjector(path string, m *Model, p ProjectorParams) (*Projector, error)
 	if m == nil {
 		return nil, invalid("LoadProjector: nil model")
 	}
+	if !cgo.MtmdAvailable {
+		return nil, fmt.Errorf("%w %s: this llamaloop is built against an installed llama.cpp (%s), which carries no multimodal library (libmtmd); projectors need the default engine", ErrProjector, path, cgo.Engine)
+	}
 	if m.vocabOnly {
 		return nil, invalid("LoadProjector: model %s is loaded for its vocabulary only", m.path)
 	}

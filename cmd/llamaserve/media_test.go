@@ -1,3 +1,5 @@
+//go:build !llamacpp_external
+
 package main
 
 import (
