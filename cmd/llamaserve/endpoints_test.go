@@ -345,7 +345,7 @@ func TestServeResponses(t *testing.T) {
 			{"truncation", option.WithJSONSet("truncation", "auto")},
 			{"max_output_tokens", option.WithJSONSet("max_output_tokens", 0)},
 			{"input[0].type", option.WithJSONSet("input", []any{map[string]any{"type": "custom_tool_call_output", "call_id": "c", "output": "x"}})},
-			{"input[0].content", option.WithJSONSet("input", []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "http://x"}}}})},
+			{"input[0].content[0].image_url", option.WithJSONSet("input", []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "http://x"}}}})},
 			{"frobnicate", option.WithJSONSet("frobnicate", 1)},
 		} {
 			_, err := client.Responses.New(ctx, base, tc.opt)

@@ -210,7 +210,7 @@ func TestAnthropicSDK(t *testing.T) {
 		for name, want := range map[string]string{
 			"missing_max_tokens": "max_tokens: Field required",
 			"unknown_field":      `unknown field "frobnicate"`,
-			"image":              `messages.0.content.0.type: "image"`,
+			"image":              `messages.0.content.0.source: an image by URL: this server fetches nothing`,
 			"server_tool":        `tools.0.type: "web_search_20250305": only custom tools`,
 		} {
 			f := d[name]

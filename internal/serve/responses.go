@@ -354,6 +354,11 @@ func responsesParam(err error) error {
 		}
 		out.msg = strings.ReplaceAll(out.msg, r[0], r[1])
 	}
+	// input_image's image_url is the URL itself, chat's part holds it in url.
+	if strings.HasSuffix(out.param, ".image_url.url") {
+		out.msg = strings.ReplaceAll(out.msg, out.param, strings.TrimSuffix(out.param, ".url"))
+		out.param = strings.TrimSuffix(out.param, ".url")
+	}
 	return &out
 }
 
