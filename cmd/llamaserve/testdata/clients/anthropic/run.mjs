@@ -76,9 +76,12 @@ const cases = {
       tool_choice: { type: 'tool', name: 'get_weather' },
     });
     const use = first.content.find((b) => b.type === 'tool_use');
+    // Greedy: sampled at Anthropic's default temperature 1, the demo model
+    // may end at once, and the reply would have no text block.
     const second = await client.messages.create({
       model: 'demo',
       max_tokens: 8,
+      temperature: 0,
       messages: [
         { role: 'user', content: 'What is the weather in Paris?' },
         { role: 'assistant', content: first.content },
