@@ -16,34 +16,15 @@ import (
 	"time"
 )
 
-// limitedExecArg makes the campaign's own binary a wrapper: it sets the
-// address-space limit given after it, then executes the command that
-// follows in its place (same process: the parent's wait4 sees the
-// command's peak RSS). Go's os/exec cannot set a child's rlimits between
-// fork and exec, and a limit set on the campaign itself would bind its
-// other goroutines.
-const limitedExecArg = "-limited-exec"
-
-// limitedExec is the wrapper's side; it returns only on failure.
-func limitedExec(args []string) error {
-	if len(args) < 2 {
-		return fmt.Errorf("%s BYTES COMMAND [ARG...]", limitedExecArg)
-	}
-	limit, err := strconv.ParseUint(args[0], 10, 64)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
-		return fmt.Errorf("setrlimit RLIMIT_AS: %w", err)
-	}
-	// no core files from the crashes the campaign looks for
-	_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
-	path, err := exec.LookPath(args[1])
-	if err != nil {
-		return err
-	}
-	return syscall.Exec(path, args[1:], os.Environ())
-}
+// limitedExec is the shell script that runs a child under its limits: the
+// address-space limit (KiB, its first argument) and no core files, set by
+// the shell, which then executes the command in its place (same process:
+// the parent's wait4 sees the command's peak RSS). Go's os/exec cannot set
+// a child's rlimits between fork and exec, a limit set on the campaign
+// itself would bind its other goroutines, and a Go wrapper that set it on
+// itself could fail its own next allocation under it before the exec
+// (TestChildOutcomes saw "fatal error: runtime: out of memory" there).
+const limitedExec = `ulimit -v "$1" && ulimit -c 0 && shift && exec "$@"`
 
 // child is one process of a case.
 type child struct {
@@ -62,12 +43,8 @@ type child struct {
 // start starts the child under its limits, in a process group of its own;
 // its stdout and stderr go to output (and to watch, when not nil).
 func (c *child) start(watch io.Writer) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	args := append([]string{limitedExecArg, strconv.FormatUint(c.limit, 10)}, c.args...)
-	c.cmd = exec.Command(self, args...)
+	args := append([]string{"-c", limitedExec, "sh", strconv.FormatUint(c.limit>>10, 10)}, c.args...)
+	c.cmd = exec.Command("sh", args...)
 	c.cmd.Env = append(os.Environ(), c.env...)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var w io.Writer = &c.output

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,16 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestMain lets the test binary be the limited-exec wrapper, as the
-// command is.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == limitedExecArg {
-		limitedExec(os.Args[2:])
-		os.Exit(127)
-	}
-	os.Exit(m.Run())
-}
 
 // A child runs under the address-space limit it was given, as ulimit -v
 // (KiB) reports it.

@@ -52,11 +52,6 @@ type config struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == limitedExecArg {
-		err := limitedExec(os.Args[2:])
-		fmt.Fprintln(os.Stderr, "campaign:", err)
-		os.Exit(127)
-	}
 	var cfg config
 	var limitMB uint64
 	flag.StringVar(&cfg.bin, "bin", "build/bin", "the `DIR` of llamagen and llamaserve")
