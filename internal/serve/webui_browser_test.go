@@ -483,6 +483,14 @@ func TestChatPageInBrowser(t *testing.T) {
 	require.Len(t, exported.Messages, 2)
 	assert.Equal(t, markdown, exported.Messages[1].Content)
 
+	// A GBNF grammar (the grammar field): the reply is its one sentence.
+	do(chromedp.EmulateViewport(1280, 900))
+	settings(map[string]any{"format": "grammar", "grammar": `root ::= "Grammar says yes."`, "markdown": true, "max_tokens": "50"})
+	do(chromedp.Click(chromedp.CSS("#new-chat")), chromedp.SendKeys(chromedp.CSS("#input"), "Any grammar?"), chromedp.KeyEvent("\r"))
+	until(`document.querySelectorAll('#log .msg').length === 2 && ` + lastReply + `.querySelector('.meta').textContent.startsWith('finish: ') && !document.querySelector('#send').hidden`)
+	eval(lastReply+`.querySelector('.body').textContent`, &text)
+	assert.Equal(t, "Grammar says yes.", strings.TrimSpace(text))
+
 	// Offline: every request went to the server itself.
 	events.mu.Lock()
 	defer events.mu.Unlock()

@@ -121,6 +121,7 @@ function requestBody(messages) {
   if (stops.length) body.stop = stops;
   if (s.format === 'json_object') body.response_format = { type: 'json_object' };
   if (s.format === 'json_schema') body.response_format = { type: 'json_schema', json_schema: { name: 'page', schema: JSON.parse(s.schema) } };
+  if (s.format === 'grammar' && s.grammar && s.grammar.trim()) body.grammar = s.grammar;
   return body;
 }
 
