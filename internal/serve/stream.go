@@ -105,6 +105,11 @@ func (s *Server) openStream(w http.ResponseWriter, contentType string, cancel co
 func (s *Server) newStreamWriter(w http.ResponseWriter, cancel context.CancelFunc) *streamWriter {
 	sw := &streamWriter{s: s, w: w, rc: http.NewResponseController(w), cancel: cancel,
 		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	// The status and headers go out before any event, so that a client
+	// learns its stream began even when the stream is cut before its first
+	// event is written (a failure shows in the first event's write).
+	sw.rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_ = sw.rc.Flush()
 	go sw.run()
 	return sw
 }
@@ -187,7 +192,11 @@ func (sw *streamWriter) run() {
 		}
 		if err == nil {
 			sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
-			err = sw.rc.Flush()
+			if sw.cut.Load() { // as above: a cut between the writes and here keeps its deadline
+				err = errCut
+			} else {
+				err = sw.rc.Flush()
+			}
 		}
 		clear(batch)
 		sw.mu.Lock()
