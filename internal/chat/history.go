@@ -36,17 +36,17 @@ type ToolCall struct {
 // the function of the call it answers. Keys keep their order.
 func TemplateMessages(msgs []Message) []byte {
 	names := map[string]string{}
-	out := make([]orderedProps, 0, len(msgs))
+	out := make([]Object, 0, len(msgs))
 	for _, m := range msgs {
-		o := orderedProps{{"role", m.Role}, {"content", m.Content}}
+		o := Object{{"role", m.Role}, {"content", m.Content}}
 		if m.Reasoning != "" {
-			o = append(o, kv{"reasoning_content", m.Reasoning})
+			o = append(o, Field{"reasoning_content", m.Reasoning})
 		}
 		if m.Name != "" {
-			o = append(o, kv{"name", m.Name})
+			o = append(o, Field{"name", m.Name})
 		}
 		if len(m.ToolCalls) > 0 {
-			var calls []orderedProps
+			var calls []Object
 			for _, c := range m.ToolCalls {
 				names[c.ID] = c.Name
 				var args any = c.Arguments
@@ -54,15 +54,15 @@ func TemplateMessages(msgs []Message) []byte {
 				if json.Unmarshal([]byte(c.Arguments), &obj) == nil && len(obj) > 0 && obj[0] == '{' {
 					args = obj
 				}
-				calls = append(calls, orderedProps{{"id", c.ID}, {"type", "function"},
-					{"function", orderedProps{{"name", c.Name}, {"arguments", args}}}})
+				calls = append(calls, Object{{"id", c.ID}, {"type", "function"},
+					{"function", Object{{"name", c.Name}, {"arguments", args}}}})
 			}
-			o = append(o, kv{"tool_calls", calls})
+			o = append(o, Field{"tool_calls", calls})
 		}
 		if m.Role == "tool" {
-			o = append(o, kv{"tool_call_id", m.ToolCallID})
+			o = append(o, Field{"tool_call_id", m.ToolCallID})
 			if m.Name == "" && names[m.ToolCallID] != "" {
-				o = append(o, kv{"name", names[m.ToolCallID]})
+				o = append(o, Field{"name", names[m.ToolCallID]})
 			}
 		}
 		out = append(out, o)
@@ -124,24 +124,26 @@ func Polyfill(msgs []Message, tools []json.RawMessage, describe, rewrite bool) [
 	return out
 }
 
-// orderedProps is a JSON object whose keys keep their order.
-type orderedProps []kv
+// Object is a JSON object whose keys keep their order (as templates and
+// grammars read them).
+type Object []Field
 
-type kv struct {
-	key string
-	val any
+// Field is one key of an Object and its value.
+type Field struct {
+	Key   string
+	Value any
 }
 
 // MarshalJSON writes the object with its keys in their order.
-func (o orderedProps) MarshalJSON() ([]byte, error) {
+func (o Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, kv := range o {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(kv.key)
-		v, err := json.Marshal(kv.val)
+		k, _ := json.Marshal(kv.Key)
+		v, err := json.Marshal(kv.Value)
 		if err != nil {
 			return nil, err
 		}

@@ -193,7 +193,7 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 		}
 		branches = append(branches, map[string]any{
 			"type":                 "object",
-			"properties":           orderedProps{{"name", map[string]any{"const": t.Function.Name}}, {argsKey, params}},
+			"properties":           chat.Object{{Key: "name", Value: map[string]any{"const": t.Function.Name}}, {Key: argsKey, Value: params}},
 			"required":             []string{"name", argsKey},
 			"additionalProperties": false,
 		})
@@ -239,32 +239,3 @@ func (tp *toolPlan) callGBNF(toGBNF func([]byte) (string, error)) (string, error
 // jsonSpace is the grammar package's rule of the space between JSON
 // tokens.
 const jsonSpace = `space ::= | " " | "\n" [ \t]{0,20}`
-
-// orderedProps is a JSON object whose keys keep their order (the
-// grammar writes properties in the schema's order).
-type orderedProps []kv
-
-type kv struct {
-	key string
-	val any
-}
-
-func (o orderedProps) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, kv := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(kv.key)
-		v, err := json.Marshal(kv.val)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
