@@ -103,12 +103,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		dims = *d
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.stopping, cancel)
-	vecs, err := s.embed(ctx, emb, inputs)
-	stop()
-	cancel()
-	h.release()
+	vecs, err := s.embedFor(r, h, emb, inputs)
 	if err != nil {
 		switch {
 		case s.stopping.Err() != nil:
@@ -142,6 +137,18 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 // s.embedTurns: the requests that wait for the embeddings context take
 // turns input by input, and a small request waits for an input of a large
 // one, not for all of them.
+// embedFor computes the embeddings of request r's inputs, cancelled when
+// its client goes or the server aborts, and then releases h.
+func (s *Server) embedFor(r *http.Request, h *holding, emb Embedder, inputs [][]int32) ([][]float32, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.stopping, cancel)
+	vecs, err := s.embed(ctx, emb, inputs)
+	stop()
+	cancel()
+	h.release()
+	return vecs, err
+}
+
 func (s *Server) embed(ctx context.Context, emb Embedder, inputs [][]int32) ([][]float32, error) {
 	vecs := make([][]float32, 0, len(inputs))
 	for _, in := range inputs {

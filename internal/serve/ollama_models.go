@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -308,12 +307,7 @@ func (s *Server) ollamaEmbedRun(w http.ResponseWriter, r *http.Request, h *holdi
 		ollamaError(w, e)
 		return nil, 0, false
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.stopping, cancel)
-	vecs, err := s.embed(ctx, emb, inputs)
-	stop()
-	cancel()
-	h.release()
+	vecs, err := s.embedFor(r, h, emb, inputs)
 	if err != nil {
 		switch {
 		case s.stopping.Err() != nil:
