@@ -240,6 +240,9 @@ type threadpools struct {
 	// does not define it)
 	nSingle, nBatch int
 	retired         []cgo.Threadpool
+	// thread runs every evaluation of the context when ggml uses OpenMP
+	// (see evalThread); nil otherwise
+	thread *evalThread
 	// decoded: a decode ran on the current pools since they were attached
 	decoded bool
 }
@@ -291,6 +294,8 @@ func (p *threadpools) free() {
 		p.batch.Free()
 	}
 	p.single, p.batch = cgo.Threadpool{}, cgo.Threadpool{}
+	p.thread.stop()
+	p.thread = nil
 }
 
 // warnOversubscribed logs one warning line when a thread count exceeds the
@@ -411,6 +416,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	pools.start(int(cp.NThreads), int(cp.NThreadsBatch))
 	c.AttachThreadpool(pools.single, pools.batch)
+	if forceEvalThread || cpuUsesOpenMP() {
+		pools.thread = startEvalThread(c)
+	}
 	ctx := &Context{model: m, c: c, pools: pools, nVocab: m.vocab.n, unified: p.UnifiedKV, invariant: p.BatchInvariant,
 		nCtx: c.NCtx(), nCtxSeq: c.NCtxSeq(), nBatch: c.NBatch(), nUbatch: c.NUbatch(), nSeq: c.NSeqMax(), native: native}
 	if p.Embeddings {

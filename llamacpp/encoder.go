@@ -93,7 +93,7 @@ func (ctx *Context) Encode(gctx context.Context, b *Batch) error {
 	clear(ctx.encoded)
 	b.c.SetNTokens(b.n)
 	ctx.pools.decoded = true
-	rc := ctx.c.Encode(b.c)
+	rc := ctx.pools.thread.eval(ctx.c, evalCall{b: b, encode: true})
 	if rc != 0 {
 		detail := ""
 		if rc != 2 {

@@ -114,3 +114,10 @@ func ObserveValidationReads(f func(path string, off int64, n int)) (restore func
 	readsForTests = f
 	return func() { readsForTests = nil }
 }
+
+// ForceEvalThread makes the contexts created until the test ends evaluate
+// on an OS thread of their own, as they do on an OpenMP build of ggml.
+func ForceEvalThread(t interface{ Cleanup(func()) }) {
+	forceEvalThread = true
+	t.Cleanup(func() { forceEvalThread = false })
+}

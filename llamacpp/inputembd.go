@@ -127,12 +127,10 @@ func (ctx *Context) checkEmbdInput(b *Batch) error {
 	return nil
 }
 
-// decodeBatch is llama_decode of b's tokens or of its embeddings.
+// decodeBatch is llama_decode of b's tokens or of its embeddings, on the
+// context's evaluation thread when it has one.
 func (ctx *Context) decodeBatch(b *Batch) int32 {
-	if b.embd.used {
-		return ctx.c.DecodeEmbd(b.c, (*float32)(b.embd.c))
-	}
-	return ctx.c.Decode(b.c)
+	return ctx.pools.thread.eval(ctx.c, evalCall{b: b})
 }
 
 // HoldsEmbeddings reports whether the batch holds input embeddings (then
