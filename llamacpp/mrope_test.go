@@ -87,6 +87,11 @@ func TestMRoPEModelEmbeddings(t *testing.T) {
 	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "tokens and embeddings do not share a batch")
 	_, err = b.AddEmbeddingMRoPE(vec, backend.Pos{T: -1}, 0, true)
 	require.ErrorContains(t, err, "negative M-RoPE position")
+	b.Clear()
+	_, err = b.AddEmbeddingMRoPE(vec[:10], backend.Pos{T: 2, H: 2, W: 2}, 0, true)
+	require.NoError(t, err, "rows of another width, the positions kept")
+	err = ctx.Decode(t.Context(), b)
+	require.ErrorContains(t, err, "input embeddings of width 10; the model takes 256")
 
 	plain := loadModel(t, "tiny-f32")
 	require.False(t, plain.MRoPE())
