@@ -271,3 +271,33 @@ func TestGenerateWithMRoPEImage(t *testing.T) {
 	require.NoError(t, lb.Eval(ctx, []backend.Feed{{Slot: 0, Tokens: mp.toks, Embd: mp.embd, Pos: mp.pos}}))
 	assert.InDeltaSlice(t, lb.Logits(0), again, 1e-3, "the text after a cut continues at its shifted positions")
 }
+
+// The backend refuses, before any decode, positions it cannot honour: for
+// a model without M-RoPE, in a batch-invariant context, out of order; and
+// an M-RoPE model's embeddings without positions.
+func TestPositionsRefusedByBackend(t *testing.T) {
+	ctx := context.Background()
+	qwen := llamaModel(t, "tiny-qwen2vl")
+	e := make([]float32, qwen.InputEmbeddingSize())
+	text := []backend.Pos{backend.TextPos(0), backend.TextPos(1)}
+	for name, tc := range map[string]struct {
+		m    *llamacpp.Model
+		p    llamacpp.ContextParams
+		feed backend.Feed
+		want string
+	}{
+		"no mrope":  {llamaModel(t, "tiny"), llamacpp.ContextParams{}, backend.Feed{Tokens: []int32{5, 6}, Pos: text}, "one position per input"},
+		"invariant": {qwen, llamacpp.ContextParams{BatchInvariant: true}, backend.Feed{Tokens: []int32{5, 6}, Pos: text}, "batch-invariant"},
+		"order":     {qwen, llamacpp.ContextParams{}, backend.Feed{Tokens: []int32{5, 6}, Pos: []backend.Pos{backend.TextPos(1), backend.TextPos(0)}}, "before the history's next position 2"},
+		"planes":    {qwen, llamacpp.ContextParams{}, backend.Feed{Tokens: []int32{5, 6}, Pos: []backend.Pos{backend.TextPos(0), {T: 1, H: 2, W: 1}}}, "a token takes one position in every plane"},
+		"count":     {qwen, llamacpp.ContextParams{}, backend.Feed{Tokens: []int32{5, 6}, Pos: text[:1]}, "1 positions for 2 tokens"},
+		"no pos":    {qwen, llamacpp.ContextParams{}, backend.Feed{Tokens: []int32{5, 6}, Embd: [][]float32{nil, e}}, "the embedding at 1 has no position"},
+	} {
+		tc.p.ContextSize, tc.p.BatchSize = 64, 16
+		_, lb := llamaGenerator(t, tc.m, tc.p)
+		err := lb.Eval(ctx, []backend.Feed{tc.feed})
+		assert.ErrorIs(t, err, backend.ErrBadPosition, name)
+		assert.ErrorContains(t, err, tc.want, name)
+		assert.Zero(t, lb.Len(0), name)
+	}
+}
