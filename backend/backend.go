@@ -68,6 +68,11 @@ type Feed struct {
 	// (which stays in the history as its placeholder). Only a backend that
 	// implements EmbeddingInput is given one (embeddings.go).
 	Embd [][]float32
+	// Pos, when not nil, has one entry per token: the position of each
+	// input for a model with multi-position RoPE; without it the feed
+	// continues at the slot's next position. Only a backend that
+	// implements PositionInput is given one (positions.go).
+	Pos []Pos
 }
 
 // Errors that callers may test for with errors.Is.

@@ -28,6 +28,12 @@
 //     [CheckEmbd]): llamabackend and the float64 reference backend
 //     implement it; package generation refuses a request with embeddings
 //     on a backend without it.
+//   - [PositionInput] is an optional interface of a Backend that evaluates
+//     inputs at given positions ([Feed].Pos, [Pos], checked by
+//     [CheckPositions]; [SlotPositions] keeps them per slot): what a model
+//     with multi-position RoPE (Qwen2-VL) needs for an image's embeddings.
+//     llamabackend and the float64 reference backend implement it; the
+//     MemoryBackend refuses positions.
 //   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
 //     table or a function): the backend of the loop's and the search's tests,
 //     of the transformers parity replays and of benchmarks of the loop

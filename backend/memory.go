@@ -174,6 +174,9 @@ func (b *MemoryBackend) check(feeds []Feed) error {
 		if len(f.Tokens) == 0 {
 			return fmt.Errorf("backend: feed %d: no tokens", i)
 		}
+		if f.Pos != nil {
+			return fmt.Errorf("backend: feed %d: %w: a memory model reads tokens only, at no position", i, ErrBadPosition)
+		}
 		for j := range i {
 			if feeds[j].Slot == f.Slot {
 				return fmt.Errorf("backend: feeds %d and %d share slot %d", j, i, f.Slot)

@@ -36,3 +36,14 @@ func (ctx Context) DecodeEmbd(b *Batch, embd *float32) int32 {
 	c.embd = (*C.float)(unsafe.Pointer(embd))
 	return int32(C.llama_decode(ctx.c, c))
 }
+
+// DecodeEmbdPos is DecodeEmbd with the position array replaced by pos: for
+// a model with multi-position RoPE, four planes of n_tokens positions each
+// (llama.cpp reads n_tokens × n_pos_per_embd of them for embeddings).
+func (ctx Context) DecodeEmbdPos(b *Batch, embd *float32, pos *int32) int32 {
+	c := b.c
+	c.token = nil
+	c.embd = (*C.float)(unsafe.Pointer(embd))
+	c.pos = (*C.llama_pos)(unsafe.Pointer(pos))
+	return int32(C.llama_decode(ctx.c, c))
+}

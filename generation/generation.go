@@ -194,6 +194,15 @@ type Request struct {
 	// which has no ids, corresponds to placeholders that no processor
 	// acts on). It needs a backend implementing backend.EmbeddingInput.
 	PromptEmbeddings [][]float32
+	// PromptPositions, with Prompt, has one entry per prompt token: its
+	// position for a model with multi-position RoPE (Qwen2-VL), which
+	// takes an image's embeddings at one temporal position walking the
+	// image's grid (backend.Pos; llamacpp.Prompt.Positions gives them);
+	// the generated tokens continue after the largest. Such a model takes
+	// PromptEmbeddings only with them. It needs a backend implementing
+	// backend.PositionInput whose model has M-RoPE; nil means positions
+	// 0, 1, 2, ...
+	PromptPositions []backend.Pos
 
 	// Config is the request's generation config; nil means
 	// genconfig.Default(). When it has no eos_token_id and the

@@ -229,7 +229,7 @@ func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (mo
 			}
 			continue
 		}
-		g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks)})
+		g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks), Pos: r.promptPos(toks)})
 		g.fedSeqs = append(g.fedSeqs, r)
 	}
 	if err := g.propose(ctx); err != nil {

@@ -23,7 +23,8 @@ type seq struct {
 	// is the slot list of its EncoderFeed
 	encoder []int32
 	encSlot [1]int
-	embd    [][]float32 // Request.PromptEmbeddings, or nil
+	embd    [][]float32   // Request.PromptEmbeddings, or nil
+	pos     []backend.Pos // Request.PromptPositions, or nil
 	pipe    *logits.Pipeline
 	hist    *logits.History
 	maxNew  int     // new tokens allowed by max_length
@@ -170,6 +171,9 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	if err := g.checkEmbeddings(req); err != nil {
 		return nil, err
 	}
+	if err := g.checkPositions(req); err != nil {
+		return nil, err
+	}
 	c, err := g.config(req, configs)
 	if err != nil {
 		return nil, err
@@ -207,7 +211,7 @@ func (g *Generator) prepareSeq(req *Request, configs map[*genconfig.Config]*conf
 	}
 	r.req = req
 	r.prompt = append(r.prompt[:0], prompt...)
-	r.embd = req.PromptEmbeddings
+	r.embd, r.pos = req.PromptEmbeddings, req.PromptPositions
 	r.pipe = c.pipe
 	r.encoder = append(r.encoder[:0], encoder...)
 	if g.enc != nil {

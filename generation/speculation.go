@@ -63,6 +63,8 @@ func (g *Generator) speculation(req *Request, cfg *genconfig.Config) (specKind, 
 		return specNone, errors.New("speculative decoding of an encoder-decoder model is not supported")
 	case req.PromptEmbeddings != nil:
 		return specNone, errors.New("speculative decoding with prompt embeddings is not supported")
+	case req.PromptPositions != nil:
+		return specNone, errors.New("speculative decoding with prompt positions (M-RoPE) is not supported")
 	case g.all == nil:
 		return specNone, errors.New("speculative decoding needs a backend that keeps every position's logits (backend.AllLogits)")
 	}

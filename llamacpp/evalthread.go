@@ -35,6 +35,8 @@ func (e evalCall) run(c cgo.Context) int32 {
 	switch {
 	case e.encode:
 		return c.Encode(e.b.c)
+	case e.b.embd.used && e.b.embd.mrope:
+		return c.DecodeEmbdPos(e.b.c, (*float32)(e.b.embd.c), (*int32)(e.b.embd.cpos))
 	case e.b.embd.used:
 		return c.DecodeEmbd(e.b.c, (*float32)(e.b.embd.c))
 	default:

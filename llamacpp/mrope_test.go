@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/llamacpp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,22 +49,57 @@ func TestQwen2VLNeedsBiases(t *testing.T) {
 	require.ErrorContains(t, err, `"blk.0.attn_q.bias": missing, and llama.cpp's qwen2vl graph adds it unchecked`)
 }
 
-// A text model with multi-position RoPE decodes tokens, and refuses a
-// batch of input embeddings with the reason: the batch carries one
-// position per embedding.
-func TestMRoPEModelRefusesEmbeddings(t *testing.T) {
+// A text model with multi-position RoPE decodes tokens, and embeddings
+// with their M-RoPE positions; a batch of embeddings with one position
+// each is refused with the reason, and so are M-RoPE positions for a model
+// without, and the two kinds in one batch.
+func TestMRoPEModelEmbeddings(t *testing.T) {
 	m, err := llamacpp.LoadModel(qwen2vl(t, true), llamatest.ModelParams(t, llamacpp.ModelParams{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
+	require.True(t, m.MRoPE())
 	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, BatchSize: 16})
 	b := newBatch(t, 16, 1)
 	_, err = b.Add(5, 0, 0, true)
 	require.NoError(t, err)
 	require.NoError(t, ctx.Decode(t.Context(), b), "tokens decode: llama.cpp widens their positions itself")
 	b.Clear()
-	_, err = b.AddEmbedding(make([]float32, m.InputEmbeddingSize()), 1, 0, true)
+	vec := make([]float32, m.InputEmbeddingSize())
+	_, err = b.AddEmbedding(vec, 1, 0, true)
 	require.NoError(t, err)
 	err = ctx.Decode(t.Context(), b)
 	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 	require.ErrorContains(t, err, "multi-position RoPE (M-RoPE): its input embeddings need four positions each")
+	_, err = b.AddEmbeddingMRoPE(vec, backend.Pos{T: 1, H: 1, W: 2}, 0, true)
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "one kind of embeddings per batch")
+
+	b.Clear()
+	for i, p := range []backend.Pos{{T: 1, H: 1, W: 1}, {T: 1, H: 1, W: 2}, {T: 1, H: 2, W: 1}, {T: 1, H: 2, W: 2}} {
+		vec[i] = 1
+		_, err = b.AddEmbeddingMRoPE(vec, p, 0, i == 3)
+		require.NoError(t, err)
+	}
+	require.NoError(t, ctx.Decode(t.Context(), b))
+	last, err := ctx.SeqPosMax(0)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), last, "the image's cells sit at its temporal position")
+	_, err = b.Add(5, 3, 0, true)
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "tokens and embeddings do not share a batch")
+	_, err = b.AddEmbeddingMRoPE(vec, backend.Pos{T: -1}, 0, true)
+	require.ErrorContains(t, err, "negative M-RoPE position")
+	b.Clear()
+	_, err = b.AddEmbeddingMRoPE(vec[:10], backend.Pos{T: 2, H: 2, W: 2}, 0, true)
+	require.NoError(t, err, "rows of another width, the positions kept")
+	err = ctx.Decode(t.Context(), b)
+	require.ErrorContains(t, err, "input embeddings of width 10; the model takes 256")
+
+	plain := loadModel(t, "tiny-f32")
+	require.False(t, plain.MRoPE())
+	pctx := newContext(t, plain, llamacpp.ContextParams{ContextSize: 256, BatchSize: 16})
+	b.Clear()
+	_, err = b.AddEmbeddingMRoPE(vec, backend.Pos{}, 0, true)
+	require.NoError(t, err)
+	err = pctx.Decode(t.Context(), b)
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	require.ErrorContains(t, err, "which takes one position per input")
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/cgo"
 )
 
@@ -463,11 +464,11 @@ func (pr *Prompt) Encode(i int) ([]float32, error) {
 	return append([]float32(nil), out...), nil
 }
 
-// ErrMRoPE refuses media of an M-RoPE projector (Qwen2-VL family) on the
-// generation path: their embeddings need four position planes each
-// (Chunk.Positions), which llamaloop's batch and generation.Request do not
-// carry yet.
-var ErrMRoPE = errors.New("llamacpp: M-RoPE media (four positions per embedding) are not supported by generation")
+// ErrMRoPE refuses an image of an M-RoPE projector whose grid does not
+// hold its embeddings (GridX × GridY != NTokens): Positions cannot place
+// them as llama.cpp's helper would. None of the pinned llama.cpp's M-RoPE
+// projectors (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V) makes one.
+var ErrMRoPE = errors.New("llamacpp: an M-RoPE image whose grid does not hold its embeddings")
 
 // ErrNonCausal refuses images of a projector whose text model attends to
 // an image's embeddings non-causally (Gemma 3, as llama.cpp's helper
@@ -487,17 +488,12 @@ type InputsOptions struct {
 // Inputs encodes the prompt's media and lays the prompt out as
 // generation.Request takes it: a token per position (text tokens, and the
 // placeholder for each embedding) and, per position, nil or the embedding
-// that replaces the token. It refuses M-RoPE projectors (ErrMRoPE) and,
-// without CausalImages, non-causal ones (ErrNonCausal).
+// that replaces the token. Without CausalImages it refuses non-causal
+// projectors (ErrNonCausal). A projector with M-RoPE also needs Positions
+// (generation.Request.PromptPositions).
 func (pr *Prompt) Inputs(o InputsOptions) (tokens []int32, embd [][]float32, err error) {
 	info := pr.p.info
-	hasMedia := false
-	for _, c := range pr.Chunks {
-		hasMedia = hasMedia || c.Kind != ChunkText
-	}
-	if hasMedia && info.MRoPE {
-		return nil, nil, fmt.Errorf("%w (projector %s)", ErrMRoPE, info.Path)
-	}
+	hasMedia := pr.hasMedia()
 	if hasMedia && info.NonCausal && !o.CausalImages {
 		return nil, nil, fmt.Errorf("%w (projector %s; InputsOptions.CausalImages accepts causal decoding)", ErrNonCausal, info.Path)
 	}
@@ -523,4 +519,41 @@ func (pr *Prompt) Inputs(o InputsOptions) (tokens []int32, embd [][]float32, err
 		embd = nil
 	}
 	return tokens, embd, nil
+}
+
+func (pr *Prompt) hasMedia() bool {
+	for _, c := range pr.Chunks {
+		if c.Kind != ChunkText {
+			return true
+		}
+	}
+	return false
+}
+
+// Positions are the positions of the entries of Inputs for a projector
+// with M-RoPE (generation.Request.PromptPositions): a chunk starts at the
+// position after the one before it, its start plus its NPos, and its
+// entries are at Chunk.Positions (an image at one temporal position
+// walking its grid; text and audio at one position in every plane), as
+// llama.cpp's mtmd helper decodes them. They are nil, the entries'
+// indices, for a projector without M-RoPE or a prompt without media. An
+// image whose grid does not hold its embeddings is ErrMRoPE.
+func (pr *Prompt) Positions() ([]backend.Pos, error) {
+	if !pr.p.info.MRoPE || !pr.hasMedia() {
+		return nil, nil
+	}
+	var out []backend.Pos
+	start := int32(0)
+	for i, c := range pr.Chunks {
+		if c.Kind == ChunkImage && (c.GridX <= 0 || c.GridX*c.GridY != c.NTokens) {
+			return nil, fmt.Errorf("%w: chunk %d: %d embeddings on a grid of %d×%d (projector %s)", ErrMRoPE, i, c.NTokens, c.GridX, c.GridY, pr.p.info.Path)
+		}
+		n := c.NTokens
+		planes := c.Positions(start, true)
+		for j := range n {
+			out = append(out, backend.Pos{T: planes[j], H: planes[n+j], W: planes[2*n+j]})
+		}
+		start += int32(c.NPos)
+	}
+	return out, nil
 }

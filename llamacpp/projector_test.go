@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -100,10 +101,15 @@ func TestProjectorPrompt(t *testing.T) {
 	_, err = pr.Encode(0)
 	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "a text chunk does not encode")
 
-	// Inputs: refused for M-RoPE, and for a non-causal projector unless accepted.
-	_, _, err = llamacpp.WithMRoPE(pr).Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	// Positions: none without M-RoPE; with it, an image needs its grid.
+	pos, err := pr.Positions()
+	require.NoError(t, err)
+	assert.Nil(t, pos, "without M-RoPE the positions are the indices")
+	_, err = llamacpp.WithMRoPE(pr).Positions()
 	assert.ErrorIs(t, err, llamacpp.ErrMRoPE)
-	assert.ErrorContains(t, err, "four positions per embedding")
+	assert.ErrorContains(t, err, "embeddings on a grid of 0×0")
+
+	// Inputs: refused for a non-causal projector unless accepted.
 	_, _, err = pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	assert.ErrorIs(t, err, llamacpp.ErrNonCausal)
 	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
@@ -191,6 +197,33 @@ func TestChunkPositions(t *testing.T) {
 	assert.Equal(t, []int32{10, 11, 12, 13, 14, 15}, img.Positions(10, false))
 	audio := llamacpp.Chunk{Kind: llamacpp.ChunkAudio, NTokens: 2}
 	assert.Equal(t, []int32{5, 6, 5, 6, 5, 6, 0, 0}, audio.Positions(5, true))
+}
+
+// A prompt's M-RoPE positions (values worked by hand): text at one
+// position in every plane, an image of 3 columns and 2 rows at temporal
+// position 2 walking its grid, and the text after it at 2 + max(3, 2).
+func TestPromptPositions(t *testing.T) {
+	pr := llamacpp.PromptOf([]llamacpp.Chunk{
+		{Kind: llamacpp.ChunkText, Tokens: []int32{7, 8}, NTokens: 2, NPos: 2},
+		{Kind: llamacpp.ChunkImage, NTokens: 6, NPos: 3, GridX: 3, GridY: 2},
+		{Kind: llamacpp.ChunkText, Tokens: []int32{9}, NTokens: 1, NPos: 1},
+	}, llamacpp.ProjectorInfo{MRoPE: true})
+	pos, err := pr.Positions()
+	require.NoError(t, err)
+	want := []backend.Pos{
+		{T: 0, H: 0, W: 0}, {T: 1, H: 1, W: 1},
+		{T: 2, H: 2, W: 2}, {T: 2, H: 2, W: 3}, {T: 2, H: 2, W: 4},
+		{T: 2, H: 3, W: 2}, {T: 2, H: 3, W: 3}, {T: 2, H: 3, W: 4},
+		{T: 5, H: 5, W: 5},
+	}
+	assert.Equal(t, want, pos)
+	embd := make([][]float32, len(pos))
+	for i := 2; i < 8; i++ {
+		embd[i] = []float32{1}
+	}
+	next, err := backend.CheckPositions(pos, embd, 0)
+	require.NoError(t, err, "a layout the backends take")
+	assert.Equal(t, int32(6), next)
 }
 
 func TestDecodeImage(t *testing.T) {

@@ -55,7 +55,7 @@ func (s *session) loadMedia() (*llamacpp.Projector, []llamacpp.Media, error) {
 }
 
 // mediaRequest tokenizes the prompt text with the media and fills req's
-// Prompt and PromptEmbeddings.
+// Prompt, PromptEmbeddings and, for an M-RoPE projector, PromptPositions.
 func (s *session) mediaRequest(p *llamacpp.Projector, media []llamacpp.Media, text string, req *generation.Request) error {
 	pr, err := p.Tokenize(text, media, llamacpp.TokenizeOptions{AddSpecial: true, ParseSpecial: s.o.parseSpecial})
 	if err != nil {
@@ -66,6 +66,10 @@ func (s *session) mediaRequest(p *llamacpp.Projector, media []llamacpp.Media, te
 	if err != nil {
 		return err
 	}
-	req.Prompt, req.PromptEmbeddings = toks, embd
+	pos, err := pr.Positions()
+	if err != nil {
+		return err
+	}
+	req.Prompt, req.PromptEmbeddings, req.PromptPositions = toks, embd, pos
 	return nil
 }

@@ -78,3 +78,32 @@ func TestImageOption(t *testing.T) {
 		assert.Contains(t, res.Stderr, c.msg, "%v", c.args)
 	}
 }
+
+// An M-RoPE projector (Qwen2-VL's merger) beside its qwen2vl text model:
+// the image goes in at its M-RoPE positions (checked against the float64
+// reference in llamabackend's tests) and changes the reply.
+func TestImageOptionMRoPE(t *testing.T) {
+	dir := t.TempDir()
+	model, mmproj := filepath.Join(dir, "qwen2vl.gguf"), filepath.Join(dir, "mmproj.gguf")
+	require.NoError(t, testmodel.TinyQwen2VLText().Write(model))
+	require.NoError(t, testmodel.TinyQwen2VLProjector().Write(mmproj))
+	img := image.NewRGBA(image.Rect(0, 0, 40, 24))
+	for y := range 24 {
+		for x := range 40 {
+			img.Set(x, y, color.RGBA{uint8(x * 6), uint8(y * 10), 100, 255})
+		}
+	}
+	pngPath := filepath.Join(dir, "img.png")
+	f, err := os.Create(pngPath)
+	require.NoError(t, err)
+	require.NoError(t, png.Encode(f, img))
+	require.NoError(t, f.Close())
+
+	args := []string{"-m", model, "-p", "look " + mediaMarker + " now", "--max-new-tokens", "8", "--json"}
+	with := run(t, "", append(args, "--mmproj", mmproj, "--image", pngPath)...)
+	require.Equal(t, 0, with.Code, with.Stderr)
+	assert.NotContains(t, with.Stderr, "non-causal")
+	without := run(t, "", args...)
+	require.Equal(t, 0, without.Code, without.Stderr)
+	assert.NotEqual(t, resultTokens(t, without.Stdout), resultTokens(t, with.Stdout), "the image changes the reply")
+}

@@ -72,5 +72,9 @@ func (pp *projectorPrompter) MediaPrompt(ctx context.Context, prompt string, med
 	if err != nil {
 		return generation.Request{}, err
 	}
-	return generation.Request{Prompt: toks, PromptEmbeddings: embd}, nil
+	pos, err := pr.Positions()
+	if err != nil {
+		return generation.Request{}, err
+	}
+	return generation.Request{Prompt: toks, PromptEmbeddings: embd, PromptPositions: pos}, nil
 }

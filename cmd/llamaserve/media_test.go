@@ -106,6 +106,52 @@ func TestServeImage(t *testing.T) {
 	assert.Contains(t, body, "non-causal")
 }
 
+// An M-RoPE projector (Qwen2-VL's merger) beside its qwen2vl text model:
+// a 32x32 image adds its 16 embeddings (a 4x4 grid taking 4 positions) to
+// the prompt, and another image gives other log-probabilities. Its
+// positions are checked against the float64 reference in llamabackend.
+func TestServeImageMRoPE(t *testing.T) {
+	dir := t.TempDir()
+	model, proj := filepath.Join(dir, "qwen2vl.gguf"), filepath.Join(dir, "qwen2vl.mmproj.gguf")
+	require.NoError(t, testmodel.TinyQwen2VLText().Write(model))
+	require.NoError(t, testmodel.TinyQwen2VLProjector().Write(proj))
+	s := startProcess(t, []string{"-m", model, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "256",
+		"--mmproj", proj, "--chat-template", testmodel.ChatMLTemplate})
+	type reply struct {
+		Choices []struct {
+			Logprobs struct {
+				Content []struct {
+					Logprob float64 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	ask := func(content string) reply {
+		body := `{"max_tokens":2,"temperature":0,"logprobs":true,"messages":[{"role":"user","content":` + content + `}]}`
+		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", data)
+		var r reply
+		require.NoError(t, json.Unmarshal(data, &r), "%s", data)
+		require.NotEmpty(t, r.Choices)
+		require.NotEmpty(t, r.Choices[0].Logprobs.Content)
+		return r
+	}
+	parts := func(url string) string {
+		return `[{"type":"text","text":"What is this? "},{"type":"image_url","image_url":{"url":"` + url + `"}}]`
+	}
+	text := ask(`"What is this? "`)
+	a, b := ask(parts(imageURL(t, 0))), ask(parts(imageURL(t, 97)))
+	assert.GreaterOrEqual(t, a.Usage.PromptTokens, text.Usage.PromptTokens+16)
+	assert.NotEqual(t, a.Choices[0].Logprobs.Content[0].Logprob, b.Choices[0].Logprobs.Content[0].Logprob)
+}
+
 // --mmproj's refusals on the command line: the flags it does not combine
 // with, the media limits at 0, --mmproj-causal alone, and a projector file
 // that is not one (an error, exit status 1).

@@ -46,7 +46,7 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	b.batch.Clear()
 	done, base := 0, 0 // tokens added; row index of the batch's first token
 	for _, f := range feeds {
-		pos := int32(b.lens[f.Slot])
+		next := b.pos.Next(f.Slot, b.lens[f.Slot])
 		b.allOff = append(b.allOff, done)
 		for j, t := range f.Tokens {
 			e := backend.EmbdAt(f, j)
@@ -56,12 +56,12 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 				}
 				base = done
 			}
-			if _, err := b.add(t, e, pos+int32(j), int32(f.Slot), true); err != nil {
+			if _, err := b.add(t, e, backend.PosAt(f, next, j), int32(f.Slot), true); err != nil {
 				return err
 			}
 			done++
 		}
-		b.lens[f.Slot] += len(f.Tokens)
+		b.advance(f)
 	}
 	if err := b.decodeAll(ctx, feeds, base); err != nil {
 		return err

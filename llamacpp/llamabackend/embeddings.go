@@ -39,10 +39,15 @@ func (b *Backend) switches(e []float32) bool {
 	return b.batch.Len() > 0 && (e != nil) != b.batch.HoldsEmbeddings()
 }
 
-// add adds the token t, or the embedding e in its place.
-func (b *Backend) add(t int32, e []float32, pos, seq int32, output bool) (int, error) {
-	if e != nil {
-		return b.batch.AddEmbedding(e, pos, seq, output)
+// add adds the token t, or the embedding e in its place, at p: its planes
+// with M-RoPE, else its temporal position (a token's planes are equal:
+// llama.cpp copies its one position to every plane).
+func (b *Backend) add(t int32, e []float32, p backend.Pos, seq int32, output bool) (int, error) {
+	switch {
+	case e == nil:
+		return b.batch.Add(t, p.T, seq, output)
+	case b.mrope:
+		return b.batch.AddEmbeddingMRoPE(e, p, seq, output)
 	}
-	return b.batch.Add(t, pos, seq, output)
+	return b.batch.AddEmbedding(e, p.T, seq, output)
 }

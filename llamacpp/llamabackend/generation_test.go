@@ -44,6 +44,8 @@ func llamaModel(t testing.TB, name string) *llamacpp.Model {
 			err = testmodel.WriteRandom(path, testmodel.TinySpec(gguf.TensorF32))
 		case "markov":
 			err = markovOracle(t).Write(path)
+		case "tiny-qwen2vl":
+			err = testmodel.TinyQwen2VLText().Write(path)
 		case "bench-small-f16":
 			err = testmodel.WriteRandom(path, testmodel.BenchSmallSpec())
 		case "bench-small-q8_0", "bench-small-q4_0":

@@ -52,6 +52,11 @@ type Backend struct {
 	allOff []int     // EvalAll: per feed, the index of its first row in all; nil after Eval
 
 	enc *encoderState // an encoder-decoder model's (NewEncoderDecoder), or nil
+
+	// positions of the slots (positions.go); mrope: the model's are
+	// multi-position RoPE's
+	pos   *backend.SlotPositions
+	mrope bool
 }
 
 // New makes a Backend of ctx, which it owns from then on for decoding: do
@@ -73,7 +78,8 @@ func newBackend(ctx *llamacpp.Context) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences()), invariant: ctx.BatchInvariant()}, nil
+	return &Backend{ctx: ctx, batch: batch, lens: make([]int, ctx.Sequences()), invariant: ctx.BatchInvariant(),
+		pos: backend.NewSlotPositions(ctx.Sequences()), mrope: ctx.Model().MRoPE()}, nil
 }
 
 // Close frees the backend's batches (the context stays open).
@@ -136,7 +142,7 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	done := 0
 	first := 0 // first feed whose output is still pending
 	for i, f := range feeds {
-		pos := int32(b.lens[f.Slot])
+		next := b.pos.Next(f.Slot, b.lens[f.Slot])
 		for j, t := range f.Tokens {
 			e := backend.EmbdAt(f, j)
 			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
@@ -146,13 +152,13 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 				first = i
 			}
 			isLast := j == len(f.Tokens)-1
-			k, _ := b.add(t, e, pos+int32(j), int32(f.Slot), isLast)
+			k, _ := b.add(t, e, backend.PosAt(f, next, j), int32(f.Slot), isLast)
 			if isLast {
 				b.last[i] = k
 			}
 			done++
 		}
-		b.lens[f.Slot] += len(f.Tokens)
+		b.advance(f)
 	}
 	return b.decode(ctx, feeds, first, len(feeds), false)
 }
@@ -184,6 +190,9 @@ func (b *Backend) checkFeeds(feeds []backend.Feed) (int, error) {
 			}
 		}
 		if err := b.checkEmbd(feeds, i); err != nil {
+			return 0, err
+		}
+		if err := b.checkPos(feeds, i); err != nil {
 			return 0, err
 		}
 		total += len(f.Tokens)
@@ -238,7 +247,7 @@ func (b *Backend) resync(feeds []backend.Feed) {
 	for _, f := range feeds {
 		p, err := b.ctx.SeqPosMax(int32(f.Slot))
 		if err == nil {
-			b.lens[f.Slot] = int(p) + 1
+			b.lens[f.Slot] = b.pos.Resync(f.Slot, p)
 		}
 	}
 }
@@ -265,15 +274,18 @@ func (b *Backend) Copy(dst, src int) error {
 		return err
 	}
 	b.lens[dst] = b.lens[src]
+	b.pos.Copy(dst, src)
 	if b.enc != nil {
 		b.enc.want[dst] = b.enc.want[src]
 	}
 	return nil
 }
 
-// Truncate implements backend.Backend: the cells of positions n and later
-// leave slot's sequence (llama_memory_seq_rm). A recurrent model's memory
-// cannot forget part of a sequence; llama.cpp refuses and so does Truncate.
+// Truncate implements backend.Backend: the cells of token n and later
+// leave slot's sequence (llama_memory_seq_rm from token n's position). A
+// recurrent model's memory cannot forget part of a sequence; llama.cpp
+// refuses and so does Truncate; nor can a history be cut inside an M-RoPE
+// image, whose embeddings share one position.
 func (b *Backend) Truncate(slot, n int) error {
 	if err := b.checkSlot(slot); err != nil {
 		return err
@@ -284,10 +296,15 @@ func (b *Backend) Truncate(slot, n int) error {
 	if n == b.lens[slot] {
 		return nil
 	}
-	if err := b.ctx.SeqRemove(int32(slot), int32(n), -1); err != nil {
+	cut, err := b.pos.Cut(slot, n)
+	if err != nil {
+		return fmt.Errorf("%w: %w", llamacpp.ErrInvalidArgument, err)
+	}
+	if err := b.ctx.SeqRemove(int32(slot), cut, -1); err != nil {
 		return err
 	}
 	b.lens[slot] = n
+	b.pos.Truncate(slot, n)
 	return nil
 }
 
@@ -300,6 +317,7 @@ func (b *Backend) Clear(slot int) error {
 		return err
 	}
 	b.lens[slot] = 0
+	b.pos.Clear(slot)
 	if b.enc != nil {
 		b.enc.want[slot] = nil
 	}
@@ -324,6 +342,7 @@ func (t Tokenizer) ApplyChatTemplate(messages []backend.Message, addAssistant bo
 var (
 	_ backend.Backend         = (*Backend)(nil)
 	_ backend.EmbeddingInput  = (*Backend)(nil)
+	_ backend.PositionInput   = (*Backend)(nil)
 	_ backend.EndOfGeneration = (*Backend)(nil)
 	_ backend.Tokenizer       = Tokenizer{}
 	_ backend.ChatTemplater   = Tokenizer{}

@@ -1,6 +1,8 @@
 package refbackend
 
 import (
+	"fmt"
+
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 )
@@ -10,27 +12,50 @@ import (
 // float64 (the float32 values widened exactly).
 func (b *Backend) InputEmbeddingSize() int { return b.model.NEmbd }
 
-// eval evaluates feeds[i] on its slot and returns every position's logits.
+// MRoPE implements backend.PositionInput: whether the reference model
+// rotates by multi-position RoPE (qwen2vl).
+func (b *Backend) MRoPE() bool { return b.model.RopeSections != [4]int{} }
+
+// eval evaluates feeds[i] on its slot, at the positions it gives or that
+// continue the slot's, and returns every position's logits.
 func (b *Backend) eval(feeds []backend.Feed, i int) ([][]float64, error) {
 	f := feeds[i]
-	if f.Embd == nil {
-		return b.seqs[f.Slot].Eval(f.Tokens)
+	seq := b.seqs[f.Slot]
+	if f.Embd != nil {
+		if err := backend.CheckEmbd(feeds, i, b.model.NEmbd); err != nil {
+			return nil, err
+		}
 	}
-	if err := backend.CheckEmbd(feeds, i, b.model.NEmbd); err != nil {
+	if f.Pos != nil && !b.MRoPE() {
+		return nil, fmt.Errorf("%w: feed %d: the model has one position per input", backend.ErrBadPosition, i)
+	}
+	if err := b.pos.Check(f, seq.Len()); err != nil {
 		return nil, err
 	}
 	in := make([]reference.Input, len(f.Tokens))
+	pos := make([][4]int, len(f.Tokens))
+	next := b.pos.Next(f.Slot, seq.Len())
 	for j, t := range f.Tokens {
 		in[j].Token = t
-		if e := f.Embd[j]; e != nil {
+		if e := backend.EmbdAt(f, j); e != nil {
 			in[j].Embd = make([]float64, len(e))
 			for k, v := range e {
 				in[j].Embd[k] = float64(v)
 			}
 		}
+		p := backend.PosAt(f, next, j)
+		pos[j] = [4]int{int(p.T), int(p.H), int(p.W), 0}
 	}
-	logits, _, err := b.seqs[f.Slot].EvalInputs(in)
-	return logits, err
+	length := seq.Len()
+	logits, _, err := seq.EvalInputsAt(in, pos)
+	if err != nil {
+		return nil, err
+	}
+	b.pos.Append(f, length)
+	return logits, nil
 }
 
-var _ backend.EmbeddingInput = (*Backend)(nil)
+var (
+	_ backend.EmbeddingInput = (*Backend)(nil)
+	_ backend.PositionInput  = (*Backend)(nil)
+)

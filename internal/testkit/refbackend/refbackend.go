@@ -19,11 +19,12 @@ type Backend struct {
 	seqs  []*reference.Sequence
 	rows  [][]float32
 	all   [][][]float32 // every position's rows of the last EvalAll
+	pos   *backend.SlotPositions
 }
 
 // New returns a backend with slots sequences over model.
 func New(model *reference.Model, vocab, slots int) *Backend {
-	b := &Backend{model: model, vocab: vocab, seqs: make([]*reference.Sequence, slots)}
+	b := &Backend{model: model, vocab: vocab, seqs: make([]*reference.Sequence, slots), pos: backend.NewSlotPositions(slots)}
 	for i := range b.seqs {
 		b.seqs[i] = model.NewSequence()
 	}
@@ -50,15 +51,29 @@ func (b *Backend) Logits(i int) []float32 { return b.rows[i] }
 func (b *Backend) Copy(dst, src int) error {
 	if dst != src {
 		b.seqs[dst] = b.seqs[src].Clone()
+		b.pos.Copy(dst, src)
 	}
 	return nil
 }
 
-// Truncate implements backend.Backend.
-func (b *Backend) Truncate(slot, n int) error { return b.seqs[slot].Truncate(n) }
+// Truncate implements backend.Backend; as llama.cpp's, it refuses a cut
+// inside an M-RoPE image.
+func (b *Backend) Truncate(slot, n int) error {
+	if n >= 0 && n < b.seqs[slot].Len() {
+		if _, err := b.pos.Cut(slot, n); err != nil {
+			return err
+		}
+	}
+	if err := b.seqs[slot].Truncate(n); err != nil {
+		return err
+	}
+	b.pos.Truncate(slot, n)
+	return nil
+}
 
 // Clear implements backend.Backend.
 func (b *Backend) Clear(slot int) error {
 	b.seqs[slot] = b.model.NewSequence()
+	b.pos.Clear(slot)
 	return nil
 }
