@@ -27,7 +27,8 @@
 //     input embeddings in place of tokens ([Feed].Embd, checked by
 //     [CheckEmbd]): llamabackend and the float64 reference backend
 //     implement it; package generation refuses a request with embeddings
-//     on a backend without it.
+//     on a backend without it. prefixcache implements it over a backend
+//     that does.
 //   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
 //     table or a function): the backend of the loop's and the search's tests,
 //     of the transformers parity replays and of benchmarks of the loop
