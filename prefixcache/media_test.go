@@ -194,3 +194,29 @@ func TestMediaRefused(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrBadEmbedding)
 	assert.ErrorContains(t, err, "embedding entries for")
 }
+
+// Prompt lookup speculates over the cache with a prompt that ends in an
+// image: the image's last embedding is fed with the first candidates, and
+// the tokens are those of plain greedy decoding.
+func TestMediaPromptLookup(t *testing.T) {
+	ctx := context.Background()
+	p, embd := mediaPrompt(image(40, 8))
+	p, embd = p[:13], embd[:13] // the text and the image
+	p = append(p, toks(9, 3)...)
+	p = append(p, p[:13]...) // the same again, for prompt lookup to find
+	embd = append(embd, nil, nil, nil)
+	embd = append(embd, embd[:13]...)
+	cfg, _ := config("greedy", 12)
+	want, err := generation.NewGenerator(newEmbdBackend(1), nil).Generate(ctx, []generation.Request{{Prompt: p, PromptEmbeddings: embd, Config: cfg}})
+	require.NoError(t, err)
+
+	lookup := cfg.Clone()
+	k := 4
+	lookup.PromptLookupNumTokens = &k
+	pc, err := prefixcache.New(newEmbdBackend(2), prefixcache.Options{CacheSlots: 1})
+	require.NoError(t, err)
+	got, err := generation.NewGenerator(pc, nil).Generate(ctx, []generation.Request{{Prompt: p, PromptEmbeddings: embd, Config: lookup}})
+	require.NoError(t, err)
+	assert.Equal(t, want[0].Tokens, got[0].Tokens)
+	assert.Positive(t, got[0].Speculation.Drafted)
+}
