@@ -220,3 +220,27 @@ func TestMediaPromptLookup(t *testing.T) {
 	assert.Equal(t, want[0].Tokens, got[0].Tokens)
 	assert.Positive(t, got[0].Speculation.Drafted)
 }
+
+// BenchmarkMediaLookup looks up a prompt holding an image of 256
+// embeddings of width 2048 (a SigLIP-sized image for a 2B model): the cost
+// of hashing it, which every Eval with embeddings and every Lookup pays
+// once.
+func BenchmarkMediaLookup(b *testing.B) {
+	img := make([][]float32, 256)
+	for i := range img {
+		img[i] = make([]float32, 2048)
+		for j := range img[i] {
+			img[i][j] = float32(i*2048+j) * 1e-3
+		}
+	}
+	p, embd := mediaPrompt(img)
+	pc, err := prefixcache.New(newEmbdBackend(2), prefixcache.Options{CacheSlots: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(256 * 2048 * 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		pc.Lookup(p, embd)
+	}
+}
