@@ -231,6 +231,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
 	case o.limits.MaxEmbeddingTokens < 1:
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
+	case o.mmproj != "" && o.draft != "":
+		return nil, cli.Usagef("--mmproj with --assistant-model: the draft model cannot read the embeddings of images and sounds (--prompt-lookup speculates with them)")
 	case o.mmproj != "" && o.invariant:
 		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
 	case o.mmprojCausal && o.mmproj == "":

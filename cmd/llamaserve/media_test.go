@@ -141,6 +141,7 @@ func TestMediaCommandLine(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--mmproj", "p.gguf", "--batch-invariant"}, "--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings"},
+		{[]string{"--mmproj", "p.gguf", "--assistant-model", "d.gguf"}, "--mmproj with --assistant-model: the draft model cannot read the embeddings of images and sounds"},
 		{[]string{"--mmproj-causal"}, "--mmproj-causal needs --mmproj"},
 		{[]string{"--max-media", "0"}, "--max-media 0: must be at least 1"},
 		{[]string{"--max-media-bytes", "0"}, "--max-media-bytes 0: must be at least 1"},
