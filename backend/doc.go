@@ -27,7 +27,8 @@
 //     input embeddings in place of tokens ([Feed].Embd, checked by
 //     [CheckEmbd]): llamabackend and the float64 reference backend
 //     implement it; package generation refuses a request with embeddings
-//     on a backend without it.
+//     on a backend without it. prefixcache implements it over a backend
+//     that does.
 //   - [PositionInput] is an optional interface of a Backend that evaluates
 //     inputs at given positions ([Feed].Pos, [Pos], checked by
 //     [CheckPositions]; [SlotPositions] keeps them per slot): what a model

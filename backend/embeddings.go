@@ -14,8 +14,8 @@ import (
 //
 // The token at an embedding position stays in the slot's history as a
 // placeholder: Copy and Truncate treat it as any token, and a prefix
-// cache, which matches histories by token, must not match across
-// embeddings (prefixcache does not implement this interface).
+// cache must not match placeholders across different embeddings
+// (prefixcache compares a hash of each embedding with its token).
 type EmbeddingInput interface {
 	Backend
 

@@ -9,7 +9,8 @@ type PrefixLookup interface {
 	Backend
 
 	// Lookup returns the backend's slot that holds the longest prefix of
-	// tokens (-1 when none), the length of that prefix, and the number of
-	// tokens that slot holds.
-	Lookup(tokens []int32) (slot, shared, held int)
+	// tokens with their input embeddings embd (nil, or one entry per
+	// token as in Feed.Embd) (-1 when none), the length of that prefix,
+	// and the number of tokens that slot holds.
+	Lookup(tokens []int32, embd [][]float32) (slot, shared, held int)
 }

@@ -116,6 +116,14 @@ type Options struct {
 	// goroutine.
 	User []logits.Processor
 
+	// PromptEmbeddings, when not nil, holds per prompt nil or one entry
+	// per prompt token, as generation.Request.PromptEmbeddings: a non-nil
+	// entry is an input embedding (an image's, a sound's) evaluated in
+	// place of that token, which stays as its placeholder for the
+	// processors. It needs a backend implementing backend.EmbeddingInput,
+	// which checks the values. The search reads it during the call only.
+	PromptEmbeddings [][][]float32
+
 	// Seed seeds the search's logits.Source, the draws of DoSample; the same
 	// seed and inputs give the same result. With one beam the search ends
 	// its chain in the config's logits.Chooser, as the decoding loop does,

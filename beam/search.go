@@ -149,6 +149,9 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrInvalid)
 	}
+	if err := checkEmbeddings(backend, prompts, opts.PromptEmbeddings); err != nil {
+		return nil, err
+	}
 	prompts, encoder, err := splitEncoder(backend, prompts)
 	if err != nil {
 		return nil, err
@@ -214,6 +217,36 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 		s.groups[i] = g
 	}
 	return s, nil
+}
+
+// checkEmbeddings checks a search's PromptEmbeddings against its prompts
+// and backend; the backend checks the values at Eval.
+func checkEmbeddings(b backend.Backend, prompts [][]int32, embd [][][]float32) error {
+	if embd == nil {
+		return nil
+	}
+	in, ok := b.(backend.EmbeddingInput)
+	switch {
+	case !ok || in.InputEmbeddingSize() == 0:
+		return fmt.Errorf("%w: PromptEmbeddings on a backend without input embeddings (%T)", ErrInvalid, b)
+	case len(embd) != len(prompts):
+		return fmt.Errorf("%w: PromptEmbeddings for %d prompts, %d given", ErrInvalid, len(embd), len(prompts))
+	}
+	if _, ok := b.(backend.Encoder); ok {
+		return fmt.Errorf("%w: PromptEmbeddings on an encoder-decoder backend", ErrInvalid)
+	}
+	width := in.InputEmbeddingSize()
+	for i, e := range embd {
+		if e != nil && len(e) != len(prompts[i]) {
+			return fmt.Errorf("%w: prompt %d: %d PromptEmbeddings entries for %d tokens", ErrInvalid, i, len(e), len(prompts[i]))
+		}
+		for j, row := range e {
+			if row != nil && len(row) != width {
+				return fmt.Errorf("%w: prompt %d: PromptEmbeddings[%d] has width %d, the model's is %d", ErrInvalid, i, j, len(row), width)
+			}
+		}
+	}
+	return nil
 }
 
 // checkOptions validates opts against b: the config (genconfig.Default() when nil), its
@@ -364,11 +397,14 @@ func (s *search) run() (*Result, error) {
 				continue
 			}
 			for j, b := range g.beams {
-				toks := g.tokens[j : j+1]
+				f := backend.Feed{Slot: b.slot, Tokens: g.tokens[j : j+1]}
 				if g.step == 0 {
-					toks = s.prompts[g.prompt]
+					f.Tokens = s.prompts[g.prompt]
+					if s.opts.PromptEmbeddings != nil {
+						f.Embd = s.opts.PromptEmbeddings[g.prompt]
+					}
 				}
-				s.pending = append(s.pending, pendingFeed{feed: backend.Feed{Slot: b.slot, Tokens: toks}, g: g, beam: j})
+				s.pending = append(s.pending, pendingFeed{feed: f, g: g, beam: j})
 			}
 		}
 		if len(s.pending) == 0 {

@@ -23,6 +23,9 @@ func (g *Generator) checkEmbeddings(req *Request) error {
 		return fmt.Errorf("%w: %d PromptEmbeddings entries for %d prompt tokens", backend.ErrBadEmbedding, len(req.PromptEmbeddings), len(req.Prompt))
 	}
 	width := in.InputEmbeddingSize()
+	if width == 0 {
+		return fmt.Errorf("%w: PromptEmbeddings on a backend without input embeddings (%T takes none)", backend.ErrBadEmbedding, g.backend)
+	}
 	for i, e := range req.PromptEmbeddings {
 		if e != nil && len(e) != width {
 			return fmt.Errorf("%w: PromptEmbeddings[%d] has width %d, the model's is %d", backend.ErrBadEmbedding, i, len(e), width)
@@ -37,5 +40,25 @@ func (r *seq) promptEmbd(toks []int32) [][]float32 {
 	if r.embd == nil || r.nfed >= len(r.prompt) {
 		return nil
 	}
-	return r.embd[r.nfed : r.nfed+len(toks)]
+	embd := r.embd[r.nfed : r.nfed+len(toks)]
+	for _, e := range embd {
+		if e != nil {
+			return embd
+		}
+	}
+	return nil
+}
+
+// withCandidates is the Embd of r's feed embd once n candidates follow its
+// tokens: nil entries for them (the last prompt token of a speculating
+// request is fed with its first candidates).
+func (r *seq) withCandidates(embd [][]float32, n int) [][]float32 {
+	if embd == nil {
+		return nil
+	}
+	r.feedEmbd = append(r.feedEmbd[:0], embd...)
+	for range n {
+		r.feedEmbd = append(r.feedEmbd, nil)
+	}
+	return r.feedEmbd
 }

@@ -247,7 +247,7 @@ func (g *Generator) held(r *seq) int {
 	if !ok || r.nfed > 0 {
 		return 0
 	}
-	_, shared, _ := h.Lookup(r.prompt)
+	_, shared, _ := h.Lookup(r.prompt, r.embd)
 	return max(0, min(shared, len(r.prompt)-1))
 }
 

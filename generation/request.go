@@ -38,6 +38,7 @@ type seq struct {
 	spec       specKind
 	prop       speculative.Proposal // the step's candidates
 	feed       []int32              // the step's feed when it has candidates
+	feedEmbd   [][]float32          // the Embd of feed when its prompt token has one
 	accepted   int                  // candidates accepted in the step
 
 	ctx    context.Context // the request's own (Engine), or nil

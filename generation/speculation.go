@@ -61,8 +61,10 @@ func (g *Generator) speculation(req *Request, cfg *genconfig.Config) (specKind, 
 	switch {
 	case g.enc != nil:
 		return specNone, errors.New("speculative decoding of an encoder-decoder model is not supported")
-	case req.PromptEmbeddings != nil:
-		return specNone, errors.New("speculative decoding with prompt embeddings is not supported")
+	case req.PromptEmbeddings != nil && kind == specDraft:
+		// The candidates of prompt lookup come from the history's tokens and
+		// are verified by the model itself, so they need nothing more.
+		return specNone, errors.New("speculative decoding with a draft model and PromptEmbeddings (media): the draft model cannot read the prompt's embeddings, which are in the model's input space; prompt lookup (prompt_lookup_num_tokens) speculates without it")
 	case req.PromptPositions != nil:
 		return specNone, errors.New("speculative decoding with prompt positions (M-RoPE) is not supported")
 	case g.all == nil:
@@ -98,6 +100,7 @@ func (g *Generator) propose(ctx context.Context) error {
 		if len(r.prop.Tokens) > 0 {
 			r.feed = append(append(r.feed[:0], g.feeds[i].Tokens...), r.prop.Tokens...)
 			g.feeds[i].Tokens = r.feed
+			g.feeds[i].Embd = r.withCandidates(g.feeds[i].Embd, len(r.prop.Tokens))
 			g.verifying = true
 		}
 	}

@@ -198,14 +198,21 @@ type embeddingMemory struct{ *backend.MemoryBackend }
 
 func (embeddingMemory) InputEmbeddingSize() int { return 4 }
 
-// Speculation that cannot run is refused with its reason: with prompt
-// embeddings, and on an encoder-decoder backend.
+// Speculation that cannot run is refused with its reason: a draft model
+// with prompt embeddings (prompt lookup takes them), and on an
+// encoder-decoder backend.
 func TestSpeculationRefusals(t *testing.T) {
 	cfg := genconfig.Default()
 	cfg.PromptLookupNumTokens = intp(2)
-	gen := NewGenerator(embeddingMemory{backend.NewMemoryBackend(len(testPieces), 1, loopyModel(0))}, nil)
-	_, err := gen.Generate(context.Background(), []Request{{Prompt: []int32{6, 7}, PromptEmbeddings: make([][]float32, 2), Config: cfg}})
-	assert.ErrorContains(t, err, "speculative decoding with prompt embeddings")
+	mem := func() backend.Backend { return backend.NewMemoryBackend(len(testPieces), 1, loopyModel(0)) }
+	gen, err := New(embeddingMemory{mem().(*backend.MemoryBackend)}, nil, Options{Draft: mem()})
+	require.NoError(t, err)
+	req := Request{Prompt: []int32{6, 7}, PromptEmbeddings: make([][]float32, 2), Config: genconfig.Default()}
+	_, err = gen.Generate(context.Background(), []Request{req})
+	assert.ErrorContains(t, err, "speculative decoding with a draft model and PromptEmbeddings (media): the draft model cannot read the prompt's embeddings")
+	req.Config = cfg
+	_, err = gen.Generate(context.Background(), []Request{req})
+	assert.NoError(t, err, "prompt lookup")
 	m := t5Reference(t)
 	_, err = NewGenerator(refbackend.NewT5(m, 1), nil).Generate(context.Background(), []Request{{Prompt: []int32{300, 2}, Config: cfg}})
 	assert.ErrorContains(t, err, "encoder-decoder")

@@ -1,7 +1,9 @@
 package generation
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +29,9 @@ import (
 // The backend's slot is not part of it. Resume feeds the prompt and the
 // tokens into an empty slot; over a prefixcache.Cache that holds the
 // sequence (the slot the request left, or a state loaded with Adopt) only
-// the last token is evaluated.
+// the last token is evaluated. A request with PromptEmbeddings (an image)
+// is resumed with them given again: the state holds their digest, and
+// Resume refuses other ones.
 type RequestState struct {
 	// Prompt is the prompt as evaluated (Generator.PromptTokens).
 	Prompt []int32
@@ -41,6 +45,9 @@ type RequestState struct {
 	Source []byte
 	// Mirostat is the Mirostat feedback state of a Mirostat request.
 	Mirostat *mirostat.State
+	// Embeddings is a SHA-256 of the request's PromptEmbeddings (each
+	// embedding's position, width and values), empty when it has none.
+	Embeddings []byte
 }
 
 // State returns the state of request (its index in the requests given to
@@ -66,10 +73,11 @@ func (g *Generator) State(request int) (*RequestState, error) {
 			return nil, err
 		}
 		st := &RequestState{
-			Prompt: slices.Clone(r.hist.Prompt()),
-			Tokens: slices.Clone(r.tokens),
-			Sent:   r.sent,
-			Source: src,
+			Prompt:     slices.Clone(r.hist.Prompt()),
+			Tokens:     slices.Clone(r.tokens),
+			Sent:       r.sent,
+			Source:     src,
+			Embeddings: embeddingsDigest(r.req.PromptEmbeddings),
 		}
 		if m, ok := r.choose.(mirostatChooser); ok {
 			ms := m.s.State()
@@ -99,6 +107,12 @@ func (g *Generator) Resume(ctx context.Context, reqs []Request, states []*Reques
 func (g *Generator) restore(r *seq, st *RequestState) error {
 	if !slices.Equal(st.Prompt, r.prompt) {
 		return fmt.Errorf("the state's prompt (%d tokens) is not the request's (%d tokens)", len(st.Prompt), len(r.prompt))
+	}
+	switch d := embeddingsDigest(r.embd); {
+	case len(st.Embeddings) == 0 && d != nil:
+		return errors.New("the request has PromptEmbeddings, the state none")
+	case !bytes.Equal(st.Embeddings, d):
+		return errors.New("the state's prompt embeddings (its media) are not the request's")
 	}
 	if len(st.Tokens) == 0 {
 		return errors.New("the state has no token")
@@ -143,11 +157,38 @@ func (g *Generator) restore(r *seq, st *RequestState) error {
 	// The slot is empty at admission: the whole sequence is fed, and the
 	// last token's logits choose the next one.
 	r.prompt = append(r.prompt, st.Tokens...)
+	if r.embd != nil {
+		r.embd = append(slices.Clip(r.embd), make([][]float32, len(st.Tokens))...)
+	}
 	return nil
 }
 
-// stateVersion is the version of RequestState's binary form.
-const stateVersion = 1
+// embeddingsDigest is the SHA-256 of embd, each entry's position, width
+// and values; nil for nil.
+func embeddingsDigest(embd [][]float32) []byte {
+	if embd == nil {
+		return nil
+	}
+	h := sha256.New()
+	var buf []byte
+	for i, e := range embd {
+		if e == nil {
+			continue
+		}
+		buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(i))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(e)))
+		for _, v := range e {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+		h.Write(buf)
+	}
+	binary.Write(h, binary.LittleEndian, uint64(len(embd)))
+	return h.Sum(nil)
+}
+
+// stateVersion is the version of RequestState's binary form; version 1,
+// which had no Embeddings, is read too.
+const stateVersion = 2
 
 // MarshalBinary encodes st: a version byte, then little-endian fields.
 func (st *RequestState) MarshalBinary() ([]byte, error) {
@@ -158,11 +199,14 @@ func (st *RequestState) MarshalBinary() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(st.Source)))
 	b = append(b, st.Source...)
 	if st.Mirostat == nil {
-		return append(b, 0), nil
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Mirostat.Mu))
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.Mirostat.Steps))
 	}
-	b = append(b, 1)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Mirostat.Mu))
-	return binary.LittleEndian.AppendUint64(b, uint64(st.Mirostat.Steps)), nil
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(st.Embeddings)))
+	return append(b, st.Embeddings...), nil
 }
 
 func appendTokens(b []byte, toks []int32) []byte {
@@ -177,8 +221,9 @@ func appendTokens(b []byte, toks []int32) []byte {
 // long or newer encoding without changing st.
 func (st *RequestState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	if v := d.byte(); d.err == nil && v != stateVersion {
-		return fmt.Errorf("generation: request state version %d, want %d", v, stateVersion)
+	v := d.byte()
+	if d.err == nil && (v < 1 || v > stateVersion) {
+		return fmt.Errorf("generation: request state version %d, want 1 to %d", v, stateVersion)
 	}
 	var out RequestState
 	out.Prompt = d.tokens()
@@ -189,6 +234,11 @@ func (st *RequestState) UnmarshalBinary(data []byte) error {
 		mu := math.Float64frombits(d.uint64())
 		steps := d.uint64()
 		out.Mirostat = &mirostat.State{Mu: mu, Steps: int(min(steps, math.MaxInt32))}
+	}
+	if v >= 2 {
+		if n := int(d.uint32()); n > 0 {
+			out.Embeddings = d.bytes(n)
+		}
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))

@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -134,4 +135,64 @@ func TestResumeRefuses(t *testing.T) {
 	require.ErrorContains(t, back.UnmarshalBinary(append(data, 0)), "too many")
 	data[0] = 9
 	require.ErrorContains(t, back.UnmarshalBinary(data), "version 9")
+}
+
+// A request with prompt embeddings keeps their digest in its state: it
+// resumes with them (the prompt fed again with its embeddings), and the
+// state refuses other embeddings or none; a version-1 encoding, which has
+// no digest, still decodes.
+func TestResumeWithEmbeddings(t *testing.T) {
+	tok := testTokenizer{addBOS: true}
+	vocab := len(testPieces)
+	mem := backend.NewMemoryBackend(vocab, 1, testmodel.HashModel(vocab))
+	g := NewGenerator(embeddingMemory{mem}, tok)
+	prompt, err := g.PromptTokens(&Request{Text: "Hello world"})
+	require.NoError(t, err)
+	embd := make([][]float32, len(prompt))
+	embd[1] = []float32{1, 2, 3, 4}
+	req := resumeRequest("greedy")
+	req.Text, req.Prompt, req.PromptEmbeddings = "", prompt, embd
+	var st *RequestState
+	n := 0
+	for _, err := range g.Stream(context.Background(), []Request{req}) {
+		require.NoError(t, err)
+		if n++; n == 3 {
+			st, err = g.State(0)
+			require.NoError(t, err)
+			break
+		}
+	}
+	require.Len(t, st.Embeddings, 32)
+	data, err := st.MarshalBinary()
+	require.NoError(t, err)
+	var back RequestState
+	require.NoError(t, back.UnmarshalBinary(data))
+	require.Equal(t, st, &back)
+
+	run := func(r Request) error {
+		for _, err := range g.Resume(context.Background(), []Request{r}, []*RequestState{&back}) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	require.NoError(t, run(req))
+	other := req
+	other.PromptEmbeddings = slices.Clone(embd)
+	other.PromptEmbeddings[1] = []float32{1, 2, 3, 5}
+	require.ErrorContains(t, run(other), "the state's prompt embeddings (its media) are not the request's")
+	other.PromptEmbeddings = nil
+	require.ErrorContains(t, run(other), "the state's prompt embeddings (its media) are not the request's")
+	saved := back
+	back.Embeddings = nil
+	require.ErrorContains(t, run(req), "the request has PromptEmbeddings, the state none")
+	back = saved
+
+	// Version 1: the same fields, without the digest.
+	v1 := append([]byte{1}, data[1:len(data)-4-32]...)
+	var old RequestState
+	require.NoError(t, old.UnmarshalBinary(v1))
+	assert.Empty(t, old.Embeddings)
+	assert.Equal(t, st.Tokens, old.Tokens)
 }

@@ -54,6 +54,19 @@
 // cache drops every entry, so that the caller's next attempt has the room.
 // Without a unified cache each llama.cpp sequence has cells of its own, and
 // a partial copy costs a copy of the whole source stream at the next decode.
+//
+// # Media
+//
+// A Cache implements [backend.EmbeddingInput] over a backend that does: a
+// feed's input embeddings (an image's or a sound's, Feed.Embd) are passed
+// on, and each position holding one is compared by a 64-bit hash of its
+// values as well as by its placeholder token, so that placeholders never
+// match across different media, and the same medium at the same place
+// (the second turn of a chat about an image) is reused. A reused prefix
+// never ends inside a run of embeddings, of the new prompt or of the
+// history it is taken from: a medium is reused whole or evaluated whole,
+// as an image whose positions attend to each other needs. [Cache.Adopt]
+// makes entries of tokens alone.
 package prefixcache
 
 import (
@@ -61,6 +74,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -106,12 +120,13 @@ func (s Stats) HitRate() float64 {
 	return float64(s.Hits) / float64(s.Lookups)
 }
 
-// entry is one cached sequence: the underlying slot that holds it and its
-// tokens.
+// entry is one cached sequence: the underlying slot that holds it, its
+// tokens and their media keys.
 type entry struct {
 	slot   int
 	tokens []int32
-	used   uint64 // the clock at its last use, for LRU
+	keys   []uint64 // empty, or per token its mediaKey (0: a token)
+	used   uint64   // the clock at its last use, for LRU
 }
 
 // Cache is a backend.Backend that reuses evaluated prefixes; see the
@@ -124,9 +139,12 @@ type Cache struct {
 	// phys[s] is the underlying slot of the caller's slot s; -1 while s is
 	// empty and no underlying slot was free when it was cleared (its
 	// next feed takes one, evicting an entry if it must).
-	phys  []int
-	hist  [][]int32 // hist[s] is the history of the caller's slot s
-	dirty []bool    // hist[s] is unknown (a failed Eval): never kept
+	phys []int
+	hist [][]int32 // hist[s] is the history of the caller's slot s
+	// keys[s] is empty while hist[s] holds no input embedding, and then
+	// has one mediaKey per token of hist[s] (0 for a token).
+	keys  [][]uint64
+	dirty []bool // hist[s] is unknown (a failed Eval): never kept
 	// copied[s]: slot s was last written by Copy. A llama.cpp sequence
 	// copied without a unified cache gets its cells at the next decode, so
 	// its state cannot be saved before: such a history is not kept.
@@ -144,6 +162,11 @@ type Cache struct {
 
 	feeds []backend.Feed // the rewritten feeds of an Eval
 	cut   []int          // tokens of each feed that a reused prefix covered
+	// fkeys holds the media keys of an Eval's feeds with embeddings, from
+	// fkeyAt[i] for feed i (-1 for a feed without), or those of a Lookup.
+	fkeys  []uint64
+	fkeyAt []int
+	seed   uint64 // of mediaKey
 
 	lookups, hits, promptTokens, saved, kept, evictions, nEntries, nCells atomic.Int64
 }
@@ -164,8 +187,8 @@ func New(b backend.Backend, o Options) (*Cache, error) {
 		o.MinShared = 1
 	}
 	n := b.Slots() - o.CacheSlots
-	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), dirty: make([]bool, n), copied: make([]bool, n),
-		emptyRoom: b.Room(0)}
+	c := &Cache{b: b, opts: o, phys: make([]int, n), hist: make([][]int32, n), keys: make([][]uint64, n), dirty: make([]bool, n),
+		copied: make([]bool, n), emptyRoom: b.Room(0), seed: rand.Uint64()}
 	for s := range n {
 		c.phys[s] = s
 	}
@@ -273,6 +296,21 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 		if len(f.Tokens) == 0 {
 			return fmt.Errorf("prefixcache: feed %d: no tokens", i)
 		}
+		if _, ok := c.b.(backend.PositionInput); f.Pos != nil && !ok {
+			return fmt.Errorf("prefixcache: feed %d: %w: the underlying backend (%T) takes no positions", i, backend.ErrBadPosition, c.b)
+		}
+		if f.Pos != nil && len(f.Pos) != len(f.Tokens) {
+			return fmt.Errorf("prefixcache: feed %d: %w: %d positions for %d tokens", i, backend.ErrBadPosition, len(f.Pos), len(f.Tokens))
+		}
+		if f.Embd == nil {
+			continue
+		}
+		if _, ok := c.b.(backend.EmbeddingInput); !ok {
+			return fmt.Errorf("prefixcache: feed %d: %w: the underlying backend (%T) takes no input embeddings", i, backend.ErrBadEmbedding, c.b)
+		}
+		if len(f.Embd) != len(f.Tokens) {
+			return fmt.Errorf("prefixcache: feed %d: %w: %d embedding entries for %d tokens", i, backend.ErrBadEmbedding, len(f.Embd), len(f.Tokens))
+		}
 	}
 	for i, f := range feeds {
 		for j := range i {
@@ -281,10 +319,11 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 			}
 		}
 	}
-	for _, f := range feeds {
-		toks := f.Tokens
+	c.feedKeys(feeds)
+	for i, f := range feeds {
+		toks, embd, pos, keys := f.Tokens, f.Embd, f.Pos, c.keysOf(i, len(f.Tokens))
 		if len(c.hist[f.Slot]) == 0 && !c.dirty[f.Slot] {
-			n, err := c.reuse(f.Slot, toks)
+			n, err := c.reuse(f.Slot, toks, keys)
 			if err != nil {
 				for _, f := range feeds {
 					c.dirty[f.Slot] = true // the contract: Clear them
@@ -293,6 +332,12 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 				return err
 			}
 			toks = toks[n:]
+			if embd != nil {
+				embd = embd[n:]
+			}
+			if pos != nil {
+				pos = pos[n:]
+			}
 		}
 		if err := c.acquire(f.Slot); err != nil {
 			for _, f := range feeds {
@@ -302,7 +347,9 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 			return err
 		}
 		c.cut = append(c.cut, len(f.Tokens)-len(toks))
-		c.feeds = append(c.feeds, backend.Feed{Slot: c.phys[f.Slot], Tokens: toks})
+		under := f
+		under.Slot, under.Tokens, under.Embd, under.Pos = c.phys[f.Slot], toks, embd, pos
+		c.feeds = append(c.feeds, under)
 	}
 	var err error
 	if all != nil {
@@ -312,7 +359,11 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 	}
 	if err == nil {
 		for i, f := range feeds {
-			c.hist[f.Slot] = append(c.hist[f.Slot], c.feeds[i].Tokens...)
+			keys := c.keysOf(i, len(f.Tokens))
+			if keys != nil {
+				keys = keys[c.cut[i]:]
+			}
+			c.extend(f.Slot, c.feeds[i].Tokens, keys)
 			c.copied[f.Slot] = false
 		}
 	}
@@ -332,13 +383,13 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 // reuse starts the empty slot from the longest prefix of toks (all but its
 // last token at most) that an entry or another live slot holds, and returns
 // its length: 0 when none is worth it.
-func (c *Cache) reuse(slot int, toks []int32) (int, error) {
+func (c *Cache) reuse(slot int, toks []int32, keys []uint64) (int, error) {
 	c.lookups.Add(1)
 	c.promptTokens.Add(int64(len(toks)))
 	limit := len(toks) - 1
 	best, bestLen, bestLive := (*entry)(nil), 0, -1
 	for _, e := range c.entries {
-		n := sharedPrefix(e.tokens, toks, limit)
+		n := match(e.tokens, e.keys, toks, keys, limit)
 		if n > bestLen || (n == bestLen && n > 0 && best != nil && e.used > best.used) {
 			best, bestLen = e, n
 		}
@@ -347,19 +398,19 @@ func (c *Cache) reuse(slot int, toks []int32) (int, error) {
 		if s == slot || c.dirty[s] {
 			continue
 		}
-		if n := sharedPrefix(h, toks, limit); n > bestLen {
+		if n := match(h, c.keys[s], toks, keys, limit); n > bestLen {
 			best, bestLen, bestLive = nil, n, s
 		}
 	}
 	if bestLen < c.opts.MinShared {
 		return 0, nil
 	}
-	whole := best != nil && sharedPrefix(best.tokens, toks, len(toks)) == len(best.tokens)
+	whole := best != nil && match(best.tokens, best.keys, toks, keys, len(toks)) == len(best.tokens)
 	if best != nil && !whole && c.phys[slot] < 0 && len(c.free) == 0 {
 		// No slot can take a copy without evicting an entry: take over
 		// the one, among those that share as much, used least recently.
 		for _, e := range c.entries {
-			if e.used < best.used && sharedPrefix(e.tokens, toks, limit) == bestLen {
+			if e.used < best.used && match(e.tokens, e.keys, toks, keys, limit) == bestLen {
 				best = e
 			}
 		}
@@ -399,6 +450,10 @@ func (c *Cache) reuse(slot int, toks []int32) (int, error) {
 		}
 	}
 	c.hist[slot] = append(c.hist[slot][:0], toks[:bestLen]...)
+	c.keys[slot] = c.keys[slot][:0]
+	if hasMedia(keys[:min(bestLen, len(keys))]) {
+		c.keys[slot] = append(c.keys[slot], keys[:bestLen]...)
+	}
 	c.hits.Add(1)
 	c.saved.Add(int64(bestLen))
 	return bestLen, nil
@@ -455,6 +510,7 @@ func (c *Cache) Copy(dst, src int) error {
 		return err
 	}
 	c.hist[dst] = append(c.hist[dst][:0], c.hist[src]...)
+	c.keys[dst] = append(c.keys[dst][:0], c.keys[src]...)
 	c.dirty[dst] = c.dirty[src]
 	c.copied[dst] = true
 	return nil
@@ -474,6 +530,9 @@ func (c *Cache) Truncate(slot, n int) error {
 	if n <= len(c.hist[slot]) {
 		c.hist[slot] = c.hist[slot][:n]
 	}
+	if n <= len(c.keys[slot]) {
+		c.keys[slot] = c.keys[slot][:n]
+	}
 	return nil
 }
 
@@ -485,7 +544,7 @@ func (c *Cache) Clear(slot int) error {
 		return err
 	}
 	if c.phys[slot] < 0 { // empty already
-		c.hist[slot] = c.hist[slot][:0]
+		c.hist[slot], c.keys[slot] = c.hist[slot][:0], c.keys[slot][:0]
 		c.dirty[slot], c.copied[slot] = false, false
 		return nil
 	}
@@ -495,7 +554,7 @@ func (c *Cache) Clear(slot int) error {
 			return err
 		}
 	}
-	c.hist[slot] = c.hist[slot][:0]
+	c.hist[slot], c.keys[slot] = c.hist[slot][:0], c.keys[slot][:0]
 	c.dirty[slot], c.copied[slot] = false, false
 	return nil
 }
@@ -503,12 +562,12 @@ func (c *Cache) Clear(slot int) error {
 // keep turns the history of slot into an entry, reports whether it did,
 // and gives slot an empty underlying slot if one is free (none otherwise).
 func (c *Cache) keep(slot int) bool {
-	h := c.hist[slot]
+	h, hk := c.hist[slot], c.keys[slot]
 	if len(h) > c.opts.MaxCells {
 		return false
 	}
 	for _, e := range c.entries {
-		if len(e.tokens) >= len(h) && sharedPrefix(e.tokens, h, len(h)) == len(h) {
+		if len(e.tokens) >= len(h) && match(e.tokens, e.keys, h, hk, len(h)) == len(h) {
 			c.touch(e) // an entry already serves every lookup this one would
 			return false
 		}
@@ -516,7 +575,7 @@ func (c *Cache) keep(slot int) bool {
 	// Entries that are prefixes of h are redundant from now on.
 	for i := 0; i < len(c.entries); {
 		e := c.entries[i]
-		if sharedPrefix(e.tokens, h, len(e.tokens)) == len(e.tokens) {
+		if match(e.tokens, e.keys, h, hk, len(e.tokens)) == len(e.tokens) {
 			if c.dropEntry(e) != nil {
 				return false
 			}
@@ -529,7 +588,7 @@ func (c *Cache) keep(slot int) bool {
 			return false
 		}
 	}
-	e := c.newEntry(c.phys[slot], h)
+	e := c.newEntry(c.phys[slot], h, hk)
 	c.entries = append(c.entries, e)
 	c.cells += len(h)
 	c.phys[slot] = -1
@@ -542,7 +601,7 @@ func (c *Cache) keep(slot int) bool {
 	return true
 }
 
-func (c *Cache) newEntry(slot int, tokens []int32) *entry {
+func (c *Cache) newEntry(slot int, tokens []int32, keys []uint64) *entry {
 	var e *entry
 	if n := len(c.spare); n > 0 {
 		e, c.spare = c.spare[n-1], c.spare[:n-1]
@@ -551,6 +610,7 @@ func (c *Cache) newEntry(slot int, tokens []int32) *entry {
 	}
 	e.slot = slot
 	e.tokens = append(e.tokens[:0], tokens...)
+	e.keys = append(e.keys[:0], keys...)
 	c.touch(e)
 	return e
 }
@@ -618,14 +678,23 @@ func (c *Cache) publish() {
 }
 
 // Lookup returns the underlying slot of the entry that shares the longest
-// prefix with tokens, the length of that prefix and the number of tokens
-// the entry holds (slot -1 and zeros when no entry shares any). The slot is
-// valid until the next call of a method other than Lookup and Stats. A
-// program saves an entry's state through it.
-func (c *Cache) Lookup(tokens []int32) (slot, shared, held int) {
+// prefix with tokens and their input embeddings embd (nil, or one entry
+// per token as in backend.Feed), the length of that prefix and the number
+// of tokens the entry holds (slot -1 and zeros when no entry shares any).
+// The slot is valid until the next call of a method other than Lookup and
+// Stats. A program saves an entry's state through it.
+func (c *Cache) Lookup(tokens []int32, embd [][]float32) (slot, shared, held int) {
 	slot = -1
+	if embd != nil && len(embd) != len(tokens) {
+		return slot, 0, 0
+	}
+	var keys []uint64
+	if embd != nil {
+		c.fkeys = c.appendKeys(c.fkeys[:0], embd)
+		keys = c.fkeys
+	}
 	for _, e := range c.entries {
-		if n := sharedPrefix(e.tokens, tokens, len(tokens)); n > shared {
+		if n := match(e.tokens, e.keys, tokens, keys, len(tokens)); n > shared {
 			slot, shared, held = e.slot, n, len(e.tokens)
 		}
 	}
@@ -633,13 +702,15 @@ func (c *Cache) Lookup(tokens []int32) (slot, shared, held int) {
 }
 
 var (
-	_ backend.PrefixLookup = (*Cache)(nil)
-	_ backend.AllLogits    = (*Cache)(nil)
+	_ backend.PrefixLookup   = (*Cache)(nil)
+	_ backend.AllLogits      = (*Cache)(nil)
+	_ backend.EmbeddingInput = (*Cache)(nil)
 )
 
 // Adopt makes a cache entry of tokens whose state fill writes into the
 // empty underlying slot it is given (for example a sequence state read from
-// a file). It evicts what it must to make room first; when fill fails the
+// a file). The entry holds tokens alone, no media keys: a state of a
+// history with input embeddings is not for Adopt. It evicts what it must to make room first; when fill fails the
 // slot is cleared and the cache holds no entry for tokens.
 func (c *Cache) Adopt(tokens []int32, fill func(slot int) error) error {
 	if len(tokens) == 0 {
@@ -662,10 +733,11 @@ func (c *Cache) Adopt(tokens []int32, fill func(slot int) error) error {
 		return err
 	}
 	c.free = c.free[:len(c.free)-1]
-	c.entries = append(c.entries, c.newEntry(slot, tokens))
+	c.entries = append(c.entries, c.newEntry(slot, tokens, nil))
 	c.cells += len(tokens)
 	c.publish()
 	return nil
 }
 
 var _ backend.Backend = (*Cache)(nil)
+var _ backend.PositionInput = (*Cache)(nil)

@@ -140,7 +140,7 @@ func TestEviction(t *testing.T) {
 		require.NoError(t, pc.Clear(0))
 	}
 	held := func(p []int32) bool {
-		slot, n, _ := pc.Lookup(p)
+		slot, n, _ := pc.Lookup(p, nil)
 		if n == len(p) {
 			assert.Equal(t, p, under.History(slot)[:n], "the entry's slot holds its tokens")
 		}
@@ -175,7 +175,7 @@ func TestEviction(t *testing.T) {
 
 	// A history longer than the budget is not kept.
 	run(toks(2, 13))
-	_, n, _ := pc.Lookup(toks(2, 13))
+	_, n, _ := pc.Lookup(toks(2, 13), nil)
 	assert.Equal(t, 0, n)
 	assert.LessOrEqual(t, pc.Stats().Cells, int64(12))
 }
@@ -259,7 +259,7 @@ func TestAdopt(t *testing.T) {
 	require.NoError(t, pc.Adopt(p, func(slot int) error {
 		return under.Eval(ctx, []backend.Feed{{Slot: slot, Tokens: p}})
 	}))
-	slot, n, held := pc.Lookup(append(slices.Clone(p), 1))
+	slot, n, held := pc.Lookup(append(slices.Clone(p), 1), nil)
 	assert.Equal(t, 1, slot)
 	assert.Equal(t, len(p), n)
 	assert.Equal(t, len(p), held)
@@ -379,7 +379,7 @@ func TestCopiedNotKept(t *testing.T) {
 	require.NoError(t, pc.Copy(1, 0))
 	require.NoError(t, pc.Eval(ctx, []backend.Feed{{Slot: 1, Tokens: []int32{3}}}))
 	require.NoError(t, pc.Clear(1))
-	_, n, held := pc.Lookup(append(toks(1, 6), 3))
+	_, n, held := pc.Lookup(append(toks(1, 6), 3), nil)
 	assert.Equal(t, 7, n)
 	assert.Equal(t, 7, held)
 }
@@ -426,9 +426,9 @@ func TestInPlace(t *testing.T) {
 	st := pc.Stats()
 	assert.EqualValues(t, 1, st.Evictions)
 	assert.EqualValues(t, 1, st.Entries)
-	_, n, _ := pc.Lookup(append(slices.Clone(a), 40, 41))
+	_, n, _ := pc.Lookup(append(slices.Clone(a), 40, 41), nil)
 	assert.Equal(t, 12, n, "the entry used last stays")
-	_, n, _ = pc.Lookup(c)
+	_, n, _ = pc.Lookup(c, nil)
 	assert.Zero(t, n, "the one used first is gone")
 	assert.Equal(t, prefixcache.Stats{Lookups: 5, Hits: 2, PromptTokens: 10 + 10 + 12 + 9 + 7, TokensSaved: 10 + 6, Kept: 4, Evictions: 1, Entries: 1, Cells: 12}, st)
 }

@@ -233,9 +233,10 @@ type SlotLoader interface {
 
 // Capture returns a File holding tokens and their KV state, taken from the
 // entry of pc that holds them (the slot a finished or stopped request left
-// there). It fails when no entry holds all of tokens.
+// there). It fails when no entry holds all of tokens, as for a sequence
+// with input embeddings (an image's), which a file of tokens cannot name.
 func Capture(pc *prefixcache.Cache, slots SlotSaver, tokens []int32) (*File, error) {
-	slot, n, held := pc.Lookup(tokens)
+	slot, n, held := pc.Lookup(tokens, nil)
 	if n < len(tokens) || len(tokens) == 0 {
 		return nil, fmt.Errorf("state file: the cache holds %d of the sequence's %d tokens", n, len(tokens))
 	}

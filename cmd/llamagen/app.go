@@ -163,9 +163,6 @@ func (a *app) run(o *options) error {
 		return err
 	}
 	if len(o.media) > 0 {
-		if cfg.NumBeams > 1 {
-			return cli.Usagef("--image and --audio: beam search (--num-beams %d) with prompt embeddings is not supported", cfg.NumBeams)
-		}
 		if s.proj, s.media, err = s.loadMedia(); err != nil {
 			return err
 		}

@@ -28,11 +28,20 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	cfg := s.cfg // with no eos_token_id, the search takes the model's end-of-generation tokens
 	var rows []*row
 	var toks [][]int32
+	var embd [][][]float32 // with --image or --audio: each prompt's embeddings
 	for i, p := range prompts {
 		req := p.request(s.o.chat, s.o.system, s.o.parseSpecial)
 		t, err := s.tokenize(&req)
 		if err != nil {
 			return fmt.Errorf("prompt %q: %w", p.label(), err)
+		}
+		if s.proj != nil {
+			var mreq generation.Request
+			if err := s.mediaRequest(s.proj, s.media, p.Text, &mreq); err != nil {
+				return fmt.Errorf("prompt %q: %w", p.label(), err)
+			}
+			t = mreq.Prompt
+			embd = append(embd, mreq.PromptEmbeddings)
 		}
 		toks = append(toks, t)
 		rows = append(rows, &row{promptIndex: i, prompt: p, promptTokens: len(t)})
@@ -40,7 +49,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	searchCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	over := s.overMaxTime()
-	res, st, err := s.runBeams(searchCtx, cfg, toks, s.o.ctx, s.o.parallel, func() {
+	res, st, err := s.runBeams(searchCtx, cfg, toks, embd, s.o.ctx, s.o.parallel, func() {
 		if over() {
 			cancel(errMaxTime)
 		}
@@ -93,7 +102,7 @@ var errMaxTime = errors.New("max_time")
 
 // runBeams searches prompts' beams; step, when set, is called after every
 // step of every prompt.
-func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, ctxCells, parallel int, step func()) (*beam.Result, stats, error) {
+func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, embd [][][]float32, ctxCells, parallel int, step func()) (*beam.Result, stats, error) {
 	beams := cfg.NumBeams
 	atOnce := max(1, min(len(prompts), parallel, llamacpp.MaxSequences()/beams))
 	if beams > llamacpp.MaxSequences() {
@@ -122,7 +131,7 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		bar = cli.NewProgressBar(s.stderr, fmt.Sprintf("beam search (%d beams)", beams))
 	}
 	maxNew := max(cfg.Resolve(len(prompts[0])).MaxLength-len(prompts[0]), 1)
-	opts := beam.Options{Config: cfg, Seed: s.seed, User: s.procs, Progress: func(p beam.Progress) {
+	opts := beam.Options{Config: cfg, Seed: s.seed, User: s.procs, PromptEmbeddings: embd, Progress: func(p beam.Progress) {
 		if st.first.IsZero() {
 			st.first = time.Now()
 		}

@@ -59,6 +59,18 @@ func TestImageOption(t *testing.T) {
 	assert.Equal(t, resultTokens(t, with.Stdout), resultTokens(t, again.Stdout))
 	assert.NotEqual(t, resultTokens(t, without.Stdout), resultTokens(t, with.Stdout), "the image changes the reply")
 
+	// Beam search takes the image too: its best hypothesis is not the
+	// text-only search's.
+	beams := []string{"--num-beams", "3", "--quiet"}
+	withBeams := run(t, "", append(append(args, "--mmproj", mmproj, "--image", pngPath), beams...)...)
+	require.Equal(t, 0, withBeams.Code, withBeams.Stderr)
+	withoutBeams := run(t, "", append(args, beams...)...)
+	require.Equal(t, 0, withoutBeams.Code, withoutBeams.Stderr)
+	rw, ro := ofType(jsonLines(t, withBeams.Stdout), "result"), ofType(jsonLines(t, withoutBeams.Stdout), "result")
+	require.Len(t, rw, 1)
+	require.Len(t, ro, 1)
+	assert.NotEqual(t, ro[0]["score"], rw[0]["score"], "the image changes the search")
+
 	bad := filepath.Join(dir, "bad.png")
 	require.NoError(t, os.WriteFile(bad, []byte("not an image"), 0o644))
 	for _, c := range []struct {
@@ -71,7 +83,7 @@ func TestImageOption(t *testing.T) {
 		{[]string{"--mmproj", mmproj, "--image", bad}, 1, "PNG, JPEG and GIF are taken"},
 		{[]string{"--mmproj", mmproj, "--audio", pngPath}, 1, "not a RIFF WAVE file"},
 		{[]string{"--mmproj", tinyModel, "--image", pngPath}, 1, `want "clip"`},
-		{[]string{"--mmproj", mmproj, "--image", pngPath, "--num-beams", "2"}, 2, "beam search"},
+		{[]string{"--mmproj", mmproj, "--image", pngPath, "--assistant-model", tinyModel}, 2, "the draft model cannot read the prompt's image or sound embeddings"},
 	} {
 		res := run(t, "", append(args, c.args...)...)
 		assert.Equal(t, c.code, res.Code, "%v: %s", c.args, res.Stderr)

@@ -500,7 +500,7 @@ func (o *options) check() error {
 	case len(o.media) > 0 && (o.chat || o.promptsFile != "" || o.demo):
 		return cli.Usagef("--image and --audio take one prompt (-p or -f), not --chat, --prompts or --demo")
 	case len(o.media) > 0 && o.assistantModel != "":
-		return cli.Usagef("--image and --audio: speculative decoding with prompt embeddings is not supported")
+		return cli.Usagef("--image and --audio with --assistant-model: the draft model cannot read the prompt's image or sound embeddings (prompt lookup speculates with them)")
 	}
 	if o.mirostat != 0 {
 		switch {

@@ -156,7 +156,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
-	fs.BoolVar(&o.prefixCache, "prefix-cache", true, "reuse prompt prefixes: a finished request's cells stay in its sequence until a new request needs the room, and a new request starts from the one it shares the longest prefix with, evaluating only the rest (as llama-server's prompt cache; no memory beyond --parallel's sequences); --prefix-cache=false evaluates every prompt whole, as --mmproj does")
+	fs.BoolVar(&o.prefixCache, "prefix-cache", true, "reuse prompt prefixes: a finished request's cells stay in its sequence until a new request needs the room, and a new request starts from the one it shares the longest prefix with, evaluating only the rest (as llama-server's prompt cache; no memory beyond --parallel's sequences); an image or a sound matches only itself at the same place; --prefix-cache=false evaluates every prompt whole")
 	fs.IntVar(&o.cacheSlots, "cache-slots", 0, "more sequences, beside --parallel, only for keeping finished requests (`N`; more memory, more prefixes kept while every --parallel sequence is busy)")
 	fs.IntVar(&o.cacheCells, "cache-cells", 0, "the most tokens the prefix cache keeps in all (`N`; 0: as many as the sequences hold)")
 	fs.BoolVar(&o.embeddings, "embeddings", false, "also answer POST /v1/embeddings, from a second context of --batch cells (generation requests are served as without it)")
@@ -231,8 +231,8 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-embedding-inputs %d: must be at least 1", o.limits.MaxEmbeddingInputs)
 	case o.limits.MaxEmbeddingTokens < 1:
 		return nil, cli.Usagef("--max-embedding-tokens %d: must be at least 1", o.limits.MaxEmbeddingTokens)
-	case o.mmproj != "" && (o.cacheSlots > 0 || o.cacheCells > 0):
-		return nil, cli.Usagef("--mmproj with --cache-slots or --cache-cells: the prefix cache does not take media (their embeddings), so --mmproj turns it off")
+	case o.mmproj != "" && o.draft != "":
+		return nil, cli.Usagef("--mmproj with --assistant-model: the draft model cannot read the embeddings of images and sounds (--prompt-lookup speculates with them)")
 	case o.mmproj != "" && o.invariant:
 		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
 	case o.mmprojCausal && o.mmproj == "":
@@ -243,11 +243,6 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--max-media-bytes %d: must be at least 1", o.limits.MaxMediaBytes)
 	case o.limits.MaxMediaPixels < 1:
 		return nil, cli.Usagef("--max-media-pixels %d: must be at least 1", o.limits.MaxMediaPixels)
-	}
-	if o.mmproj != "" {
-		// The prefix cache keeps token histories; a prompt with media holds
-		// embeddings in place of its placeholder tokens, which it cannot keep.
-		o.prefixCache = false
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("LLAMASERVE_API_KEY")

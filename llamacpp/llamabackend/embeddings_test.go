@@ -103,7 +103,7 @@ func TestEmbeddingFeedsMatchReference(t *testing.T) {
 // rows generates, with repetition_penalty (a processor that reads the
 // prompt), exactly the tokens of the plain prompt: the processors see the
 // placeholder ids. Random vectors give the reference backend's greedy
-// tokens.
+// tokens, also through the prefix cache.
 func TestGenerateWithPromptEmbeddings(t *testing.T) {
 	m := llamaModel(t, "tiny")
 	path, _ := llamaModels.Load("tiny")
@@ -139,10 +139,15 @@ func TestGenerateWithPromptEmbeddings(t *testing.T) {
 	require.ErrorContains(t, err, "PromptEmbeddings[5] has width 7, the model's is 256")
 	_, err = gen.Generate(context.Background(), []generation.Request{{Text: "x", PromptEmbeddings: random, Config: cfg}})
 	require.ErrorContains(t, err, "PromptEmbeddings need Prompt")
+	_, err = generation.NewGenerator(backend.NewMemoryBackend(m.Vocab().Size(), 1, nil), nil).Generate(context.Background(), req)
+	require.ErrorIs(t, err, backend.ErrBadEmbedding)
+	require.ErrorContains(t, err, "PromptEmbeddings on a backend without input embeddings (*backend.MemoryBackend)")
+
+	// The prefix cache passes them on.
 	_, lb := llamaGenerator(t, m, llamacpp.ContextParams{ContextSize: 1024, Sequences: 4})
 	pc, err := prefixcache.New(lb, prefixcache.Options{CacheSlots: 2})
 	require.NoError(t, err)
-	_, err = generation.NewGenerator(pc, nil).Generate(context.Background(), req)
-	require.ErrorIs(t, err, backend.ErrBadEmbedding)
-	require.ErrorContains(t, err, "PromptEmbeddings on a backend without input embeddings (*prefixcache.Cache)")
+	cached, err := generation.NewGenerator(pc, nil).Generate(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, got[0].Tokens, cached[0].Tokens)
 }
