@@ -68,6 +68,12 @@ type Feed struct {
 	// (which stays in the history as its placeholder). Only a backend that
 	// implements EmbeddingInput is given one (embeddings.go).
 	Embd [][]float32
+	// NonCausal, when not nil, lists runs of positions of Tokens, each
+	// all embeddings, that attend to each other both ways (and to the
+	// slot's history): each run is evaluated whole, with causal attention
+	// off. Only a backend that implements NonCausalInput is given one
+	// (noncausal.go).
+	NonCausal []Span
 }
 
 // Errors that callers may test for with errors.Is.
