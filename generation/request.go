@@ -39,6 +39,9 @@ type seq struct {
 	feed       []int32              // the step's feed when it has candidates
 	accepted   int                  // candidates accepted in the step
 
+	// runs are the non-causal runs of the step's feed (promptRuns)
+	runs []backend.Span
+
 	ctx    context.Context // the request's own (Engine), or nil
 	task   *Task           // the Engine's handle of the request, or nil
 	slot   int
