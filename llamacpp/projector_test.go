@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
 	"github.com/llamaloop/llamaloop/llamacpp"
@@ -100,15 +101,14 @@ func TestProjectorPrompt(t *testing.T) {
 	_, err = pr.Encode(0)
 	assert.ErrorIs(t, err, llamacpp.ErrInvalidArgument, "a text chunk does not encode")
 
-	// Inputs: refused for M-RoPE, and for a non-causal projector unless accepted.
-	_, _, err = llamacpp.WithMRoPE(pr).Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	// Inputs: refused for M-RoPE; gemma3's image is a non-causal run.
+	_, _, err = llamacpp.WithMRoPE(pr).Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	assert.ErrorIs(t, err, llamacpp.ErrMRoPE)
 	assert.ErrorContains(t, err, "four positions per embedding")
-	_, _, err = pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
-	assert.ErrorIs(t, err, llamacpp.ErrNonCausal)
-	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	require.NoError(t, err)
 	n0, n2 := len(pr.Chunks[0].Tokens), len(pr.Chunks[2].Tokens)
+	assert.Equal(t, []backend.Span{{Start: n0, End: n0 + spec.NTokens()}}, pr.NonCausal())
 	require.Len(t, toks, n0+spec.NTokens()+n2)
 	require.Len(t, embd, len(toks))
 	assert.Equal(t, pr.Chunks[0].Tokens, toks[:n0])
@@ -303,6 +303,7 @@ func TestProjectorAudio(t *testing.T) {
 	// Inputs encodes it (one encode: Whisper's 30-second window is slow).
 	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	require.NoError(t, err, "qwen2a is causal and 1-D")
+	require.Nil(t, pr.NonCausal())
 	require.Len(t, embd, len(toks))
 	rows := 0
 	for _, e := range embd {

@@ -125,17 +125,17 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 		if err != nil {
 			return nil, nil, fmt.Errorf("prompt %q: %w", p.label(), err)
 		}
-		var embd [][]float32
+		var media generation.Request // the prompt with --image and --audio
 		if s.proj != nil {
-			var mreq generation.Request
-			if err := s.mediaRequest(s.proj, s.media, p.Text, &mreq); err != nil {
+			if err := s.mediaRequest(s.proj, s.media, p.Text, &media); err != nil {
 				return nil, nil, fmt.Errorf("prompt %q: %w", p.label(), err)
 			}
-			toks, embd = mreq.Prompt, mreq.PromptEmbeddings
+			toks = media.Prompt
 		}
 		for j := range n {
 			req := generation.Request{
-				Prompt: toks, PromptEmbeddings: embd, Config: cfg, Seed: s.seed + uint64(len(reqs)),
+				Prompt: toks, PromptEmbeddings: media.PromptEmbeddings, PromptNonCausal: media.PromptNonCausal,
+				Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
 				Processors:       s.procs,

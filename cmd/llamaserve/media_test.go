@@ -44,8 +44,9 @@ func imageURL(t *testing.T, seed byte) string {
 // embeddings) answers with its prompt 16 tokens and more longer than the
 // text alone, the same image twice gives the same log-probabilities (one
 // sequence, so the same batches), and another image others (the embeddings reach the decoder).
-// Without --mmproj-causal the Gemma 3 projector's non-causal images are
-// refused, saying so.
+// Gemma 3's images attend to themselves both ways, in one micro-batch: with
+// --ubatch below an image's 16 embeddings the request is refused, naming
+// n_ubatch.
 func TestServeImage(t *testing.T) {
 	dir := t.TempDir()
 	model, proj := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny-gemma3.mmproj.gguf")
@@ -55,7 +56,7 @@ func TestServeImage(t *testing.T) {
 		return startProcess(t, append([]string{"-m", model, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "256",
 			"--mmproj", proj, "--chat-template", testmodel.ChatMLTemplate}, args...))
 	}
-	s := start("--mmproj-causal")
+	s := start()
 
 	type reply struct {
 		Choices []struct {
@@ -100,14 +101,14 @@ func TestServeImage(t *testing.T) {
 	assert.Equal(t, a.Choices[0].Logprobs, again.Choices[0].Logprobs)
 	assert.NotEqual(t, a.Choices[0].Logprobs.Content[0].Logprob, b.Choices[0].Logprobs.Content[0].Logprob)
 
-	s = start()
+	s = start("--ubatch", "8")
 	code, _, body = ask(parts(imageURL(t, 0)))
 	assert.Equal(t, http.StatusBadRequest, code)
-	assert.Contains(t, body, "non-causal")
+	assert.Contains(t, body, "n_ubatch")
 }
 
 // --mmproj's refusals on the command line: the flags it does not combine
-// with, the media limits at 0, --mmproj-causal alone, and a projector file
+// with, the media limits at 0, and a projector file
 // that is not one (an error, exit status 1).
 func TestMediaCommandLine(t *testing.T) {
 	for _, c := range []struct {
@@ -116,7 +117,6 @@ func TestMediaCommandLine(t *testing.T) {
 	}{
 		{[]string{"--mmproj", "p.gguf", "--cache-slots", "1"}, "--mmproj with --cache-slots or --cache-cells: the prefix cache does not take media"},
 		{[]string{"--mmproj", "p.gguf", "--batch-invariant"}, "--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings"},
-		{[]string{"--mmproj-causal"}, "--mmproj-causal needs --mmproj"},
 		{[]string{"--max-media", "0"}, "--max-media 0: must be at least 1"},
 		{[]string{"--max-media-bytes", "0"}, "--max-media-bytes 0: must be at least 1"},
 		{[]string{"--max-media-pixels", "0"}, "--max-media-pixels 0: must be at least 1"},
