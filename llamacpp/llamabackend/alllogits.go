@@ -61,7 +61,7 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 			if run {
 				// a non-causal run: a decode of its own
 				for ; j < runs[0].End; j++ {
-					if _, err := b.batch.AddEmbedding(f.Embd[j], pos+int32(j), int32(f.Slot), true); err != nil {
+					if _, err := b.add(f.Tokens[j], f.Embd[j], pos+int32(j), int32(f.Slot), true); err != nil {
 						return err
 					}
 					done++

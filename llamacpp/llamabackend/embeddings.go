@@ -56,7 +56,7 @@ func (b *Backend) evalNonCausal(ctx context.Context, feeds []backend.Feed, first
 	pos, to := int32(b.lens[f.Slot]), i
 	for k := j; k < j+n; k++ {
 		isLast := k == len(f.Tokens)-1
-		idx, err := b.batch.AddEmbedding(f.Embd[k], pos+int32(k), int32(f.Slot), isLast)
+		idx, err := b.add(f.Tokens[k], f.Embd[k], pos+int32(k), int32(f.Slot), isLast)
 		if err != nil {
 			return err
 		}
