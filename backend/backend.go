@@ -73,6 +73,12 @@ type Feed struct {
 	// continues at the slot's next position. Only a backend that
 	// implements PositionInput is given one (positions.go).
 	Pos []Pos
+	// NonCausal, when not nil, lists runs of positions of Tokens, each
+	// all embeddings, that attend to each other both ways (and to the
+	// slot's history): each run is evaluated whole, with causal attention
+	// off. Only a backend that implements NonCausalInput is given one
+	// (noncausal.go).
+	NonCausal []Span
 }
 
 // Errors that callers may test for with errors.Is.

@@ -35,6 +35,11 @@
 //     with multi-position RoPE (Qwen2-VL) needs for an image's embeddings.
 //     llamabackend and the float64 reference backend implement it; the
 //     MemoryBackend refuses positions.
+//   - [NonCausalInput] is an optional interface of an EmbeddingInput
+//     that evaluates runs of embeddings with causal attention off
+//     ([Feed].NonCausal, checked by [CheckNonCausal]): a Gemma 3 image, as
+//     llama.cpp's mtmd helper decodes it. llamabackend and the reference
+//     backend implement it.
 //   - [MemoryBackend] is an exact in-memory Backend over a [ModelFunc] (a
 //     table or a function): the backend of the loop's and the search's tests,
 //     of the transformers parity replays and of benchmarks of the loop

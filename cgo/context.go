@@ -118,6 +118,10 @@ func (ctx Context) SetAbortFlag(flag *int32) {
 // Decode is llama_decode.
 func (ctx Context) Decode(b *Batch) int32 { return int32(C.llama_decode(ctx.c, b.c)) }
 
+// SetCausalAttn is llama_set_causal_attn: whether the next decodes mask
+// the attention to later positions.
+func (ctx Context) SetCausalAttn(causal bool) { C.llama_set_causal_attn(ctx.c, C.bool(causal)) }
+
 // LogitsIth is llama_get_logits_ith: a pointer into the context's buffer, or nil.
 func (ctx Context) LogitsIth(i int) *float32 {
 	return (*float32)(unsafe.Pointer(C.llama_get_logits_ith(ctx.c, C.int32_t(i))))

@@ -205,6 +205,16 @@ type Request struct {
 	// backend.PositionInput whose model has M-RoPE; nil means positions
 	// 0, 1, 2, ...
 	PromptPositions []backend.Pos
+	// PromptNonCausal lists runs of PromptEmbeddings ([Start, End) in
+	// Prompt, in order, each of embeddings only) whose positions attend to
+	// each other both ways, as llama.cpp's mtmd helper decodes a Gemma 3
+	// image (llamacpp.Prompt.NonCausal gives them). Each run is evaluated
+	// whole in a backend evaluation of its own, with causal attention off
+	// (a prompt chunk of the Engine ends before a run or after it); the
+	// rest of the prompt and the generated tokens stay causal. It needs a
+	// backend implementing backend.NonCausalInput, whose MaxNonCausal
+	// bounds a run's length (llama.cpp: the context's n_ubatch).
+	PromptNonCausal []backend.Span
 
 	// Config is the request's generation config; nil means
 	// genconfig.Default(). When it has no eos_token_id and the

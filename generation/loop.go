@@ -216,7 +216,8 @@ func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (mo
 				}
 				held := g.held(r)
 				toks = toks[:min(len(toks), held+budget)]
-				budget -= len(toks) - held
+				toks = r.prompt[r.nfed:r.wholeRuns(r.nfed, r.nfed+len(toks))]
+				budget = max(0, budget-(len(toks)-held))
 			}
 		} else {
 			toks = r.hist.Tokens()[r.hist.Len()-1:]
@@ -229,7 +230,7 @@ func (g *Generator) gather(ctx context.Context, emit func(*seq, Event) bool) (mo
 			}
 			continue
 		}
-		g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks), Pos: r.promptPos(toks)})
+		g.feeds = append(g.feeds, backend.Feed{Slot: r.slot, Tokens: toks, Embd: r.promptEmbd(toks), Pos: r.promptPos(toks), NonCausal: r.promptRuns(toks)})
 		g.fedSeqs = append(g.fedSeqs, r)
 	}
 	if err := g.propose(ctx); err != nil {

@@ -41,6 +41,9 @@ type seq struct {
 	feedEmbd   [][]float32          // the Embd of feed when its prompt token has one
 	accepted   int                  // candidates accepted in the step
 
+	// runs are the non-causal runs of the step's feed (promptRuns)
+	runs []backend.Span
+
 	ctx    context.Context // the request's own (Engine), or nil
 	task   *Task           // the Engine's handle of the request, or nil
 	slot   int

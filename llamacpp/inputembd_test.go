@@ -17,6 +17,13 @@ import (
 // logits rows.
 func decodeInputs(t *testing.T, ctx *llamacpp.Context, b *llamacpp.Batch, inputs []reference.Input) [][]float32 {
 	t.Helper()
+	return decodeRuns(t, ctx, b, inputs, false)
+}
+
+// decodeRuns is decodeInputs with each run of embeddings decoded with
+// causal attention off when nonCausal (Context.DecodeNonCausal).
+func decodeRuns(t *testing.T, ctx *llamacpp.Context, b *llamacpp.Batch, inputs []reference.Input, nonCausal bool) [][]float32 {
+	t.Helper()
 	var rows [][]float32
 	for start := 0; start < len(inputs); {
 		b.Clear()
@@ -34,7 +41,11 @@ func decodeInputs(t *testing.T, ctx *llamacpp.Context, b *llamacpp.Batch, inputs
 			}
 			require.NoError(t, err)
 		}
-		require.NoError(t, ctx.Decode(context.Background(), b))
+		if nonCausal && inputs[start].Embd != nil {
+			require.NoError(t, ctx.DecodeNonCausal(context.Background(), b))
+		} else {
+			require.NoError(t, ctx.Decode(context.Background(), b))
+		}
 		for i := range end - start {
 			row, err := ctx.CopyLogits(nil, i)
 			require.NoError(t, err)
@@ -121,4 +132,35 @@ func TestInputEmbeddingErrors(t *testing.T) {
 	err = ctx.Decode(context.Background(), b)
 	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 	require.ErrorContains(t, err, "input embeddings of width 10; the model takes 256")
+}
+
+// DecodeNonCausal takes at most MicroBatchSize entries (llama.cpp asserts
+// n_ubatch >= n_tokens with causal attention off): more is refused, naming
+// the bound, before anything reaches llama.cpp, and the context decodes
+// on; a closed context is refused too.
+func TestDecodeNonCausalBound(t *testing.T) {
+	m := loadModel(t, "tiny-f32")
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, BatchSize: 16, MicroBatchSize: 4})
+	b := newBatch(t, 16, 1)
+	vec := make([]float32, m.InputEmbeddingSize())
+	for i := range vec {
+		vec[i] = float32(i%7)/7 - 0.5
+	}
+	fill := func(n int) {
+		b.Clear()
+		for i := range n {
+			_, err := b.AddEmbedding(vec, int32(i), 0, i == n-1)
+			require.NoError(t, err)
+		}
+	}
+	fill(5)
+	err := ctx.DecodeNonCausal(context.Background(), b)
+	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
+	require.ErrorContains(t, err, "MicroBatchSize (n_ubatch) 4")
+	fill(4)
+	require.NoError(t, ctx.DecodeNonCausal(context.Background(), b))
+	_, err = ctx.Logits(3)
+	require.NoError(t, err)
+	require.NoError(t, ctx.Close())
+	require.ErrorIs(t, ctx.DecodeNonCausal(context.Background(), b), llamacpp.ErrClosed)
 }

@@ -113,6 +113,16 @@ func TestProjectorEmbeddingsMatchReference(t *testing.T) {
 	}
 }
 
+// referenceSound is one second of a chirp and a tone at 16 kHz.
+func referenceSound() []float32 {
+	pcm := make([]float32, 16000)
+	for i := range pcm {
+		x := float64(i) / 16000
+		pcm[i] = float32(0.4*math.Sin(2*math.Pi*(300+900*x)*x) + 0.1*math.Sin(2*math.Pi*2500*x))
+	}
+	return pcm
+}
+
 // The audio projector's embeddings of one second of sound agree with the
 // float64 reference from the samples on: mtmd's log-mel (a float32 FFT),
 // the Whisper encoder with ggml's float16 convolutions and flash
@@ -120,16 +130,19 @@ func TestProjectorEmbeddingsMatchReference(t *testing.T) {
 // the images': flash attention on the CPU sums the values of its 1500
 // positions in a float16 accumulator. Measured on the CPU (AMD EPYC):
 // largest 6.7e-3 of the largest value, mean 4.8e-3 of the mean.
+//
+// Then the decoder's logits on the audio+text prompt (tiny-f32, the 750
+// embeddings between text tokens), at every position: against the
+// float64 decoder fed the same embeddings within the decoder's tolerance
+// (measured 5.7e-5), and against the float64 chain from the samples
+// within the encoder's float16 error carried through (measured 0.18, on
+// logits of standard deviation about 3).
 func TestAudioProjectorEmbeddingsMatchReference(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "qwen2a.mmproj.gguf")
 	require.NoError(t, testmodel.TinyQwen2AudioProjector().Write(path))
 	ref, err := reference.LoadAudioProjector(path)
 	require.NoError(t, err)
-	pcm := make([]float32, 16000)
-	for i := range pcm {
-		x := float64(i) / 16000
-		pcm[i] = float32(0.4*math.Sin(2*math.Pi*(300+900*x)*x) + 0.1*math.Sin(2*math.Pi*2500*x))
-	}
+	pcm := referenceSound()
 	chunks, err := reference.LogMel(pcm, ref.NMel)
 	require.NoError(t, err)
 	var want [][]float64
@@ -146,7 +159,7 @@ func TestAudioProjectorEmbeddingsMatchReference(t *testing.T) {
 	require.Equal(t, 16000, p.Info().SampleRate)
 	a, err := llamacpp.AudioPCM(pcm, 16000)
 	require.NoError(t, err)
-	pr, err := p.Tokenize("hear: "+p.Info().Marker, []llamacpp.Media{a}, llamacpp.TokenizeOptions{})
+	pr, err := p.Tokenize("hear "+p.Info().Marker+" and say what it was", []llamacpp.Media{a}, llamacpp.TokenizeOptions{AddSpecial: true})
 	require.NoError(t, err)
 	t.Cleanup(pr.Close)
 	// mtmd makes one audio chunk of each 3000-frame mel chunk
@@ -165,6 +178,44 @@ func TestAudioProjectorEmbeddingsMatchReference(t *testing.T) {
 	t.Logf("qwen2a: %d mel chunks, %d embeddings x %d: largest |clip.cpp - reference| / largest |reference| = %.3g",
 		len(chunks), len(want), p.Info().Width, d)
 	require.LessOrEqual(t, d, 1.5e-2)
+
+	// The decoder on the audio+text prompt (causal, 1-D positions: qwen2a's
+	// audio is not a non-causal run) against the float64 decoder fed the
+	// same embeddings, and against the chain from the samples.
+	require.Nil(t, pr.NonCausal())
+	var same, chain []reference.Input
+	k := 0
+	for _, c := range pr.Chunks {
+		if c.Kind == llamacpp.ChunkText {
+			for _, tok := range c.Tokens {
+				same, chain = append(same, reference.Input{Token: tok}), append(chain, reference.Input{Token: tok})
+			}
+			continue
+		}
+		width := p.Info().Width
+		for range c.NTokens {
+			e := make([]float64, width)
+			for j, v := range got[k*width : (k+1)*width] {
+				e[j] = float64(v)
+			}
+			same, chain = append(same, reference.Input{Token: 1, Embd: e}), append(chain, reference.Input{Token: 1, Embd: want[k]})
+			k++
+		}
+	}
+	require.Equal(t, len(want), k, "every audio embedding placed")
+	require.Less(t, k+1, len(same), "text after the audio")
+	dec := loadReference(t, "tiny-f32")
+	wantSame, _, err := dec.NewSequence().EvalInputs(same)
+	require.NoError(t, err)
+	wantChain, _, err := dec.NewSequence().EvalInputs(chain)
+	require.NoError(t, err)
+	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 1024, BatchSize: 1024})
+	logits := decodeInputs(t, ctx, newBatch(t, 1024, 1), same)
+	dSame, dChain := maxDiff(t, logits, wantSame), maxDiff(t, logits, wantChain)
+	t.Logf("audio+text prompt, %d positions (%d audio embeddings), largest |llama.cpp - reference| logit: %.3g fed the same embeddings, "+
+		"%.3g from the samples", len(same), k, dSame, dChain)
+	require.LessOrEqual(t, dSame, llamatest.Tolerance(t, llamatest.TinyF32))
+	require.LessOrEqual(t, dChain, 0.35)
 }
 
 // The tiny qwen2vl text model (M-RoPE, Q/K/V biases) agrees with the
@@ -190,12 +241,17 @@ func TestQwen2VLTextMatchesReference(t *testing.T) {
 	require.LessOrEqual(t, d, llamatest.Tolerance(t, llamatest.TinyF32))
 }
 
-// A mixed image+text prompt end to end: clip.cpp's image embeddings
-// decoded by llama.cpp in tiny-f32 (causally: CausalImages) against the
-// float64 chain (the projector's reference, then the decoder's), at every
-// position of the prompt. Measured on the CPU (AMD EPYC): 9.7e-3 on logits
-// of standard deviation about 3, clip.cpp's float16 attention carried
-// through the decoder.
+// A mixed text+image+text prompt end to end, decoded as llama.cpp's mtmd
+// helper decodes it: the image's embeddings (Prompt.NonCausal's run) in one
+// decode with causal attention off (Context.DecodeNonCausal), the text
+// around it causally. Against the float64 decoder fed the same embeddings,
+// with the image positions attending to each other both ways, every
+// position agrees within the decoder's tolerance; the causal reference is
+// far off (so the comparison can fail), and the same context decodes the
+// prompt causally afterwards as the causal reference does (causal
+// attention is back on). The whole chain (the projector's reference, then
+// the decoder's) agrees within clip.cpp's float16 error. Measured on the
+// CPU (AMD EPYC): see docs/measurements.md (projectors).
 func TestMixedImagePromptLogitsMatchReference(t *testing.T) {
 	m := loadModel(t, "tiny-f32")
 	dec := loadReference(t, "tiny-f32")
@@ -212,8 +268,10 @@ func TestMixedImagePromptLogitsMatchReference(t *testing.T) {
 	pr, err := p.Tokenize("look at "+p.Info().Marker+" and say what it shows", []llamacpp.Media{img}, llamacpp.TokenizeOptions{AddSpecial: true})
 	require.NoError(t, err)
 	t.Cleanup(pr.Close)
-	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	require.NoError(t, err)
+	runs := pr.NonCausal()
+	require.Len(t, runs, 1, "gemma3's image attends to itself both ways")
 	refEmbd, err := vis.EmbedImage(rgb, 40, 30)
 	require.NoError(t, err)
 
@@ -232,10 +290,41 @@ func TestMixedImagePromptLogitsMatchReference(t *testing.T) {
 		}
 	}
 	require.Equal(t, len(refEmbd), k, "every image embedding placed")
-	wantLogits, _, err := dec.NewSequence().EvalInputs(want)
-	require.NoError(t, err)
+	require.Equal(t, runs[0].Len(), k)
+	require.Nil(t, embd[runs[0].Start-1])
+	require.NotNil(t, embd[runs[0].Start])
+	require.Less(t, runs[0].End+1, len(toks), "text after the image")
+	// the reference: the text causally, the image's run non-causally or not
+	eval := func(in []reference.Input, nonCausal bool) [][]float64 {
+		seq := dec.NewSequence()
+		before, _, err := seq.EvalInputs(in[:runs[0].Start])
+		require.NoError(t, err)
+		evalRun := seq.EvalInputs
+		if nonCausal {
+			evalRun = seq.EvalNonCausal
+		}
+		image, _, err := evalRun(in[runs[0].Start:runs[0].End])
+		require.NoError(t, err)
+		after, _, err := seq.EvalInputs(in[runs[0].End:])
+		require.NoError(t, err)
+		return append(append(before, image...), after...)
+	}
+
 	ctx := newContext(t, m, llamacpp.ContextParams{ContextSize: 256, BatchSize: 64})
-	d := maxDiff(t, decodeInputs(t, ctx, newBatch(t, 64, 1), got), wantLogits)
-	t.Logf("%d positions (%d of them image embeddings): largest |llama.cpp - reference| logit %.3g", len(toks), k, d)
-	require.LessOrEqual(t, d, 2e-2)
+	b := newBatch(t, 64, 1)
+	nonCausal := decodeRuns(t, ctx, b, got, true)
+	require.NoError(t, ctx.ClearCache())
+	causal := decodeRuns(t, ctx, b, got, false)
+	d := maxDiff(t, nonCausal, eval(got, true))
+	dCausal := maxDiff(t, causal, eval(got, false))
+	apart := maxDiff(t, nonCausal, eval(got, false))
+	chain := maxDiff(t, nonCausal, eval(want, true))
+	t.Logf("%d positions (%d of them image embeddings), largest |llama.cpp - reference| logit: "+
+		"non-causal image %.3g, then causal %.3g; non-causal llama.cpp against the causal reference %.3g; "+
+		"the chain from the image's pixels %.3g", len(toks), k, d, dCausal, apart, chain)
+	tol := llamatest.Tolerance(t, llamatest.TinyF32)
+	require.LessOrEqual(t, d, tol)
+	require.LessOrEqual(t, dCausal, tol, "causal attention is back on after DecodeNonCausal")
+	require.Greater(t, apart, 0.5, "non-causal and causal decoding differ (far over either device's tolerance)")
+	require.LessOrEqual(t, chain, 2e-2)
 }

@@ -36,8 +36,8 @@ type ProjectorInfo struct {
 	// MRoPE: the text model wants four position planes per embedding
 	// (Qwen2-VL family); see Chunk.Positions.
 	MRoPE bool
-	// NonCausal: llama.cpp's helper decodes an image's embeddings with
-	// causal attention off (Gemma 3).
+	// NonCausal: llama.cpp's helper decodes a medium's embeddings with
+	// causal attention off (Gemma 3); see Prompt.NonCausal.
 	NonCausal bool
 	Width     int    // of an embedding: the text model's input width
 	Marker    string // the media marker of prompts
@@ -470,33 +470,23 @@ func (pr *Prompt) Encode(i int) ([]float32, error) {
 // projectors (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V) makes one.
 var ErrMRoPE = errors.New("llamacpp: an M-RoPE image whose grid does not hold its embeddings")
 
-// ErrNonCausal refuses images of a projector whose text model attends to
-// an image's embeddings non-causally (Gemma 3, as llama.cpp's helper
-// decodes them), unless InputsOptions.CausalImages accepts causal decoding.
-var ErrNonCausal = errors.New("llamacpp: this projector's images are decoded with non-causal attention, which generation does not do")
-
 // InputsOptions configure Prompt.Inputs.
 type InputsOptions struct {
 	// Placeholder is the token id standing for each embedding in the
 	// token sequence (what processors see: transformers' image token id).
 	Placeholder int32
-	// CausalImages accepts a non-causal projector's images decoded with
-	// causal attention (not what llama.cpp's helper does; logits differ).
-	CausalImages bool
 }
 
 // Inputs encodes the prompt's media and lays the prompt out as
 // generation.Request takes it: a token per position (text tokens, and the
 // placeholder for each embedding) and, per position, nil or the embedding
-// that replaces the token. Without CausalImages it refuses non-causal
-// projectors (ErrNonCausal). A projector with M-RoPE also needs Positions
-// (generation.Request.PromptPositions).
+// that replaces the token. A projector with M-RoPE also needs Positions
+// (generation.Request.PromptPositions), and a non-causal projector's media
+// (Info().NonCausal, Gemma 3) their runs, NonCausal, as
+// Request.PromptNonCausal.
 func (pr *Prompt) Inputs(o InputsOptions) (tokens []int32, embd [][]float32, err error) {
 	info := pr.p.info
 	hasMedia := pr.hasMedia()
-	if hasMedia && info.NonCausal && !o.CausalImages {
-		return nil, nil, fmt.Errorf("%w (projector %s; InputsOptions.CausalImages accepts causal decoding)", ErrNonCausal, info.Path)
-	}
 	if vs := pr.p.model.Vocab().Size(); o.Placeholder < 0 || int(o.Placeholder) >= vs {
 		return nil, nil, invalid("placeholder token %d outside the vocabulary [0, %d)", o.Placeholder, vs)
 	}
@@ -556,4 +546,28 @@ func (pr *Prompt) Positions() ([]backend.Pos, error) {
 		start += int32(c.NPos)
 	}
 	return out, nil
+}
+
+// NonCausal are the runs of Inputs' positions that the prompt's media take
+// when the projector's text model reads them non-causally (Info().NonCausal:
+// Gemma 3, whose media llama.cpp's mtmd helper decodes with causal
+// attention off), for generation.Request.PromptNonCausal; nil for other
+// projectors and for prompts without media.
+func (pr *Prompt) NonCausal() []backend.Span {
+	if !pr.p.info.NonCausal {
+		return nil
+	}
+	var runs []backend.Span
+	pos := 0
+	for _, c := range pr.Chunks {
+		if c.Kind == ChunkText {
+			pos += len(c.Tokens)
+			continue
+		}
+		if c.NTokens > 0 {
+			runs = append(runs, backend.Span{Start: pos, End: pos + c.NTokens})
+		}
+		pos += c.NTokens
+	}
+	return runs
 }

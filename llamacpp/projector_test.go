@@ -109,12 +109,11 @@ func TestProjectorPrompt(t *testing.T) {
 	assert.ErrorIs(t, err, llamacpp.ErrMRoPE)
 	assert.ErrorContains(t, err, "embeddings on a grid of 0×0")
 
-	// Inputs: refused for a non-causal projector unless accepted.
-	_, _, err = pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
-	assert.ErrorIs(t, err, llamacpp.ErrNonCausal)
-	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1, CausalImages: true})
+	// Inputs: gemma3's image is a non-causal run.
+	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	require.NoError(t, err)
 	n0, n2 := len(pr.Chunks[0].Tokens), len(pr.Chunks[2].Tokens)
+	assert.Equal(t, []backend.Span{{Start: n0, End: n0 + spec.NTokens()}}, pr.NonCausal())
 	require.Len(t, toks, n0+spec.NTokens()+n2)
 	require.Len(t, embd, len(toks))
 	assert.Equal(t, pr.Chunks[0].Tokens, toks[:n0])
@@ -336,6 +335,7 @@ func TestProjectorAudio(t *testing.T) {
 	// Inputs encodes it (one encode: Whisper's 30-second window is slow).
 	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 1})
 	require.NoError(t, err, "qwen2a is causal and 1-D")
+	require.Nil(t, pr.NonCausal())
 	require.Len(t, embd, len(toks))
 	rows := 0
 	for _, e := range embd {

@@ -1,6 +1,7 @@
 package prefixcache
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -27,6 +28,37 @@ func (c *Cache) InputEmbeddingSize() int {
 func (c *Cache) MRoPE() bool {
 	in, ok := c.b.(backend.PositionInput)
 	return ok && in.MRoPE()
+}
+
+// MaxNonCausal implements backend.NonCausalInput: the underlying
+// backend's bound, or 0 when it evaluates no non-causal runs (a feed with
+// some is then refused).
+func (c *Cache) MaxNonCausal() int {
+	if in, ok := c.b.(backend.NonCausalInput); ok {
+		return in.MaxNonCausal()
+	}
+	return 0
+}
+
+// skipRuns is runs, the non-causal runs of a feed, after its first n
+// positions come from a reused prefix: the runs inside it dropped, the
+// others moved n earlier. A reused prefix ends between runs of
+// embeddings (match), never inside one.
+func skipRuns(runs []backend.Span, n int) ([]backend.Span, error) {
+	if len(runs) == 0 || n == 0 {
+		return runs, nil
+	}
+	var out []backend.Span
+	for _, r := range runs {
+		switch {
+		case r.End <= n:
+		case r.Start < n:
+			return nil, fmt.Errorf("%w: a reused prefix of %d positions ends inside the non-causal run [%d, %d)", backend.ErrBadEmbedding, n, r.Start, r.End)
+		default:
+			out = append(out, backend.Span{Start: r.Start - n, End: r.End - n})
+		}
+	}
+	return out, nil
 }
 
 // match is the length, at most limit, of the common prefix of history a

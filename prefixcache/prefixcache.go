@@ -302,6 +302,9 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 		if f.Pos != nil && len(f.Pos) != len(f.Tokens) {
 			return fmt.Errorf("prefixcache: feed %d: %w: %d positions for %d tokens", i, backend.ErrBadPosition, len(f.Pos), len(f.Tokens))
 		}
+		if _, ok := c.b.(backend.NonCausalInput); f.NonCausal != nil && !ok {
+			return fmt.Errorf("prefixcache: feed %d: %w: the underlying backend (%T) takes no non-causal runs", i, backend.ErrBadEmbedding, c.b)
+		}
 		if f.Embd == nil {
 			continue
 		}
@@ -321,7 +324,7 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 	}
 	c.feedKeys(feeds)
 	for i, f := range feeds {
-		toks, embd, pos, keys := f.Tokens, f.Embd, f.Pos, c.keysOf(i, len(f.Tokens))
+		toks, embd, pos, runs, keys := f.Tokens, f.Embd, f.Pos, f.NonCausal, c.keysOf(i, len(f.Tokens))
 		if len(c.hist[f.Slot]) == 0 && !c.dirty[f.Slot] {
 			n, err := c.reuse(f.Slot, toks, keys)
 			if err != nil {
@@ -338,6 +341,13 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 			if pos != nil {
 				pos = pos[n:]
 			}
+			if runs, err = skipRuns(runs, n); err != nil {
+				for _, f := range feeds {
+					c.dirty[f.Slot] = true
+				}
+				clear(c.feeds)
+				return fmt.Errorf("prefixcache: feed %d: %w", i, err)
+			}
 		}
 		if err := c.acquire(f.Slot); err != nil {
 			for _, f := range feeds {
@@ -348,7 +358,7 @@ func (c *Cache) eval(ctx context.Context, feeds []backend.Feed, all backend.AllL
 		}
 		c.cut = append(c.cut, len(f.Tokens)-len(toks))
 		under := f
-		under.Slot, under.Tokens, under.Embd, under.Pos = c.phys[f.Slot], toks, embd, pos
+		under.Slot, under.Tokens, under.Embd, under.Pos, under.NonCausal = c.phys[f.Slot], toks, embd, pos, runs
 		c.feeds = append(c.feeds, under)
 	}
 	var err error
@@ -740,4 +750,7 @@ func (c *Cache) Adopt(tokens []int32, fill func(slot int) error) error {
 }
 
 var _ backend.Backend = (*Cache)(nil)
-var _ backend.PositionInput = (*Cache)(nil)
+var (
+	_ backend.PositionInput  = (*Cache)(nil)
+	_ backend.NonCausalInput = (*Cache)(nil)
+)

@@ -48,21 +48,20 @@ func (s *session) loadMedia() (*llamacpp.Projector, []llamacpp.Media, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--mmproj: %w", err)
 	}
-	if p.Info().NonCausal {
-		s.warn(fmt.Sprintf("--mmproj %s: llama.cpp's helper decodes this projector's images with non-causal attention; llamaloop decodes them causally, so replies can differ from llama.cpp's", s.o.mmproj))
-	}
 	return p, media, nil
 }
 
 // mediaRequest tokenizes the prompt text with the media and fills req's
-// Prompt, PromptEmbeddings and, for an M-RoPE projector, PromptPositions.
+// Prompt, PromptEmbeddings, PromptPositions (an M-RoPE projector's) and
+// PromptNonCausal (a Gemma 3 projector's images, which llama.cpp's helper
+// decodes with causal attention off).
 func (s *session) mediaRequest(p *llamacpp.Projector, media []llamacpp.Media, text string, req *generation.Request) error {
 	pr, err := p.Tokenize(text, media, llamacpp.TokenizeOptions{AddSpecial: true, ParseSpecial: s.o.parseSpecial})
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
-	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: mediaPlaceholder, CausalImages: true})
+	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: mediaPlaceholder})
 	if err != nil {
 		return err
 	}
@@ -70,6 +69,6 @@ func (s *session) mediaRequest(p *llamacpp.Projector, media []llamacpp.Media, te
 	if err != nil {
 		return err
 	}
-	req.Prompt, req.PromptEmbeddings, req.PromptPositions = toks, embd, pos
+	req.Prompt, req.PromptEmbeddings, req.PromptPositions, req.PromptNonCausal = toks, embd, pos, pr.NonCausal()
 	return nil
 }

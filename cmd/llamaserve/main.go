@@ -43,7 +43,6 @@ type options struct {
 	template      string
 	templateLim   string // --template-limits
 	mmproj        string // the projector file
-	mmprojCausal  bool
 	genConfig     string
 	parallel      int
 	ctx           int
@@ -97,7 +96,7 @@ SIGINT or SIGTERM stops the server after the requests in progress (at most
 `
 
 var usageGroups = []cli.Group{
-	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config", "mmproj", "mmproj-causal"}},
+	{Title: "Model", Flags: []string{"m,model", "alias", "chat-template", "template-limits", "generation-config", "mmproj"}},
 	{Title: "Server", Flags: []string{"addr", "max-body", "max-concurrent", "write-timeout", "max-buffer", "shutdown-timeout", "api-key", "cors-origin"}},
 	{Title: "Request limits", Flags: []string{"max-tools", "max-schema-bytes", "max-embedding-inputs", "max-embedding-tokens", "max-media", "max-media-bytes", "max-media-pixels"}},
 	{Title: "Runtime", Flags: []string{"parallel", "ctx", "batch", "ubatch", "prompt-chunk", "cache-type", "batch-invariant", "threads", "poll", "gpu-layers"}},
@@ -119,7 +118,6 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.templateLim, "template-limits", "", "bounds of the Jinja chat template's compile and of every render, as `Name=N,...` with the names of internal/jinja's Limits (MaxSteps=10000000,MaxOutputBytes=16777216,MaxCallDepth=100,...; unnamed ones keep their defaults, listed in README); over a limit a chat request gets a 500 chat_template_limit naming it")
 	fs.StringVar(&o.genConfig, "generation-config", "", "the defaults of every request from a transformers generation_config.json `FILE` (without it: OpenAI's, sampling at temperature 1)")
 	fs.StringVar(&o.mmproj, "mmproj", "", "the model's projector `FILE` (an mmproj GGUF, llama.cpp's mtmd): chat messages may then hold images and audio (without it: 400)")
-	fs.BoolVar(&o.mmprojCausal, "mmproj-causal", false, "decode the images of a projector whose model reads them non-causally (Gemma 3) with causal attention, which generation does (its logits differ from llama.cpp's); without it their requests are refused")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, printed at start)")
 	fs.Int64Var(&o.maxBody, "max-body", serve.DefaultMaxBodyBytes, "the largest request body in `BYTES` (larger: 413)")
 	fs.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long the replies in progress may run on (`DURATION`); then they are cut, a stream with an error event")
@@ -235,8 +233,6 @@ func parseArgs(args []string, out io.Writer) (*options, error) {
 		return nil, cli.Usagef("--mmproj with --assistant-model: the draft model cannot read the embeddings of images and sounds (--prompt-lookup speculates with them)")
 	case o.mmproj != "" && o.invariant:
 		return nil, cli.Usagef("--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings")
-	case o.mmprojCausal && o.mmproj == "":
-		return nil, cli.Usagef("--mmproj-causal needs --mmproj")
 	case o.limits.MaxMedia < 1:
 		return nil, cli.Usagef("--max-media %d: must be at least 1", o.limits.MaxMedia)
 	case o.limits.MaxMediaBytes < 1:
@@ -353,7 +349,7 @@ func serveModel(o *options, stderr io.Writer) error {
 
 	var media serve.MediaPrompter
 	if o.mmproj != "" {
-		pp, err := newProjectorPrompter(o.mmproj, m, o.threads, o.mmprojCausal)
+		pp, err := newProjectorPrompter(o.mmproj, m, o.threads)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,8 @@ import (
 
 // projectorPrompter is serve.MediaPrompter over the model's projector
 // (--mmproj): it decodes the media, tokenizes the prompt with them and
-// encodes them into the request's PromptEmbeddings.
+// encodes them into the request's PromptEmbeddings (and PromptNonCausal:
+// a Gemma 3 projector's images attend to themselves both ways).
 type projectorPrompter struct {
 	p    *llamacpp.Projector
 	opts llamacpp.InputsOptions
@@ -21,9 +22,8 @@ type projectorPrompter struct {
 	mu sync.Mutex
 }
 
-// newProjectorPrompter loads the projector at path for m; causal accepts a
-// non-causal projector's images decoded causally (--mmproj-causal).
-func newProjectorPrompter(path string, m *llamacpp.Model, threads int, causal bool) (*projectorPrompter, error) {
+// newProjectorPrompter loads the projector at path for m.
+func newProjectorPrompter(path string, m *llamacpp.Model, threads int) (*projectorPrompter, error) {
 	p, err := llamacpp.LoadProjector(path, m, llamacpp.ProjectorParams{Threads: threads})
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func newProjectorPrompter(path string, m *llamacpp.Model, threads int, causal bo
 	if placeholder < 0 || int(placeholder) >= m.Vocab().Size() {
 		placeholder = 0
 	}
-	return &projectorPrompter{p: p, opts: llamacpp.InputsOptions{Placeholder: placeholder, CausalImages: causal}}, nil
+	return &projectorPrompter{p: p, opts: llamacpp.InputsOptions{Placeholder: placeholder}}, nil
 }
 
 func (pp *projectorPrompter) TakesImages() bool { return pp.p.Info().Vision }
@@ -76,5 +76,5 @@ func (pp *projectorPrompter) MediaPrompt(ctx context.Context, prompt string, med
 	if err != nil {
 		return generation.Request{}, err
 	}
-	return generation.Request{Prompt: toks, PromptEmbeddings: embd, PromptPositions: pos}, nil
+	return generation.Request{Prompt: toks, PromptEmbeddings: embd, PromptPositions: pos, PromptNonCausal: pr.NonCausal()}, nil
 }

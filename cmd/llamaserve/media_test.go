@@ -46,8 +46,9 @@ func imageURL(t *testing.T, seed byte) string {
 // second time from the prefix cache (only its last token evaluated), and
 // another image others, reusing only the text before it (the embeddings
 // reach the decoder, and the cache tells the images apart).
-// Without --mmproj-causal the Gemma 3 projector's non-causal images are
-// refused, saying so.
+// Gemma 3's images attend to themselves both ways, in one micro-batch: with
+// --ubatch below an image's 16 embeddings the request is refused, naming
+// n_ubatch.
 func TestServeImage(t *testing.T) {
 	dir := t.TempDir()
 	model, proj := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny-gemma3.mmproj.gguf")
@@ -57,7 +58,7 @@ func TestServeImage(t *testing.T) {
 		return startProcess(t, append([]string{"-m", model, "--addr", "127.0.0.1:0", "--threads", "1", "--parallel", "1", "--ctx", "256",
 			"--mmproj", proj, "--chat-template", testmodel.ChatMLTemplate}, args...))
 	}
-	s := start("--mmproj-causal")
+	s := start()
 
 	type reply struct {
 		Choices []struct {
@@ -109,10 +110,10 @@ func TestServeImage(t *testing.T) {
 	sameLogprobs(t, a.Choices[0].Logprobs.Content, again.Choices[0].Logprobs.Content)
 	assert.Greater(t, math.Abs(a.Choices[0].Logprobs.Content[0].Logprob-b.Choices[0].Logprobs.Content[0].Logprob), 1e-3)
 
-	s = start()
+	s = start("--ubatch", "8")
 	code, _, body = ask(parts(imageURL(t, 0)))
 	assert.Equal(t, http.StatusBadRequest, code)
-	assert.Contains(t, body, "non-causal")
+	assert.Contains(t, body, "n_ubatch")
 }
 
 // An M-RoPE projector (Qwen2-VL's merger) beside its qwen2vl text model:
@@ -179,7 +180,7 @@ type tokenLogprob = struct {
 }
 
 // --mmproj's refusals on the command line: the flags it does not combine
-// with, the media limits at 0, --mmproj-causal alone, and a projector file
+// with, the media limits at 0, and a projector file
 // that is not one (an error, exit status 1).
 func TestMediaCommandLine(t *testing.T) {
 	for _, c := range []struct {
@@ -188,7 +189,6 @@ func TestMediaCommandLine(t *testing.T) {
 	}{
 		{[]string{"--mmproj", "p.gguf", "--batch-invariant"}, "--mmproj with --batch-invariant: the batch-invariant decode takes no input embeddings"},
 		{[]string{"--mmproj", "p.gguf", "--assistant-model", "d.gguf"}, "--mmproj with --assistant-model: the draft model cannot read the embeddings of images and sounds"},
-		{[]string{"--mmproj-causal"}, "--mmproj-causal needs --mmproj"},
 		{[]string{"--max-media", "0"}, "--max-media 0: must be at least 1"},
 		{[]string{"--max-media-bytes", "0"}, "--max-media-bytes 0: must be at least 1"},
 		{[]string{"--max-media-pixels", "0"}, "--max-media-pixels 0: must be at least 1"},

@@ -48,23 +48,42 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 	for _, f := range feeds {
 		next := b.pos.Next(f.Slot, b.lens[f.Slot])
 		b.allOff = append(b.allOff, done)
-		for j, t := range f.Tokens {
+		runs := f.NonCausal
+		for j := 0; j < len(f.Tokens); j++ {
 			e := backend.EmbdAt(f, j)
-			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
-				if err := b.decodeAll(ctx, feeds, base); err != nil {
+			run := len(runs) > 0 && runs[0].Start == j
+			if b.batch.Len() > 0 && (run || b.batch.Len() == b.batch.Cap() || b.switches(e)) {
+				if err := b.decodeAll(ctx, feeds, base, false); err != nil {
 					return err
 				}
 				base = done
 			}
-			if _, err := b.add(t, e, backend.PosAt(f, next, j), int32(f.Slot), true); err != nil {
+			if run {
+				// a non-causal run: a decode of its own
+				for ; j < runs[0].End; j++ {
+					if _, err := b.add(f.Tokens[j], f.Embd[j], backend.PosAt(f, next, j), int32(f.Slot), true); err != nil {
+						return err
+					}
+					done++
+				}
+				if err := b.decodeAll(ctx, feeds, base, true); err != nil {
+					return err
+				}
+				base, runs = done, runs[1:]
+				j--
+				continue
+			}
+			if _, err := b.add(f.Tokens[j], e, backend.PosAt(f, next, j), int32(f.Slot), true); err != nil {
 				return err
 			}
 			done++
 		}
 		b.advance(f)
 	}
-	if err := b.decodeAll(ctx, feeds, base); err != nil {
-		return err
+	if b.batch.Len() > 0 {
+		if err := b.decodeAll(ctx, feeds, base, false); err != nil {
+			return err
+		}
 	}
 	b.allViews(feeds)
 	return nil
@@ -79,10 +98,14 @@ func (b *Backend) allViews(feeds []backend.Feed) {
 	}
 }
 
-// decodeAll runs the batch and copies every row it produced to all, from
-// row base on.
-func (b *Backend) decodeAll(ctx context.Context, feeds []backend.Feed, base int) error {
-	if err := b.ctx.Decode(ctx, b.batch); err != nil {
+// decodeAll runs the batch, with causal attention off when nonCausal, and
+// copies every row it produced to all, from row base on.
+func (b *Backend) decodeAll(ctx context.Context, feeds []backend.Feed, base int, nonCausal bool) error {
+	decode := b.ctx.Decode
+	if nonCausal {
+		decode = b.ctx.DecodeNonCausal
+	}
+	if err := decode(ctx, b.batch); err != nil {
 		b.allOff = b.allOff[:0]
 		b.resync(feeds)
 		return b.decodeError(err)

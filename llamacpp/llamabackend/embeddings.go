@@ -1,6 +1,7 @@
 package llamabackend
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -10,6 +11,7 @@ import (
 // Input embeddings (backend.EmbeddingInput): llama.cpp decodes a batch of
 // tokens or of embeddings, so Eval and EvalAll end a decode wherever a run
 // of one kind meets the other; feeds without embeddings decode as before.
+// A non-causal run (backend.NonCausalInput) is a decode of its own.
 
 // InputEmbeddingSize implements backend.EmbeddingInput: the model's input
 // width.
@@ -18,7 +20,7 @@ func (b *Backend) InputEmbeddingSize() int { return b.ctx.Model().InputEmbedding
 // checkEmbd checks feeds[i].Embd, wrapping backend.ErrBadEmbedding and
 // llamacpp.ErrInvalidArgument.
 func (b *Backend) checkEmbd(feeds []backend.Feed, i int) error {
-	if feeds[i].Embd == nil {
+	if feeds[i].Embd == nil && feeds[i].NonCausal == nil {
 		return nil
 	}
 	if b.invariant {
@@ -29,6 +31,45 @@ func (b *Backend) checkEmbd(feeds []backend.Feed, i int) error {
 	if err := backend.CheckEmbd(feeds, i, b.InputEmbeddingSize()); err != nil {
 		return fmt.Errorf("%w: %w", llamacpp.ErrInvalidArgument, err)
 	}
+	if err := backend.CheckNonCausal(feeds[i].NonCausal, feeds[i].Embd, b.MaxNonCausal()); err != nil {
+		return fmt.Errorf("%w: feed %d: %w (llama.cpp's bound: the context's MicroBatchSize, n_ubatch)", llamacpp.ErrInvalidArgument, i, err)
+	}
+	return nil
+}
+
+// MaxNonCausal implements backend.NonCausalInput: the context's
+// MicroBatchSize, since llama.cpp attends both ways only within one
+// micro-batch.
+func (b *Backend) MaxNonCausal() int { return b.ctx.MicroBatchSize() }
+
+// evalNonCausal evaluates positions [j, j+n) of feeds[i], a non-causal
+// run, in a decode of their own with causal attention off
+// (llamacpp.Context.DecodeNonCausal), after decoding what the batch holds
+// (the outputs of feeds[first:i]) at the slot's next position next; more
+// says whether decodes follow.
+func (b *Backend) evalNonCausal(ctx context.Context, feeds []backend.Feed, first, i, j, n int, next int32, more bool) error {
+	if b.batch.Len() > 0 {
+		if err := b.decode(ctx, feeds, first, i, true); err != nil {
+			return err
+		}
+	}
+	f := feeds[i]
+	to := i
+	for k := j; k < j+n; k++ {
+		isLast := k == len(f.Tokens)-1
+		idx, err := b.add(f.Tokens[k], f.Embd[k], backend.PosAt(f, next, k), int32(f.Slot), isLast)
+		if err != nil {
+			return err
+		}
+		if isLast {
+			b.last[i], to = idx, i+1
+		}
+	}
+	if err := b.ctx.DecodeNonCausal(ctx, b.batch); err != nil {
+		b.resync(feeds)
+		return b.decodeError(err)
+	}
+	b.collect(feeds, i, to, more)
 	return nil
 }
 

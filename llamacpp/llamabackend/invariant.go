@@ -78,7 +78,7 @@ func (b *Backend) evalInvariant(ctx context.Context, feeds []backend.Feed, all b
 			b.lens[f.Slot] = int(pos) + from
 			var err error
 			if all {
-				err = b.decodeAll(ctx, feeds, b.allOff[i]+from-n)
+				err = b.decodeAll(ctx, feeds, b.allOff[i]+from-n, false)
 			} else {
 				err = b.decode(ctx, feeds, i, i+1, steps > 0 || i < lastMulti)
 			}

@@ -143,7 +143,17 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 	first := 0 // first feed whose output is still pending
 	for i, f := range feeds {
 		next := b.pos.Next(f.Slot, b.lens[f.Slot])
-		for j, t := range f.Tokens {
+		runs := f.NonCausal
+		for j := 0; j < len(f.Tokens); j++ {
+			if len(runs) > 0 && runs[0].Start == j {
+				n := runs[0].Len()
+				if err := b.evalNonCausal(ctx, feeds, first, i, j, n, next, total-done-n > 0); err != nil {
+					return err
+				}
+				first, runs, done = i, runs[1:], done+n
+				j += n - 1
+				continue
+			}
 			e := backend.EmbdAt(f, j)
 			if b.batch.Len() == b.batch.Cap() || b.switches(e) {
 				if err := b.decode(ctx, feeds, first, i, total-done > 0); err != nil {
@@ -152,13 +162,16 @@ func (b *Backend) Eval(ctx context.Context, feeds []backend.Feed) error {
 				first = i
 			}
 			isLast := j == len(f.Tokens)-1
-			k, _ := b.add(t, e, backend.PosAt(f, next, j), int32(f.Slot), isLast)
+			k, _ := b.add(f.Tokens[j], e, backend.PosAt(f, next, j), int32(f.Slot), isLast)
 			if isLast {
 				b.last[i] = k
 			}
 			done++
 		}
 		b.advance(f)
+	}
+	if b.batch.Len() == 0 {
+		return nil // the last feed ended with a non-causal run
 	}
 	return b.decode(ctx, feeds, first, len(feeds), false)
 }
@@ -343,6 +356,7 @@ var (
 	_ backend.Backend         = (*Backend)(nil)
 	_ backend.EmbeddingInput  = (*Backend)(nil)
 	_ backend.PositionInput   = (*Backend)(nil)
+	_ backend.NonCausalInput  = (*Backend)(nil)
 	_ backend.EndOfGeneration = (*Backend)(nil)
 	_ backend.Tokenizer       = Tokenizer{}
 	_ backend.ChatTemplater   = Tokenizer{}

@@ -47,7 +47,7 @@ func imagePrompter(t *testing.T, m *llamacpp.Model) func(seed byte, text string)
 		pr, err := p.Tokenize(text, []llamacpp.Media{img}, llamacpp.TokenizeOptions{AddSpecial: true})
 		require.NoError(t, err)
 		defer pr.Close()
-		toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 3, CausalImages: true})
+		toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 3})
 		require.NoError(t, err)
 		return toks, embd
 	}

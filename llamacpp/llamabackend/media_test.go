@@ -4,10 +4,12 @@ package llamabackend_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/generation"
+	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/refbackend"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
@@ -17,9 +19,13 @@ import (
 )
 
 // A mixed image+text prompt through the tiny gemma3 projector and the one
-// generation loop: llama.cpp's greedy tokens equal the float64 reference
-// model's fed the same image embeddings, and differ from those of the
-// prompt without the image; a text-only request is batched beside it.
+// generation loop, the image's embeddings a non-causal run as llama.cpp's
+// helper decodes them: llama.cpp's greedy tokens and log-probabilities
+// equal the float64 reference model's fed the same image embeddings, and
+// differ from those of the prompt without the image and from the image
+// read causally; a text-only request is batched beside it. The engine,
+// with prompt chunks shorter than the image, feeds the image whole and
+// gives the same tokens.
 func TestGenerateWithImage(t *testing.T) {
 	m := llamaModel(t, "tiny")
 	path, _ := llamaModels.Load("tiny")
@@ -41,20 +47,38 @@ func TestGenerateWithImage(t *testing.T) {
 	pr, err := p.Tokenize("look: <__media__> and say", []llamacpp.Media{img}, llamacpp.TokenizeOptions{AddSpecial: true})
 	require.NoError(t, err)
 	t.Cleanup(pr.Close)
-	_, _, err = pr.Inputs(llamacpp.InputsOptions{Placeholder: 3})
-	require.ErrorIs(t, err, llamacpp.ErrNonCausal, "gemma3's images are non-causal in llama.cpp's helper")
-	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 3, CausalImages: true})
+	toks, embd, err := pr.Inputs(llamacpp.InputsOptions{Placeholder: 3})
 	require.NoError(t, err)
+	runs := pr.NonCausal()
+	require.Len(t, runs, 1, "gemma3's images are non-causal in llama.cpp's helper")
+	require.Equal(t, spec.NTokens(), runs[0].Len())
 
-	gen, _ := llamaGenerator(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2, BatchSize: 16})
+	gen, b := llamaGenerator(t, m, llamacpp.ContextParams{ContextSize: 512, Sequences: 2, BatchSize: 16})
 	refGen := generation.NewGenerator(refbackend.New(ref, m.Vocab().Size(), 2), llamabackend.Tokenizer{Vocab: m.Vocab()})
 	cfg := greedyConfig(12)
-	reqs := []generation.Request{{Prompt: toks, PromptEmbeddings: embd, Config: cfg}, {Prompt: toks, Config: cfg}}
+	reqs := []generation.Request{
+		{Prompt: toks, PromptEmbeddings: embd, PromptNonCausal: runs, Config: cfg, Logprobs: true},
+		{Prompt: toks, Config: cfg, Logprobs: true},
+	}
 	got, err := gen.Generate(context.Background(), reqs)
 	require.NoError(t, err)
 	want, err := refGen.Generate(context.Background(), reqs)
 	require.NoError(t, err)
-	require.Equal(t, want[0].Tokens, got[0].Tokens)
-	require.Equal(t, want[1].Tokens, got[1].Tokens)
+	for i := range reqs {
+		require.Equal(t, want[i].Tokens, got[i].Tokens)
+		require.InDeltaSlice(t, want[i].Logprobs, got[i].Logprobs, llamatest.Tolerance(t, llamatest.TinyF32))
+	}
 	require.NotEqual(t, got[1].Tokens, got[0].Tokens, "the image changes the reply")
+	causal := []generation.Request{{Prompt: toks, PromptEmbeddings: embd, Config: cfg, Logprobs: true}}
+	gotCausal, err := gen.Generate(context.Background(), causal)
+	require.NoError(t, err)
+	require.Greater(t, math.Abs(float64(gotCausal[0].Logprobs[0]-got[0].Logprobs[0])), 1e-3, "the run attends both ways")
+
+	e, err := generation.NewEngine(b, llamabackend.Tokenizer{Vocab: m.Vocab()}, generation.EngineOptions{PromptChunk: 5})
+	require.NoError(t, err)
+	chunked, err := e.Generate(context.Background(), reqs)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.Equal(t, got[0].Tokens, chunked[0].Tokens)
+	require.Equal(t, got[1].Tokens, chunked[1].Tokens)
 }

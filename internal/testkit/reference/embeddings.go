@@ -65,6 +65,34 @@ func (s *Sequence) EvalInputsAt(inputs []Input, pos [][4]int) (logits, embd [][]
 	return logits, embd, nil
 }
 
+// EvalNonCausal is EvalInputs with the inputs attending to each other
+// both ways, later ones included (and to every earlier position of the
+// sequence): llama.cpp's decode of one micro-batch with causal attention
+// off, as its mtmd helper decodes a Gemma 3 image.
+func (s *Sequence) EvalNonCausal(inputs []Input) (logits, embd [][]float64, err error) {
+	for i, in := range inputs {
+		if err := s.checkInput(i, in); err != nil {
+			return nil, nil, err
+		}
+	}
+	xs, pos := make([][]float64, len(inputs)), make([][4]int, len(inputs))
+	for i, in := range inputs {
+		if in.Embd != nil {
+			xs[i] = append([]float64(nil), in.Embd...)
+		} else {
+			xs[i], _ = s.m.TokenEmbedding(in.Token)
+		}
+		p := s.n + i
+		pos[i] = [4]int{p, p, p, 0}
+	}
+	embd = s.hiddenBlock(xs, pos, true)
+	logits = make([][]float64, len(inputs))
+	for i, e := range embd {
+		logits[i] = matVec(s.m.output, e, s.m.NVocab)
+	}
+	return logits, embd, nil
+}
+
 // checkInput refuses a token out of range or a malformed embedding.
 func (s *Sequence) checkInput(i int, in Input) error {
 	if in.Embd == nil {

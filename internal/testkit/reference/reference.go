@@ -299,84 +299,107 @@ func (s *Sequence) hidden(x []float64) []float64 {
 // four M-RoPE planes for qwen2vl. The attention spans the s.n cached
 // positions and this one whatever rp is.
 func (s *Sequence) hiddenAt(x []float64, rp [4]int) []float64 {
+	return s.hiddenBlock([][]float64{x}, [][4]int{rp}, false)[0]
+}
+
+// hiddenBlock evaluates the input vectors xs (overwritten) at positions
+// s.n, s.n+1, ... with the rotary positions rps and returns their last
+// hidden states after the output norm. Input t attends to the cached
+// positions and to the block's inputs up to t, or, when bidirectional, to
+// all of the block's inputs (llama.cpp's decode with causal attention
+// off, the block one micro-batch).
+func (s *Sequence) hiddenBlock(xs [][]float64, rps [][4]int, bidirectional bool) [][]float64 {
 	m := s.m
 	d, hd, kvw := m.NEmbd, m.HeadDim, m.HeadDim*m.NHeadKV
-	pos := s.n
+	base, n := s.n, len(xs)
 	group := m.NHead / m.NHeadKV
 	scale := 1 / math.Sqrt(float64(hd))
+	qs := make([][]float64, n)
 	for li := range m.layers {
 		l := &m.layers[li]
-		a := rmsNorm(x, l.attnNorm, m.RMSEps)
-		q := matVec(l.wq, a, d)
-		k := matVec(l.wk, a, kvw)
-		v := matVec(l.wv, a, kvw)
-		if l.bq != nil {
-			addTo(q, l.bq)
-			addTo(k, l.bk)
-			addTo(v, l.bv)
+		for t, x := range xs {
+			a := rmsNorm(x, l.attnNorm, m.RMSEps)
+			q := matVec(l.wq, a, d)
+			k := matVec(l.wk, a, kvw)
+			v := matVec(l.wv, a, kvw)
+			if l.bq != nil {
+				addTo(q, l.bq)
+				addTo(k, l.bk)
+				addTo(v, l.bv)
+			}
+			if m.RopeSections != ([4]int{}) {
+				m.mrope(q, rps[t])
+				m.mrope(k, rps[t])
+			} else {
+				m.rope(q, rps[t][0])
+				m.rope(k, rps[t][0])
+			}
+			if l.qNorm != nil {
+				headNorm(q, l.qNorm, m.RMSEps)
+				headNorm(k, l.kNorm, m.RMSEps)
+			}
+			qs[t] = q
+			s.k[li] = append(s.k[li], k...)
+			s.v[li] = append(s.v[li], v...)
 		}
-		if m.RopeSections != ([4]int{}) {
-			m.mrope(q, rp)
-			m.mrope(k, rp)
-		} else {
-			m.rope(q, rp[0])
-			m.rope(k, rp[0])
-		}
-		if l.qNorm != nil {
-			headNorm(q, l.qNorm, m.RMSEps)
-			headNorm(k, l.kNorm, m.RMSEps)
-		}
-		s.k[li] = append(s.k[li], k...)
-		s.v[li] = append(s.v[li], v...)
 		keys, vals := s.k[li], s.v[li]
-
-		o := make([]float64, d)
-		scores := make([]float64, pos+1)
-		for h := 0; h < m.NHead; h++ {
-			qh := q[h*hd : (h+1)*hd]
-			g := h / group
-			mx := math.Inf(-1)
-			for j := 0; j <= pos; j++ {
-				kj := keys[j*kvw+g*hd : j*kvw+(g+1)*hd]
-				dot := 0.0
-				for i := range qh {
-					dot += qh[i] * kj[i]
+		for t, x := range xs {
+			last := base + t // the last position input t attends to
+			if bidirectional {
+				last = base + n - 1
+			}
+			o := make([]float64, d)
+			scores := make([]float64, last+1)
+			for h := 0; h < m.NHead; h++ {
+				qh := qs[t][h*hd : (h+1)*hd]
+				g := h / group
+				mx := math.Inf(-1)
+				for j := 0; j <= last; j++ {
+					kj := keys[j*kvw+g*hd : j*kvw+(g+1)*hd]
+					dot := 0.0
+					for i := range qh {
+						dot += qh[i] * kj[i]
+					}
+					scores[j] = dot * scale
+					mx = max(mx, scores[j])
 				}
-				scores[j] = dot * scale
-				mx = max(mx, scores[j])
-			}
-			sum := 0.0
-			for j := range scores {
-				scores[j] = math.Exp(scores[j] - mx)
-				sum += scores[j]
-			}
-			oh := o[h*hd : (h+1)*hd]
-			for j := 0; j <= pos; j++ {
-				p := scores[j] / sum
-				vj := vals[j*kvw+g*hd : j*kvw+(g+1)*hd]
-				for i := range oh {
-					oh[i] += p * vj[i]
+				sum := 0.0
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - mx)
+					sum += scores[j]
+				}
+				oh := o[h*hd : (h+1)*hd]
+				for j := 0; j <= last; j++ {
+					p := scores[j] / sum
+					vj := vals[j*kvw+g*hd : j*kvw+(g+1)*hd]
+					for i := range oh {
+						oh[i] += p * vj[i]
+					}
 				}
 			}
-		}
-		attn := matVec(l.wo, o, d)
-		for i := range x {
-			x[i] += attn[i]
-		}
+			attn := matVec(l.wo, o, d)
+			for i := range x {
+				x[i] += attn[i]
+			}
 
-		f := rmsNorm(x, l.ffnNorm, m.RMSEps)
-		gate := matVec(l.gate, f, m.NFF)
-		up := matVec(l.up, f, m.NFF)
-		for i := range gate {
-			gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
-		}
-		ffn := matVec(l.down, gate, d)
-		for i := range x {
-			x[i] += ffn[i]
+			f := rmsNorm(x, l.ffnNorm, m.RMSEps)
+			gate := matVec(l.gate, f, m.NFF)
+			up := matVec(l.up, f, m.NFF)
+			for i := range gate {
+				gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+			}
+			ffn := matVec(l.down, gate, d)
+			for i := range x {
+				x[i] += ffn[i]
+			}
 		}
 	}
-	s.n++
-	return rmsNorm(x, m.outputNorm, m.RMSEps)
+	s.n += n
+	out := make([][]float64, n)
+	for t, x := range xs {
+		out[t] = rmsNorm(x, m.outputNorm, m.RMSEps)
+	}
+	return out
 }
 
 // rope rotates each head's adjacent pairs (2i, 2i+1) of x by pos*invFreq[i].
