@@ -33,7 +33,8 @@ func (b *positionMemory) Eval(ctx context.Context, feeds []backend.Feed) error {
 
 // A prompt's positions go with its feed alone: the beams' tokens come
 // without, for the backend to continue each slot's (which Copy copies);
-// a prompt without positions beside it has none. Positions are refused on
+// a prompt without positions beside it has none (as every prompt on a
+// backend without positions may have). Positions are refused on
 // a backend without them, for a model without M-RoPE, and where they do
 // not fit the prompts.
 func TestPromptPositions(t *testing.T) {
@@ -51,6 +52,8 @@ func TestPromptPositions(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, prompts, "the first prompt's feed alone has positions")
+	_, err = beam.Search(context.Background(), backend.NewMemoryBackend(vocab, 4, hashModel(vocab, 1)), [][]int32{{1, 2, 3}}, beam.Options{Config: cfg, PromptPositions: [][]backend.Pos{nil}})
+	require.NoError(t, err, "no prompt with positions, on a backend without them")
 
 	for name, tc := range map[string]struct {
 		b    backend.Backend

@@ -261,12 +261,13 @@ func checkPositions(b backend.Backend, prompts [][]int32, embd [][][]float32, po
 	mrope := ok && in.MRoPE()
 	switch {
 	case pos == nil:
+	case len(pos) != len(prompts):
+		return fmt.Errorf("%w: %w: PromptPositions for %d prompts, %d given", ErrInvalid, backend.ErrBadPosition, len(prompts), len(pos))
+	case !slices.ContainsFunc(pos, func(p []backend.Pos) bool { return p != nil }):
 	case !ok:
 		return fmt.Errorf("%w: %w: PromptPositions on a backend without input positions (%T)", ErrInvalid, backend.ErrBadPosition, b)
 	case !mrope:
 		return fmt.Errorf("%w: %w: PromptPositions for a model with one position per input (no M-RoPE)", ErrInvalid, backend.ErrBadPosition)
-	case len(pos) != len(prompts):
-		return fmt.Errorf("%w: %w: PromptPositions for %d prompts, %d given", ErrInvalid, backend.ErrBadPosition, len(prompts), len(pos))
 	}
 	for i := range prompts {
 		var e [][]float32
