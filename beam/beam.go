@@ -124,6 +124,16 @@ type Options struct {
 	// which checks the values. The search reads it during the call only.
 	PromptEmbeddings [][][]float32
 
+	// PromptPositions, when not nil, holds per prompt nil or one entry
+	// per prompt token, as generation.Request.PromptPositions: the
+	// multi-position RoPE (M-RoPE) position of each, which an M-RoPE
+	// model's PromptEmbeddings need (llamacpp.Prompt.Positions makes them).
+	// The generated tokens continue after the prompt's largest position:
+	// the backend (a backend.PositionInput) keeps each slot's next
+	// position, and Copy copies it with the history. The search reads it
+	// during the call only.
+	PromptPositions [][]backend.Pos
+
 	// Seed seeds the search's logits.Source, the draws of DoSample; the same
 	// seed and inputs give the same result. With one beam the search ends
 	// its chain in the config's logits.Chooser, as the decoding loop does,

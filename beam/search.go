@@ -152,6 +152,9 @@ func newSearch(ctx context.Context, backend backend.Backend, prompts [][]int32, 
 	if err := checkEmbeddings(backend, prompts, opts.PromptEmbeddings); err != nil {
 		return nil, err
 	}
+	if err := checkPositions(backend, prompts, opts.PromptEmbeddings, opts.PromptPositions); err != nil {
+		return nil, err
+	}
 	prompts, encoder, err := splitEncoder(backend, prompts)
 	if err != nil {
 		return nil, err
@@ -243,6 +246,47 @@ func checkEmbeddings(b backend.Backend, prompts [][]int32, embd [][][]float32) e
 		for j, row := range e {
 			if row != nil && len(row) != width {
 				return fmt.Errorf("%w: prompt %d: PromptEmbeddings[%d] has width %d, the model's is %d", ErrInvalid, i, j, len(row), width)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPositions checks a search's PromptPositions against its prompts,
+// their embeddings and backend, as generation checks a request's: each
+// prompt's whole, as the first feed of an empty slot. An M-RoPE model's
+// embeddings need positions.
+func checkPositions(b backend.Backend, prompts [][]int32, embd [][][]float32, pos [][]backend.Pos) error {
+	in, ok := b.(backend.PositionInput)
+	mrope := ok && in.MRoPE()
+	switch {
+	case pos == nil:
+	case len(pos) != len(prompts):
+		return fmt.Errorf("%w: %w: PromptPositions for %d prompts, %d given", ErrInvalid, backend.ErrBadPosition, len(prompts), len(pos))
+	case !slices.ContainsFunc(pos, func(p []backend.Pos) bool { return p != nil }):
+	case !ok:
+		return fmt.Errorf("%w: %w: PromptPositions on a backend without input positions (%T)", ErrInvalid, backend.ErrBadPosition, b)
+	case !mrope:
+		return fmt.Errorf("%w: %w: PromptPositions for a model with one position per input (no M-RoPE)", ErrInvalid, backend.ErrBadPosition)
+	}
+	for i := range prompts {
+		var e [][]float32
+		var p []backend.Pos
+		if embd != nil {
+			e = embd[i]
+		}
+		if pos != nil {
+			p = pos[i]
+		}
+		switch {
+		case p == nil && mrope && slices.ContainsFunc(e, func(row []float32) bool { return row != nil }):
+			return fmt.Errorf("%w: %w: prompt %d: the model has multi-position RoPE (M-RoPE): its PromptEmbeddings need PromptPositions (llamacpp.Prompt.Positions)", ErrInvalid, backend.ErrBadPosition, i)
+		case p == nil:
+		case len(p) != len(prompts[i]):
+			return fmt.Errorf("%w: %w: prompt %d: %d PromptPositions entries for %d tokens", ErrInvalid, backend.ErrBadPosition, i, len(p), len(prompts[i]))
+		default:
+			if _, err := backend.CheckPositions(p, e, 0); err != nil {
+				return fmt.Errorf("%w: prompt %d: PromptPositions: %w", ErrInvalid, i, err)
 			}
 		}
 	}
@@ -402,6 +446,9 @@ func (s *search) run() (*Result, error) {
 					f.Tokens = s.prompts[g.prompt]
 					if s.opts.PromptEmbeddings != nil {
 						f.Embd = s.opts.PromptEmbeddings[g.prompt]
+					}
+					if s.opts.PromptPositions != nil {
+						f.Pos = s.opts.PromptPositions[g.prompt]
 					}
 				}
 				s.pending = append(s.pending, pendingFeed{feed: f, g: g, beam: j})

@@ -135,8 +135,8 @@
 // chunk of another request in that step costs a logits row per token (the
 // Engine's PromptChunk bounds it). Speculation is refused on a backend
 // without backend.AllLogits, on an encoder-decoder backend, and with a
-// draft model for a request with prompt embeddings (which the draft model
-// cannot read; prompt lookup takes them); State refuses a request that
+// draft model for a request with prompt embeddings or positions (which the
+// draft model cannot read; prompt lookup takes them); State refuses a request that
 // samples with a draft model, whose draft draws a RequestState does not
 // hold.
 //

@@ -58,3 +58,24 @@ func (r *seq) promptPos(toks []int32) []backend.Pos {
 	}
 	return out
 }
+
+// withCandidatePos is the Pos of r's feed, whose tokens are at pos, once n
+// candidates follow them (the last prompt token of a speculating request
+// is fed with its first candidates): text positions continuing after the
+// largest of pos, where the backend would continue them; nil when pos is
+// (the backend continues the slot's positions).
+func (r *seq) withCandidatePos(pos []backend.Pos, n int) []backend.Pos {
+	if pos == nil {
+		return nil
+	}
+	next := int32(0)
+	for _, p := range pos {
+		next = max(next, p.T+1, p.H+1, p.W+1)
+	}
+	r.feedPos = append(r.feedPos[:0], pos...)
+	for range n {
+		r.feedPos = append(r.feedPos, backend.TextPos(next))
+		next++
+	}
+	return r.feedPos
+}

@@ -39,6 +39,7 @@ type seq struct {
 	prop       speculative.Proposal // the step's candidates
 	feed       []int32              // the step's feed when it has candidates
 	feedEmbd   [][]float32          // the Embd of feed when its prompt token has one
+	feedPos    []backend.Pos        // the Pos of feed when its prompt token has one
 	accepted   int                  // candidates accepted in the step
 
 	// runs are the non-causal runs of the step's feed (promptRuns)

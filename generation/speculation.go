@@ -65,8 +65,11 @@ func (g *Generator) speculation(req *Request, cfg *genconfig.Config) (specKind, 
 		// The candidates of prompt lookup come from the history's tokens and
 		// are verified by the model itself, so they need nothing more.
 		return specNone, errors.New("speculative decoding with a draft model and PromptEmbeddings (media): the draft model cannot read the prompt's embeddings, which are in the model's input space; prompt lookup (prompt_lookup_num_tokens) speculates without it")
-	case req.PromptPositions != nil:
-		return specNone, errors.New("speculative decoding with prompt positions (M-RoPE) is not supported")
+	case req.PromptPositions != nil && kind == specDraft:
+		// Prompt lookup's candidates are text, fed after the prompt at the
+		// slot's next position (withCandidatePos), and verified by the
+		// model itself.
+		return specNone, errors.New("speculative decoding with a draft model and PromptPositions (M-RoPE): the draft model reads the prompt at one position per token, not at the model's M-RoPE positions, and cannot read an image's embeddings; prompt lookup (prompt_lookup_num_tokens) speculates without it")
 	case g.all == nil:
 		return specNone, errors.New("speculative decoding needs a backend that keeps every position's logits (backend.AllLogits)")
 	}
@@ -101,6 +104,7 @@ func (g *Generator) propose(ctx context.Context) error {
 			r.feed = append(append(r.feed[:0], g.feeds[i].Tokens...), r.prop.Tokens...)
 			g.feeds[i].Tokens = r.feed
 			g.feeds[i].Embd = r.withCandidates(g.feeds[i].Embd, len(r.prop.Tokens))
+			g.feeds[i].Pos = r.withCandidatePos(g.feeds[i].Pos, len(r.prop.Tokens))
 			g.verifying = true
 		}
 	}

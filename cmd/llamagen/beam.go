@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/beam"
 	"github.com/llamaloop/llamaloop/genconfig"
 	"github.com/llamaloop/llamaloop/generation"
@@ -28,7 +29,8 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	cfg := s.cfg // with no eos_token_id, the search takes the model's end-of-generation tokens
 	var rows []*row
 	var toks [][]int32
-	var embd [][][]float32 // with --image or --audio: each prompt's embeddings
+	var embd [][][]float32  // with --image or --audio: each prompt's embeddings
+	var pos [][]backend.Pos // and an M-RoPE projector's positions
 	for i, p := range prompts {
 		req := p.request(s.o.chat, s.o.system, s.o.parseSpecial)
 		t, err := s.tokenize(&req)
@@ -41,7 +43,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 				return fmt.Errorf("prompt %q: %w", p.label(), err)
 			}
 			t = mreq.Prompt
-			embd = append(embd, mreq.PromptEmbeddings)
+			embd, pos = append(embd, mreq.PromptEmbeddings), append(pos, mreq.PromptPositions)
 		}
 		toks = append(toks, t)
 		rows = append(rows, &row{promptIndex: i, prompt: p, promptTokens: len(t)})
@@ -49,7 +51,7 @@ func (s *session) beamSearch(ctx context.Context, prompts []prompt) error {
 	searchCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	over := s.overMaxTime()
-	res, st, err := s.runBeams(searchCtx, cfg, toks, embd, s.o.ctx, s.o.parallel, func() {
+	res, st, err := s.runBeams(searchCtx, cfg, toks, embd, pos, s.o.ctx, s.o.parallel, func() {
 		if over() {
 			cancel(errMaxTime)
 		}
@@ -102,7 +104,7 @@ var errMaxTime = errors.New("max_time")
 
 // runBeams searches prompts' beams; step, when set, is called after every
 // step of every prompt.
-func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, embd [][][]float32, ctxCells, parallel int, step func()) (*beam.Result, stats, error) {
+func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [][]int32, embd [][][]float32, pos [][]backend.Pos, ctxCells, parallel int, step func()) (*beam.Result, stats, error) {
 	beams := cfg.NumBeams
 	atOnce := max(1, min(len(prompts), parallel, llamacpp.MaxSequences()/beams))
 	if beams > llamacpp.MaxSequences() {
@@ -131,7 +133,7 @@ func (s *session) runBeams(ctx context.Context, cfg *genconfig.Config, prompts [
 		bar = cli.NewProgressBar(s.stderr, fmt.Sprintf("beam search (%d beams)", beams))
 	}
 	maxNew := max(cfg.Resolve(len(prompts[0])).MaxLength-len(prompts[0]), 1)
-	opts := beam.Options{Config: cfg, Seed: s.seed, User: s.procs, PromptEmbeddings: embd, Progress: func(p beam.Progress) {
+	opts := beam.Options{Config: cfg, Seed: s.seed, User: s.procs, PromptEmbeddings: embd, PromptPositions: pos, Progress: func(p beam.Progress) {
 		if st.first.IsZero() {
 			st.first = time.Now()
 		}

@@ -120,7 +120,7 @@ func (s *session) demo() error {
 	closeBackend(lb)
 
 	start := time.Now()
-	res, _, err := s.runBeams(ctx, beams, [][]int32{toks}, nil, 0, 1, nil)
+	res, _, err := s.runBeams(ctx, beams, [][]int32{toks}, nil, nil, 0, 1, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,8 @@ func TestImageOption(t *testing.T) {
 
 // An M-RoPE projector (Qwen2-VL's merger) beside its qwen2vl text model:
 // the image goes in at its M-RoPE positions (checked against the float64
-// reference in llamabackend's tests) and changes the reply.
+// reference in llamabackend's tests) and changes the reply, with greedy
+// decoding, prompt lookup and beam search.
 func TestImageOptionMRoPE(t *testing.T) {
 	dir := t.TempDir()
 	model, mmproj := filepath.Join(dir, "qwen2vl.gguf"), filepath.Join(dir, "mmproj.gguf")
@@ -119,4 +121,21 @@ func TestImageOptionMRoPE(t *testing.T) {
 	without := run(t, "", args...)
 	require.Equal(t, 0, without.Code, without.Stderr)
 	assert.NotEqual(t, resultTokens(t, without.Stdout), resultTokens(t, with.Stdout), "the image changes the reply")
+
+	// Prompt lookup and beam search take the image at its positions:
+	// prompt lookup gives greedy decoding's tokens, and three beams search
+	// with the image.
+	withImg := append(slices.Clone(args), "--mmproj", mmproj, "--image", pngPath, "--quiet")
+	lookup := run(t, "", append(withImg, "--prompt-lookup", "3")...)
+	require.Equal(t, 0, lookup.Code, lookup.Stderr)
+	assert.Equal(t, resultTokens(t, with.Stdout), resultTokens(t, lookup.Stdout))
+	beams := []string{"--num-beams", "3", "--quiet"}
+	withBeams := run(t, "", append(slices.Clone(withImg), beams...)...)
+	require.Equal(t, 0, withBeams.Code, withBeams.Stderr)
+	withoutBeams := run(t, "", append(slices.Clone(args), beams...)...)
+	require.Equal(t, 0, withoutBeams.Code, withoutBeams.Stderr)
+	rw, ro := ofType(jsonLines(t, withBeams.Stdout), "result"), ofType(jsonLines(t, withoutBeams.Stdout), "result")
+	require.Len(t, rw, 1)
+	require.Len(t, ro, 1)
+	assert.NotEqual(t, ro[0]["score"], rw[0]["score"], "the image changes the search")
 }
