@@ -58,7 +58,7 @@ names=$( { grep -ohE 'C\.(llama|ggml)_[a-z0-9_]+\(' "$here"/cgo/*.go | sed 's/^C
   echo '}'
 } >"$tmp/probe.c"
 if ! "$CC" -fsyntax-only -Werror=implicit-function-declaration $inc "$tmp/probe.c" 2>"$tmp/err"; then
-  what=$(grep -m1 -oE "'[a-z0-9_]+' undeclared|has no member named '[a-z0-9_]+'|[a-z_.]+\.h: No such file" "$tmp/err" || true)
+  what=$(grep -m1 -oE "'[a-z0-9_]+' undeclared|has no member named '[a-z0-9_]+'|[a-z0-9_.-]+\.h: No such file" "$tmp/err" || true)
   case "$what" in
     *undeclared) fail "the llama.cpp in $dir declares no ${what%% undeclared}, which llamaloop calls ($supported)" ;;
     *member*) fail "the llama.cpp in $dir has no field ${what##*named } that llamaloop sets ($supported)" ;;

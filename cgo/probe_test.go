@@ -139,4 +139,11 @@ func TestLlamaProbeSharedInstall(t *testing.T) {
 	_, stderr, err = probe(t, shared(t, "libllama.so", "libggml.so", "libggml-base.so"))
 	require.Error(t, err)
 	assert.Contains(t, stderr, "no libggml-cpu in ")
+
+	dir = shared(t, "libllama.so", "libggml.so", "libggml-base.so", "libggml-cpu.so")
+	require.NoError(t, os.Remove(filepath.Join(dir, "include", "ggml-cpu.h")))
+	_, stderr, err = probe(t, dir)
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	assert.Contains(t, stderr, "lacks the header ggml-cpu.h (supported: ")
 }
