@@ -25,7 +25,7 @@ done
 [ -n "$lib" ] || fail "no libllama under $dir/lib or $dir/lib64 (want the prefix of llama.cpp's cmake --install)"
 # llamaloop links the CPU backend (ggml_backend_cpu_reg). GGML_BACKEND_DL=ON builds each backend as a
 # module that ggml loads at run time (into bin/, with the CPU variants), which leaves nothing to link.
-grep -qs 'set(GGML_BACKEND_DL "ON")' "$lib/cmake/ggml/ggml-config.cmake" &&
+grep -qsiE 'set\(GGML_BACKEND_DL "(on|1|true|yes|y)"\)' "$lib/cmake/ggml/ggml-config.cmake" &&
   fail "the llama.cpp in $dir is built with GGML_BACKEND_DL=ON (backends as modules loaded at run time): llamaloop links the CPU backend, so build it with -DGGML_BACKEND_DL=OFF (CMake's default)"
 compgen -G "$lib/libggml-cpu.*" >/dev/null ||
   fail "no libggml-cpu in $lib: llamaloop links ggml's CPU backend (want llama.cpp built with GGML_CPU=ON and GGML_BACKEND_DL=OFF, CMake's defaults)"
