@@ -16,11 +16,19 @@ supported="supported: llama.cpp ec98e2002 (December 2025, the pinned module's) t
 fail() { echo "llamaloop: $*" >&2; exit 1; }
 
 [ -f "$dir/include/llama.h" ] || fail "no include/llama.h under LLAMA_CPP=$dir (want the prefix of llama.cpp's cmake --install)"
+# Absolute, as cgo compiles in the package's folder and a shared install's rpath must hold from anywhere.
+dir=$(cd "$dir" && pwd)
 lib=
 for d in "$dir/lib" "$dir/lib64"; do
   if compgen -G "$d/libllama.*" >/dev/null; then lib=$d; break; fi
 done
 [ -n "$lib" ] || fail "no libllama under $dir/lib or $dir/lib64 (want the prefix of llama.cpp's cmake --install)"
+# llamaloop links the CPU backend (ggml_backend_cpu_reg). GGML_BACKEND_DL=ON builds each backend as a
+# module that ggml loads at run time (into bin/, with the CPU variants), which leaves nothing to link.
+grep -qsiE 'set\(GGML_BACKEND_DL "(on|1|true|yes|y)"\)' "$lib/cmake/ggml/ggml-config.cmake" &&
+  fail "the llama.cpp in $dir is built with GGML_BACKEND_DL=ON (backends as modules loaded at run time): llamaloop links the CPU backend, so build it with -DGGML_BACKEND_DL=OFF (CMake's default)"
+compgen -G "$lib/libggml-cpu.*" >/dev/null ||
+  fail "no libggml-cpu in $lib: llamaloop links ggml's CPU backend (want llama.cpp built with GGML_CPU=ON and GGML_BACKEND_DL=OFF, CMake's defaults)"
 
 CC=${CC:-cc}
 tmp=$(mktemp -d)
@@ -50,7 +58,7 @@ names=$( { grep -ohE 'C\.(llama|ggml)_[a-z0-9_]+\(' "$here"/cgo/*.go | sed 's/^C
   echo '}'
 } >"$tmp/probe.c"
 if ! "$CC" -fsyntax-only -Werror=implicit-function-declaration $inc "$tmp/probe.c" 2>"$tmp/err"; then
-  what=$(grep -m1 -oE "'[a-z0-9_]+' undeclared|has no member named '[a-z0-9_]+'|[a-z_.]+\.h: No such file" "$tmp/err" || true)
+  what=$(grep -m1 -oE "'[a-z0-9_]+' undeclared|has no member named '[a-z0-9_]+'|[a-z0-9_.-]+\.h: No such file" "$tmp/err" || true)
   case "$what" in
     *undeclared) fail "the llama.cpp in $dir declares no ${what%% undeclared}, which llamaloop calls ($supported)" ;;
     *member*) fail "the llama.cpp in $dir has no field ${what##*named } that llamaloop sets ($supported)" ;;
@@ -89,7 +97,11 @@ if compgen -G "$lib/libllama.a" >/dev/null && ! compgen -G "$lib/libllama.so*" >
   case " $libs " in *" -lggml-metal "*) libs="$libs -framework Foundation -framework Metal -framework MetalKit" ;; esac
   libs="$libs -lstdc++ -lm -lpthread"
 else
+  # A shared install: found at run time through the rpath, from any folder. On ELF as DT_RPATH, which
+  # also serves the libraries' own dependencies (CMake installs them without one): a backend that
+  # libggml loads and the program never calls (libggml-cuda.so under --as-needed) is found there too.
   libs="$libs -Wl,-rpath,$lib"
+  [ "$(uname -s)" = Darwin ] || libs="$libs -Wl,--disable-new-dtags"
   defs="$defs -DLLAMALOOP_SHARED=1"
 fi
 echo "$defs $inc|$libs"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -148,6 +149,31 @@ func TestGreedyStreamsTextToStdoutAndSummaryToStderr(t *testing.T) {
 	require.Equal(t, 0, echo.Code, echo.Stderr)
 	assert.Equal(t, "The model"+want+"\n", echo.Stdout)
 	assert.Empty(t, echo.Stderr, "--quiet hides the summary")
+}
+
+// The command finds its llama.cpp wherever it runs: the pinned engine is
+// linked in, and a shared external install (make LLAMA_CPP=DIR) through the
+// rpath the probe sets, with no LD_LIBRARY_PATH and from a foreign folder.
+func TestRunsFromAnyFolderWithoutLibraryPath(t *testing.T) {
+	if os.Getenv(clitest.BinDirEnv) != "" {
+		t.Skip("a prebuilt command (the GPU bundle) finds its libraries as its bundle says")
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") && !strings.HasPrefix(kv, "DYLD_LIBRARY_PATH=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(bin, "--threads", "1", "-m", demoModel, "-p", "The model", "--max-new-tokens", "4", "--quiet")
+	cmd.Dir, cmd.Env = t.TempDir(), env
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("%v: %s", err, exit.Stderr)
+	}
+	require.NoError(t, err)
+	_, want := greedy(t, "The model", 4)
+	assert.Equal(t, want+"\n", string(out))
 }
 
 func TestPromptFromFileAndStdin(t *testing.T) {
