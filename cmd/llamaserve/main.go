@@ -150,7 +150,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.promptLookup, "prompt-lookup", 0, "speculative decoding: by default, propose `N` tokens per step copied from the text so far (prompt lookup; a request's prompt_lookup_num_tokens overrides it; 0: none)")
 	fs.IntVar(&o.threads, "threads", 0, "CPU `THREADS`, 1 to 512")
 	fs.Lookup("threads").DefValue = cli.ThreadsDefault
-	fs.IntVar(&o.poll, "poll", 0, "how long llama.cpp's worker threads spin waiting for the next decode before they sleep, as llama.cpp's --poll `LEVEL` (0: they sleep at once, leaving the core to HTTP and sampling between decodes; 1 to 100: up to LEVEL*131072 pauses; llama.cpp's default is 50)")
+	fs.IntVar(&o.poll, "poll", 50, "how long llama.cpp's worker threads spin waiting for the next decode before they sleep, as llama.cpp's --poll `LEVEL` (1 to 100: up to LEVEL*131072 pauses, llama.cpp's default 50; 0: they sleep at once, leaving the cores to other work between decodes, faster on a machine busy with other work, slower on a quiet one)")
 	fs.IntVar(&o.gpuLayers, "gpu-layers", -1, "layers to offload to a GPU (`N`, -1: all); ignored without a GPU backend")
 	fs.StringVar(&o.cacheType, "cache-type", "f16", "KV cache element `TYPE`, f16 or f32 (f32, without flash attention: logits within about 1e-5 of float64 arithmetic)")
 	fs.BoolVar(&o.invariant, "batch-invariant", false, "shape every llama_decode so that a reply is bit for bit what its request gives alone, whatever runs beside it (CPU backend; costs a second row per step)")
