@@ -44,21 +44,29 @@ func embeddingPrompt(t *testing.T, ref *reference.Model, n int, rows bool, pick 
 	return prompt, embd
 }
 
-// Feeds with input embeddings on llama.cpp give the reference backend's
-// logits, with runs of tokens and embeddings split over decodes of 16 and
-// several feeds in one Eval.
-func TestEmbeddingFeedsMatchReference(t *testing.T) {
+// tinyF32Backend is the tiny model in llama.cpp with f32 cells and flash
+// attention off (where llama.cpp agrees with the float64 reference within
+// 1e-4), in decodes of 16, with sequences sequences, beside its reference.
+func tinyF32Backend(t *testing.T, sequences int) (*llamacpp.Model, *reference.Model, *llamabackend.Backend) {
 	m := llamaModel(t, "tiny")
 	path, _ := llamaModels.Load("tiny")
 	ref, err := reference.Load(path.(string))
 	require.NoError(t, err)
-	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 512, Sequences: 2, BatchSize: 16, Threads: 1,
+	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 512, Sequences: sequences, BatchSize: 16, Threads: 1,
 		TypeK: llamacpp.KVF32, TypeV: llamacpp.KVF32, FlashAttention: llamacpp.FlashAttentionOff})
 	require.NoError(t, err)
 	t.Cleanup(func() { ctx.Close() })
 	lb, err := llamabackend.New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { lb.Close() })
+	return m, ref, lb
+}
+
+// Feeds with input embeddings on llama.cpp give the reference backend's
+// logits, with runs of tokens and embeddings split over decodes of 16 and
+// several feeds in one Eval.
+func TestEmbeddingFeedsMatchReference(t *testing.T) {
+	m, ref, lb := tinyF32Backend(t, 2)
 	rb := refbackend.New(ref, m.Vocab().Size(), 2)
 	require.Equal(t, ref.NEmbd, lb.InputEmbeddingSize())
 
@@ -94,7 +102,7 @@ func TestEmbeddingFeedsMatchReference(t *testing.T) {
 	require.ErrorIs(t, rb.Eval(context.Background(), bad), backend.ErrBadEmbedding)
 	nan := append([]float32(nil), e1[4]...)
 	nan[3] = float32(math.NaN())
-	err = lb.Eval(context.Background(), []backend.Feed{{Slot: 1, Tokens: []int32{5}, Embd: [][]float32{nan}}})
+	err := lb.Eval(context.Background(), []backend.Feed{{Slot: 1, Tokens: []int32{5}, Embd: [][]float32{nan}}})
 	require.ErrorIs(t, err, backend.ErrBadEmbedding)
 	require.ErrorContains(t, err, "feed 0, position 0 holds NaN at 3")
 }

@@ -8,9 +8,7 @@ import (
 	"github.com/llamaloop/llamaloop/backend"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/refbackend"
-	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/llamacpp"
-	"github.com/llamaloop/llamaloop/llamacpp/llamabackend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,17 +20,7 @@ import (
 // The causal reading of the same feeds is far off, so the check can fail.
 // A run over the context's micro-batch is refused, naming n_ubatch.
 func TestNonCausalFeedsMatchReference(t *testing.T) {
-	m := llamaModel(t, "tiny")
-	path, _ := llamaModels.Load("tiny")
-	ref, err := reference.Load(path.(string))
-	require.NoError(t, err)
-	ctx, err := m.NewContext(llamacpp.ContextParams{ContextSize: 512, Sequences: 3, BatchSize: 16, Threads: 1,
-		TypeK: llamacpp.KVF32, TypeV: llamacpp.KVF32, FlashAttention: llamacpp.FlashAttentionOff})
-	require.NoError(t, err)
-	t.Cleanup(func() { ctx.Close() })
-	lb, err := llamabackend.New(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { lb.Close() })
+	m, ref, lb := tinyF32Backend(t, 3)
 	require.Equal(t, 16, lb.MaxNonCausal())
 
 	inRuns := func(i int) bool { return (i >= 5 && i < 13) || (i >= 20 && i < 36) }
@@ -102,7 +90,7 @@ func TestNonCausalFeedsMatchReference(t *testing.T) {
 	// refusals: a run over the micro-batch, a run over a token, a run without embeddings
 	long := []backend.Feed{{Slot: 0, Tokens: p0, Embd: e0, NonCausal: []backend.Span{{Start: 20, End: 37}}}}
 	require.NoError(t, lb.Clear(0))
-	err = lb.Eval(context.Background(), long)
+	err := lb.Eval(context.Background(), long)
 	require.ErrorIs(t, err, llamacpp.ErrInvalidArgument)
 	require.ErrorContains(t, err, "n_ubatch")
 	long[0].NonCausal = []backend.Span{{Start: 1, End: 6}}
