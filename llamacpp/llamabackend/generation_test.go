@@ -16,6 +16,7 @@ import (
 	"github.com/llamaloop/llamaloop/generation"
 	"github.com/llamaloop/llamaloop/internal/gguf"
 	"github.com/llamaloop/llamaloop/internal/testhook"
+	"github.com/llamaloop/llamaloop/internal/testkit/asan"
 	"github.com/llamaloop/llamaloop/internal/testkit/llamatest"
 	"github.com/llamaloop/llamaloop/internal/testkit/reference"
 	"github.com/llamaloop/llamaloop/internal/testkit/testmodel"
@@ -415,7 +416,12 @@ func TestLlamaNoGrowth(t *testing.T) {
 	heap1, rss1 := memory()
 	t.Logf("Go heap %d -> %d bytes, RSS %d -> %d KiB", heap0, heap1, rss0/1024, rss1/1024)
 	assert.Less(t, heap1, heap0+256<<10)
-	assert.Less(t, rss1, rss0+4<<20)
+	// AddressSanitizer keeps freed C memory in quarantine (256 MB), so the
+	// resident set grows there without a leak (5.6 MiB in one CI run); its
+	// leak check at exit covers C memory instead.
+	if !asan.Enabled {
+		assert.Less(t, rss1, rss0+4<<20)
+	}
 	for s := range 4 {
 		assert.Equal(t, 0, b.Len(s))
 		p, err := b.Context().SeqPosMax(int32(s))
