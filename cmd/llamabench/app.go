@@ -199,15 +199,7 @@ func (a *app) benchModel(ctx context.Context, o *options, path string, bandwidth
 			}
 			st.set(fmt.Sprintf("%s: running %s beside the %s rows", mr.File, tool, step))
 			defer st.clear()
-			if err := cmp.run(ctx, step); err != nil {
-				return err
-			}
-			select {
-			case <-time.After(o.settle):
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return cmp.run(ctx, step)
 		}
 	}
 	steps := []func(context.Context) error{b.promptProcessing, b.generation, b.batched, b.beams}

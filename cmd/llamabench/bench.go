@@ -190,8 +190,8 @@ func (b *bench) repeat(ctx context.Context, f func() (float64, error)) ([]float6
 // every row once, and returns each row's samples. With a step (the rows
 // llama.cpp's tools measure too) an untimed warm-up repetition comes first,
 // as llama-bench's. When b.pace runs the step's tool, each repetition
-// follows one run of it and an untimed repetition of its own, as the tool's
-// measurement follows its warm-up: sample i of a row and the tool's sample
+// follows one run of it and untimed repetitions of its own for o.settle
+// (at least one), as the tool's measurement follows its warm-up: sample i of a row and the tool's sample
 // i are taken seconds apart, under the same conditions. On this project's
 // 2-core virtual machine consecutive runs of llama-bench correlate (0.5
 // from one run to the next, ±10% spread), so that the ratio of such a pair
@@ -223,8 +223,16 @@ func (b *bench) repeatRows(ctx context.Context, step string, rows int, measure f
 			if err := b.pace(step); err != nil {
 				return nil, err
 			}
-			if err := rep(false); err != nil {
-				return nil, err
+			// After a child process this process computes slower for
+			// its next half second of work, however long it waited
+			// (--settle's help): warm up for o.settle, not once.
+			for warm := time.Now(); ; {
+				if err := rep(false); err != nil {
+					return nil, err
+				}
+				if time.Since(warm) >= b.o.settle {
+					break
+				}
 			}
 		}
 		if err := rep(true); err != nil {

@@ -155,9 +155,11 @@ has them.
 
 With --llama-bench PATH it runs llama.cpp's own llama-bench on each model
 (the same prompt lengths, --tg after --prompt tokens as llama-bench's depth
--d, the same threads), one repetition just before each of the matching rows'
-repetitions, which follow a pause (--settle) and an untimed repetition, as
-llama-bench's measurement follows its warm-up, and adds its tokens/s and the
+-d, the same threads), one run just before each of the matching rows'
+repetitions, which follow untimed repetitions for --settle, as
+llama-bench's measurement follows its warm-up (the run repeats each test 4
+times and its last repetition pairs: a process's first half second of work
+runs slow on some virtual machines), and adds its tokens/s and the
 ratio llamaloop / llama.cpp to the raw decode rows: the median of the ratios
 of those pairs. When llama-batched-bench lies beside it,
 it also runs that on the batch rows (the same --prompt and --tg, a KV cache of
@@ -217,8 +219,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	lbFlags(fs, o)
 	fs.StringVar(&o.replay, "replay", "", "no model: measure the loop's ratios to the raw decode loop on replay backends that wait as the device of profile `FILE` (JSON, e.g. internal/replay/testdata/h200.json)")
 	fs.StringVar(&o.llamaBench, "llama-bench", "", "run llama.cpp's llama-bench binary at `PATH` on the same models and threads and print the ratio to it")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "with --llama-bench, wait `DURATION` (up to 1m) after each run of llama.cpp's tools before the repetition it pairs with: "+
-		"for about a second after such a run ended, this project's virtual machine generated some 8% slower")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "with --llama-bench, after each run of llama.cpp's tools repeat the untimed warm-up of the rows it pairs with for `DURATION` (up to 1m; at least once): "+
+		"on this project's virtual machine a process that has just run a child computes up to a third slower for its next half second of work, however long it waits first")
 	fs.StringVar(&o.draft, "draft", "", "measure only speculative decoding beside plain decoding, with the draft model `FILE`")
 	fs.IntVar(&o.draftTokens, "draft-tokens", 5, "candidates `N` the draft model proposes per step (num_assistant_tokens)")
 	fs.Float64Var(&o.draftThreshold, "draft-threshold", 0.4, "the draft stops after a token it gives a probability below `P` (assistant_confidence_threshold)")

@@ -135,8 +135,7 @@ func (s *session) requests(prompts []prompt) ([]*row, []generation.Request, erro
 		for j := range n {
 			req := generation.Request{
 				Prompt: toks, PromptEmbeddings: mreq.PromptEmbeddings, PromptPositions: mreq.PromptPositions,
-				PromptNonCausal: mreq.PromptNonCausal,
-				Config: cfg, Seed: s.seed + uint64(len(reqs)),
+				PromptNonCausal: mreq.PromptNonCausal, Config: cfg, Seed: s.seed + uint64(len(reqs)),
 				StopStrings: cfg.StopStrings,
 				Logprobs:    s.o.logprobs > 0, TopLogprobs: s.o.logprobs,
 				Processors:       s.procs,
