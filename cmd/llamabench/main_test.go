@@ -420,7 +420,7 @@ func TestLlamaBenchComparison(t *testing.T) {
 	assert.Regexp(t, `measurement +median t/s +min t/s +of bound +llama.cpp +ratio  note`, res.Stdout)
 	assert.Regexp(t, `pp8 raw decode +[0-9.]+ +[0-9.]+ +1000.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
 	assert.Regexp(t, `tg3 raw decode +[0-9.]+ +[0-9.]+ +[0-9]+%\*? +600.0 +[0-9]+\.[0-9]{2} *\n`, res.Stdout)
-	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 repetitions, each run just before one of llamaloop's; ratio = median of llamaloop / llama.cpp over those pairs\n")
+	assert.Contains(t, res.Stdout, "llama.cpp: "+script+" (build abc1234), same model, 1 thread, 1 run of 4 repetitions, the last of each just before one of llamaloop's; ratio = median of llamaloop / llama.cpp over those pairs\n")
 	assert.Contains(t, res.Stdout, "batch rows: not compared; no llama-batched-bench beside "+script+"\n")
 
 	data, err := os.ReadFile(jsonPath)

@@ -182,9 +182,9 @@ func (t *table) comparison(mr *modelReport, o *options) {
 		fmt.Fprintln(t.w, "\nllama.cpp: not compared; --llama-bench PATH runs llama.cpp's llama-bench on the same model and threads")
 		return
 	}
-	fmt.Fprintf(t.w, "\nllama.cpp: %s (build %s), same model, %s, %d repetitions, each run just before one of llamaloop's; "+
+	fmt.Fprintf(t.w, "\nllama.cpp: %s (build %s), same model, %s, %s of %d repetitions, the last of each just before one of llamaloop's; "+
 		"ratio = median of llamaloop / llama.cpp over those pairs\n",
-		o.llamaBench, mr.LlamaBenchBuild, plural(o.threads, "thread"), o.reps)
+		o.llamaBench, mr.LlamaBenchBuild, plural(o.threads, "thread"), plural(o.reps, "run"), llamaBenchReps)
 	switch {
 	case len(o.batchRows) == 0:
 	case mr.LlamaBatchedBench != "":
