@@ -24,6 +24,10 @@ func (b *Backend) EvalAll(ctx context.Context, feeds []backend.Feed) error {
 			return err
 		}
 	}
+	if feeds, err = b.inSlotOrder(feeds); err != nil {
+		return err
+	}
+	defer clear(b.sorted) // the caller's tokens
 	nv := b.VocabSize()
 	if cap(b.all) < total*nv {
 		b.all = make([]float32, total*nv)
@@ -128,6 +132,7 @@ func (b *Backend) LogitsAt(i, j int) []float32 {
 	if i < 0 || i >= len(b.allOff) || j < 0 {
 		return nil
 	}
+	i = b.place(i)
 	nv := b.VocabSize()
 	end := len(b.all) / nv
 	if i+1 < len(b.allOff) {
