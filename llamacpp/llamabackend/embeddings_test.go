@@ -62,6 +62,15 @@ func tinyF32Backend(t *testing.T, sequences int) (*llamacpp.Model, *reference.Mo
 	return m, ref, lb
 }
 
+// maxDiff is the largest |a[i] - b[i]|.
+func maxDiff(a, b []float32) float64 {
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
 // Feeds with input embeddings on llama.cpp give the reference backend's
 // logits, with runs of tokens and embeddings split over decodes of 16 and
 // several feeds in one Eval.

@@ -58,14 +58,6 @@ func firstEmbedding(embd [][]float32) int {
 	return slices.IndexFunc(embd, func(e []float32) bool { return e != nil })
 }
 
-func maxDiff(a, b []float32) float64 {
-	d := 0.0
-	for i := range a {
-		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
-	}
-	return d
-}
-
 // Over the prefix cache on llama.cpp, the second turn of a chat about an
 // image evaluates only its new tokens; another image of the same size at
 // the same place reuses only the text before it (its first scores are not

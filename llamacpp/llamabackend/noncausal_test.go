@@ -33,13 +33,6 @@ func TestNonCausalFeedsMatchReference(t *testing.T) {
 		{Slot: 2, Tokens: p2},
 	}
 	next := []backend.Feed{{Slot: 0, Tokens: []int32{5, 6}}, {Slot: 1, Tokens: []int32{7}}, {Slot: 2, Tokens: []int32{8}}}
-	diff := func(a, b []float32) float64 {
-		d := 0.0
-		for k := range a {
-			d = math.Max(d, math.Abs(float64(a[k]-b[k])))
-		}
-		return d
-	}
 	tol := llamatest.Tolerance(t, llamatest.TinyF32)
 
 	rb := refbackend.New(ref, m.Vocab().Size(), 3)
@@ -47,12 +40,12 @@ func TestNonCausalFeedsMatchReference(t *testing.T) {
 	require.NoError(t, rb.Eval(context.Background(), feeds))
 	d := 0.0
 	for i := range feeds {
-		d = math.Max(d, diff(lb.Logits(i), rb.Logits(i)))
+		d = math.Max(d, maxDiff(lb.Logits(i), rb.Logits(i)))
 	}
 	require.NoError(t, lb.Eval(context.Background(), next))
 	require.NoError(t, rb.Eval(context.Background(), next))
 	for i := range next {
-		d = math.Max(d, diff(lb.Logits(i), rb.Logits(i)))
+		d = math.Max(d, maxDiff(lb.Logits(i), rb.Logits(i)))
 	}
 	t.Logf("Eval with non-causal runs, then tokens: largest |llama.cpp - reference| %.3g", d)
 	require.LessOrEqual(t, d, tol)
@@ -72,8 +65,8 @@ func TestNonCausalFeedsMatchReference(t *testing.T) {
 	d, apart := 0.0, 0.0
 	for i, f := range feeds {
 		for j := range f.Tokens {
-			d = math.Max(d, diff(lb.LogitsAt(i, j), rb.LogitsAt(i, j)))
-			apart = math.Max(apart, diff(lb.LogitsAt(i, j), causal.LogitsAt(i, j)))
+			d = math.Max(d, maxDiff(lb.LogitsAt(i, j), rb.LogitsAt(i, j)))
+			apart = math.Max(apart, maxDiff(lb.LogitsAt(i, j), causal.LogitsAt(i, j)))
 		}
 	}
 	t.Logf("EvalAll with non-causal runs: largest |llama.cpp - reference| %.3g; against the causal reading %.3g", d, apart)
@@ -83,7 +76,7 @@ func TestNonCausalFeedsMatchReference(t *testing.T) {
 	require.NoError(t, rb.Eval(context.Background(), next))
 	d = 0
 	for i := range next {
-		d = math.Max(d, diff(lb.Logits(i), rb.Logits(i)))
+		d = math.Max(d, maxDiff(lb.Logits(i), rb.Logits(i)))
 	}
 	require.LessOrEqual(t, d, tol)
 

@@ -2,7 +2,6 @@ package llamabackend_test
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/llamaloop/llamaloop/backend"
@@ -21,13 +20,6 @@ func TestFeedsOutOfSlotOrder(t *testing.T) {
 	rb := refbackend.New(ref, m.Vocab().Size(), 4)
 	ctx := context.Background()
 	tol := llamatest.Tolerance(t, llamatest.TinyF32)
-	largest := func(a, b []float32) float64 {
-		d := 0.0
-		for k := range a {
-			d = math.Max(d, math.Abs(float64(a[k]-b[k])))
-		}
-		return d
-	}
 	vocab := m.Vocab().Size()
 	steps := [][]backend.Feed{
 		{{Slot: 3, Tokens: llamaTokens(1, 5, vocab)}, {Slot: 0, Tokens: llamaTokens(2, 3, vocab)},
@@ -40,7 +32,7 @@ func TestFeedsOutOfSlotOrder(t *testing.T) {
 		require.NoError(t, lb.Eval(ctx, feeds))
 		require.NoError(t, rb.Eval(ctx, feeds))
 		for i, f := range feeds {
-			d := largest(lb.Logits(i), rb.Logits(i))
+			d := maxDiff(lb.Logits(i), rb.Logits(i))
 			require.LessOrEqual(t, d, tol, "step %d, feed %d (slot %d)", s, i, f.Slot)
 		}
 	}
@@ -50,10 +42,10 @@ func TestFeedsOutOfSlotOrder(t *testing.T) {
 	require.NoError(t, rb.EvalAll(ctx, feeds))
 	for i, f := range feeds {
 		for j := range f.Tokens {
-			require.LessOrEqual(t, largest(lb.LogitsAt(i, j), rb.LogitsAt(i, j)), tol, "feed %d, position %d", i, j)
+			require.LessOrEqual(t, maxDiff(lb.LogitsAt(i, j), rb.LogitsAt(i, j)), tol, "feed %d, position %d", i, j)
 		}
 		require.Nil(t, lb.LogitsAt(i, len(f.Tokens)))
-		require.LessOrEqual(t, largest(lb.Logits(i), rb.Logits(i)), tol, "feed %d", i)
+		require.LessOrEqual(t, maxDiff(lb.Logits(i), rb.Logits(i)), tol, "feed %d", i)
 	}
 
 	// The contract's one feed per slot, in order or not.
