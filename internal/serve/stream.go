@@ -180,9 +180,7 @@ func (sw *streamWriter) run() {
 		for _, data := range batch {
 			for len(data) > 0 && err == nil {
 				n := min(len(data), writeChunk)
-				sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
-				if sw.cut.Load() { // after the deadline: send's past one is not undone
-					err = errCut
+				if err = sw.armDeadline(); err != nil {
 					break
 				}
 				_, err = sw.w.Write(data[:n])
@@ -191,10 +189,7 @@ func (sw *streamWriter) run() {
 			}
 		}
 		if err == nil {
-			sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
-			if sw.cut.Load() { // as above: a cut between the writes and here keeps its deadline
-				err = errCut
-			} else {
+			if err = sw.armDeadline(); err == nil {
 				err = sw.rc.Flush()
 			}
 		}
@@ -207,6 +202,21 @@ func (sw *streamWriter) run() {
 		}
 		sw.mu.Unlock()
 	}
+}
+
+// armDeadline gives the next write --write-timeout, or returns errCut when
+// the stream was cut: then the deadline is put back in the past, since a
+// cut (send) may have set its past deadline just before this one replaced
+// it, and net/http's own last flush after the handler would otherwise wait
+// the whole timeout for a client that reads nothing, keeping its
+// connection open.
+func (sw *streamWriter) armDeadline() error {
+	sw.rc.SetWriteDeadline(time.Now().Add(sw.s.cfg.WriteTimeout))
+	if sw.cut.Load() {
+		sw.rc.SetWriteDeadline(time.Now())
+		return errCut
+	}
+	return nil
 }
 
 // streamError is the error event of a choice that failed mid-stream.
