@@ -32,7 +32,9 @@ const MaxParts = 1<<16 - 1
 // sleeping worker takes tens of microseconds to wake (65 on this project's
 // 2-core VM), often longer than a whole job; the Go scheduler also queues a
 // woken goroutine behind the one that woke it. A worker that wakes after
-// the job is done finds nothing to claim.
+// the job is done finds nothing to claim. A worker that is free claims
+// parts of every open Run, so while a part waits, a free worker starts the
+// next one, however many Runs woke the workers before.
 type Runner struct {
 	// state is epoch<<32 | next<<16 | n: the Run it belongs to, the next
 	// part to claim and the number of parts.
@@ -41,16 +43,23 @@ type Runner struct {
 	wg    sync.WaitGroup
 }
 
-// call is a wake-up for a worker: help r with its Run of that epoch.
-type call struct {
+// open is a Run that may have parts left to claim.
+type open struct {
 	r     *Runner
 	epoch uint64
 }
 
 var (
 	start   sync.Once
-	calls   chan call
 	workers int
+	// wake holds at most one token per worker. A token carries no Run: a
+	// worker that takes one helps every open Run, so a token never goes
+	// stale, and a send that finds the buffer full loses nothing: each
+	// token there is taken after the sender's Run was opened.
+	wake chan struct{}
+
+	mu   sync.Mutex
+	runs []open // the open Runs, in no particular order
 )
 
 // Workers is how many goroutines may run parts at once: GOMAXPROCS at the
@@ -61,14 +70,53 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // process, blocked on a channel while idle.
 func startWorkers() {
 	workers = runtime.GOMAXPROCS(0) - 1
-	calls = make(chan call, 4*max(workers, 1))
+	wake = make(chan struct{}, workers)
 	for range workers {
 		go func() {
-			for c := range calls {
-				c.r.help(c.epoch)
+			for range wake {
+				for {
+					r, epoch := unclaimed()
+					if r == nil {
+						break
+					}
+					r.help(epoch)
+				}
 			}
 		}()
 	}
+}
+
+// unclaimed returns an open Run with a part left to claim, or nil.
+func unclaimed() (*Runner, uint64) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range runs {
+		s := o.r.state.Load()
+		if s>>32 == o.epoch && s>>16&MaxParts < s&MaxParts {
+			return o.r, o.epoch
+		}
+	}
+	return nil, 0
+}
+
+// opened adds r's Run of that epoch to the open Runs.
+func opened(r *Runner, epoch uint64) {
+	mu.Lock()
+	runs = append(runs, open{r, epoch})
+	mu.Unlock()
+}
+
+// closed removes r from the open Runs.
+func closed(r *Runner) {
+	mu.Lock()
+	for i, o := range runs {
+		if o.r == r {
+			runs[i] = runs[len(runs)-1]
+			runs = runs[:len(runs)-1]
+			break
+		}
+	}
+	mu.Unlock()
 }
 
 // help claims and does parts of the Run of the given epoch until none is
@@ -106,12 +154,14 @@ func (r *Runner) Run(n int, job Job) {
 	r.wg.Add(n)
 	epoch := r.state.Load()>>32 + 1
 	r.state.Store(epoch<<32 | uint64(n))
+	opened(r, epoch)
 	for range min(n-1, workers) {
 		select {
-		case calls <- call{r, epoch}:
-		default: // the workers have calls enough
+		case wake <- struct{}{}:
+		default: // every worker has a token to take already
 		}
 	}
 	r.help(epoch)
+	closed(r) // every part is claimed
 	r.wg.Wait()
 }

@@ -114,3 +114,85 @@ func TestRunLateWorkers(t *testing.T) {
 		assert.Zero(t, s.late.Load())
 	}
 }
+
+// gate is a job whose parts signal that they started and then wait for
+// release.
+type gate struct {
+	started chan int
+	release chan struct{}
+}
+
+func (g *gate) Do(i int) {
+	g.started <- i
+	<-g.release
+}
+
+// rendezvous is a job of two parts in which part 0 waits for part 1 to
+// start, so it finishes only if a worker claims part 1 while the caller
+// waits in part 0.
+type rendezvous struct {
+	zeroWaits chan struct{}
+	oneRan    chan struct{}
+}
+
+func (r *rendezvous) Do(i int) {
+	if i == 0 {
+		close(r.zeroWaits)
+		<-r.oneRan
+		return
+	}
+	close(r.oneRan)
+}
+
+// Wake-ups sent while every worker was busy (many Runs done by their
+// callers alone) do not cost a later Run its workers: when the workers are
+// free again, one claims the part the caller waits for.
+func TestRunAfterWakeupsWhileBusy(t *testing.T) {
+	var r Runner
+	r.Run(2, &squares{out: make([]int, 2)}) // start the workers
+	if workers < 1 {
+		t.Skip("one core: no workers")
+	}
+
+	// Hold every worker, and the caller, in a part of one Run.
+	busy := &gate{started: make(chan int, workers+1), release: make(chan struct{})}
+	busyDone := make(chan struct{})
+	go func() {
+		var held Runner
+		held.Run(workers+1, busy)
+		close(busyDone)
+	}()
+	for range workers + 1 {
+		<-busy.started
+	}
+
+	// Runs that their callers do alone send more wake-ups than a worker
+	// can hold.
+	var quick Runner
+	for range 8 * (workers + 1) {
+		quick.Run(2, &squares{out: make([]int, 2)})
+	}
+
+	// A Run whose part 0 waits for part 1, opened while the workers are
+	// busy, then the workers freed.
+	meet := &rendezvous{zeroWaits: make(chan struct{}), oneRan: make(chan struct{})}
+	meetDone := make(chan struct{})
+	go func() {
+		var waiting Runner
+		waiting.Run(2, meet)
+		close(meetDone)
+	}()
+	<-meet.zeroWaits
+	close(busy.release)
+	<-busyDone
+
+	deadline := make(<-chan time.Time)
+	if d, ok := t.Deadline(); ok {
+		deadline = time.After(time.Until(d) - 5*time.Second)
+	}
+	select {
+	case <-meetDone:
+	case <-deadline:
+		t.Fatal("no worker claimed part 1 while the caller waited in part 0")
+	}
+}
