@@ -203,6 +203,17 @@ func (b *bench) repeatRows(ctx context.Context, step string, rows int, measure f
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			// A row timed just after another row runs slower than after
+			// itself (pp128 after pp512 at 0.92-0.96 of pp128 after
+			// pp128, q8_0 and f16 on this project's 2-core VM, inside
+			// llama_decode), while each of llama-bench's repetitions
+			// follows one of the same test: a kept sample of several
+			// rows follows an untimed run of its own row.
+			if keep && step != "" && rows > 1 {
+				if _, err := measure(i); err != nil {
+					return err
+				}
+			}
 			v, err := measure(i)
 			if err != nil {
 				return err

@@ -157,7 +157,9 @@ With --llama-bench PATH it runs llama.cpp's own llama-bench on each model
 (the same prompt lengths, --tg after --prompt tokens as llama-bench's depth
 -d, the same threads), one run just before each of the matching rows'
 repetitions, which follow untimed repetitions for --settle, as
-llama-bench's measurement follows its warm-up (the run repeats each test 4
+llama-bench's measurement follows its warm-up, each sample just after an
+untimed run of its own row, as each of llama-bench's repetitions follows
+one of the same test (the run repeats each test 4
 times and its last repetition pairs: a process's first half second of work
 runs slow on some virtual machines), and adds its tokens/s and the
 ratio llamaloop / llama.cpp to the raw decode rows: the median of the ratios
