@@ -17,11 +17,12 @@ func TestRepeatRowsTimesEachRowAfterItself(t *testing.T) {
 	var calls []int // the rows measured, in order; -1 for the tool's run
 	b := &bench{o: &options{reps: 2}, pace: func(string) error { calls = append(calls, -1); return nil }}
 	sample := 0
-	samples, err := b.repeatRows(context.Background(), comparePrompt, 2, func(row int) (float64, error) {
+	measure := func(row int) (float64, error) {
 		calls = append(calls, row)
 		sample++
 		return float64(sample), nil
-	})
+	}
+	samples, err := b.repeatRows(context.Background(), comparePrompt, 2, measure)
 	require.NoError(t, err)
 	// warm-up 0 1; then per repetition: tool, settle 0 1 (once, --settle 0),
 	// then 0 0 and 1 1 with the second of each kept.
@@ -30,11 +31,7 @@ func TestRepeatRowsTimesEachRowAfterItself(t *testing.T) {
 
 	// One row, or rows no tool measures, as before: no extra run.
 	calls, sample = nil, 0
-	samples, err = b.repeatRows(context.Background(), comparePrompt, 1, func(row int) (float64, error) {
-		calls = append(calls, row)
-		sample++
-		return float64(sample), nil
-	})
+	samples, err = b.repeatRows(context.Background(), comparePrompt, 1, measure)
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, -1, 0, 0, -1, 0, 0}, calls)
 	assert.Equal(t, [][]float64{{3, 5}}, samples)

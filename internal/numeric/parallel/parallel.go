@@ -43,12 +43,6 @@ type Runner struct {
 	wg    sync.WaitGroup
 }
 
-// open is a Run that may have parts left to claim.
-type open struct {
-	r     *Runner
-	epoch uint64
-}
-
 var (
 	start   sync.Once
 	workers int
@@ -59,7 +53,7 @@ var (
 	wake chan struct{}
 
 	mu   sync.Mutex
-	runs []open // the open Runs, in no particular order
+	runs []*Runner // the Runners whose Run is open, in no particular order
 )
 
 // Workers is how many goroutines may run parts at once: GOMAXPROCS at the
@@ -86,23 +80,24 @@ func startWorkers() {
 	}
 }
 
-// unclaimed returns an open Run with a part left to claim, or nil.
+// unclaimed returns an open Run with a part left to claim and its epoch,
+// or nil. A Runner is open from after it stored its Run's state until all
+// its parts are claimed, so a part left to claim is one of that Run.
 func unclaimed() (*Runner, uint64) {
 	mu.Lock()
 	defer mu.Unlock()
-	for _, o := range runs {
-		s := o.r.state.Load()
-		if s>>32 == o.epoch && s>>16&MaxParts < s&MaxParts {
-			return o.r, o.epoch
+	for _, r := range runs {
+		if s := r.state.Load(); s>>16&MaxParts < s&MaxParts {
+			return r, s >> 32
 		}
 	}
 	return nil, 0
 }
 
-// opened adds r's Run of that epoch to the open Runs.
-func opened(r *Runner, epoch uint64) {
+// opened adds r to the open Runs.
+func opened(r *Runner) {
 	mu.Lock()
-	runs = append(runs, open{r, epoch})
+	runs = append(runs, r)
 	mu.Unlock()
 }
 
@@ -110,7 +105,7 @@ func opened(r *Runner, epoch uint64) {
 func closed(r *Runner) {
 	mu.Lock()
 	for i, o := range runs {
-		if o.r == r {
+		if o == r {
 			runs[i] = runs[len(runs)-1]
 			runs = runs[:len(runs)-1]
 			break
@@ -154,7 +149,7 @@ func (r *Runner) Run(n int, job Job) {
 	r.wg.Add(n)
 	epoch := r.state.Load()>>32 + 1
 	r.state.Store(epoch<<32 | uint64(n))
-	opened(r, epoch)
+	opened(r)
 	for range min(n-1, workers) {
 		select {
 		case wake <- struct{}{}:
